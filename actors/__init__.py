@@ -1,0 +1,41 @@
+"""An actor-based, in-process task scheduler on pykka.
+
+The public API: ``Scheduler`` (the facade), the actors it runs (``SchedulerActor``,
+``WorkerActor``, ``EventBus``), clocks (``Clock``, ``MonotonicClock``, ``FakeClock``),
+``TaskHandle``, ``Subscription`` and the errors. The messages live in ``messages``.
+"""
+
+import logging
+
+from actors.clock import Clock, FakeClock, MonotonicClock
+from actors.errors import (
+    DuplicateTaskError,
+    SchedulerError,
+    SchedulerShutdownError,
+    UnknownTaskError,
+    WorkerLostError,
+)
+from actors.event_bus import EventBus
+from actors.facade import Scheduler
+from actors.handles import Subscription, TaskHandle
+from actors.scheduler import SchedulerActor
+from actors.worker import WorkerActor
+
+logging.getLogger(__name__).addHandler(logging.NullHandler())
+
+__all__ = [
+    "Clock",
+    "DuplicateTaskError",
+    "EventBus",
+    "FakeClock",
+    "MonotonicClock",
+    "Scheduler",
+    "SchedulerActor",
+    "SchedulerError",
+    "SchedulerShutdownError",
+    "Subscription",
+    "TaskHandle",
+    "UnknownTaskError",
+    "WorkerActor",
+    "WorkerLostError",
+]

@@ -1,0 +1,27 @@
+"""The scheduler's exceptions. Each also derives from the builtin a caller would catch."""
+
+from __future__ import annotations
+
+
+class SchedulerError(Exception):
+    """Base of every error the scheduler raises on purpose."""
+
+
+class UnknownTaskError(SchedulerError, KeyError):
+    """No live task, and none in the finished-task history, has this id."""
+
+    def __str__(self) -> str:
+        # KeyError's __str__ repr()s its argument; keep the sentence readable.
+        return str(self.args[0]) if self.args else ""
+
+
+class DuplicateTaskError(SchedulerError, ValueError):
+    """A live task already has this id."""
+
+
+class SchedulerShutdownError(SchedulerError, RuntimeError):
+    """The scheduler has been shut down and takes no new work."""
+
+
+class WorkerLostError(SchedulerError):
+    """The worker running a task stopped before reporting; the run is marked failed with this."""

@@ -1,0 +1,107 @@
+"""The timer thread: sleeps until the head of the heap is due, then tells the scheduler ``Tick``.
+
+It knows nothing about tasks: the scheduler arms it with one deadline (the head of its heap)
+and it sends at most one ``Tick`` per arming. It never runs a task and never busy-waits: it
+blocks on its condition until the deadline passes, a new deadline is armed, the clock jumps
+past the deadline (``FakeClock``), or it is stopped.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from typing import Any
+
+import pykka
+
+from actors.clock import Clock
+from messages import Tick
+
+logger = logging.getLogger(__name__)
+
+_TICK = Tick()
+
+
+class TimerThread:
+    """One daemon thread that turns the armed deadline into a ``Tick`` for ``target``."""
+
+    def __init__(
+        self, clock: Clock, target: pykka.ActorRef[pykka.Actor], *, name: str = "scheduler-timer"
+    ) -> None:
+        """Prepare (but do not start) a timer that tells ``target`` ``Tick()`` when due."""
+        self._clock = clock
+        self._target = target
+        # _condition guards _deadline, _stopped and _wakeups. Whoever changes _deadline or
+        # _stopped notifies it; the timer thread is its only waiter.
+        self._condition = threading.Condition(threading.Lock())
+        self._deadline: float | None = None
+        self._stopped = False
+        self._wakeups = 0
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._unwatch = clock.watch(self._on_clock_jump)
+
+    @property
+    def thread(self) -> threading.Thread:
+        """The timer's thread."""
+        return self._thread
+
+    @property
+    def wakeups(self) -> int:
+        """How many times the thread has woken from a wait (for no-busy-wait tests)."""
+        return self._wakeups
+
+    def start(self) -> None:
+        """Start the thread (called once, by the ``Scheduler``)."""
+        self._thread.start()
+
+    def arm(self, deadline: float | None) -> None:
+        """Make ``deadline`` the moment to send the next ``Tick`` (``None`` disarms).
+
+        Called on the scheduler actor's thread whenever the head of its heap changes. Cheap:
+        it takes the lock and notifies only if the deadline really changed.
+        """
+        with self._condition:
+            if deadline != self._deadline:
+                self._deadline = deadline
+                self._condition.notify()
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Stop the thread and wait up to ``timeout`` seconds for it to end. Idempotent."""
+        self._unwatch()
+        with self._condition:
+            self._stopped = True
+            self._condition.notify()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+
+    def _on_clock_jump(self) -> None:
+        # Runs on the thread that advanced a FakeClock: wake the timer only if now due.
+        with self._condition:
+            if self._deadline is not None and self._clock.sleep_time(self._deadline) <= 0.0:
+                self._condition.notify()
+
+    def _run(self) -> None:
+        while self._wait_until_due():
+            try:
+                self._target.tell(_TICK)
+            except pykka.ActorDeadError:
+                logger.debug("scheduler gone; timer exits")
+                return
+
+    def _wait_until_due(self) -> bool:
+        """Block until the armed deadline is due (disarm it, return True) or stopped (False)."""
+        with self._condition:
+            while not self._stopped:
+                if self._deadline is None:
+                    self._condition.wait()
+                    self._wakeups += 1
+                    continue
+                remaining = self._clock.sleep_time(self._deadline)
+                if remaining > 0.0:
+                    self._condition.wait(None if math.isinf(remaining) else remaining)
+                    self._wakeups += 1
+                    continue
+                self._deadline = None
+                return True
+            return False

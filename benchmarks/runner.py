@@ -1,0 +1,152 @@
+"""Runs cases against peers: repeats interleaved, fresh scheduler per run.
+
+Each run starts a new adapter, measures, shuts it down and then checks that
+no thread it started outlived the shutdown (leaks are reported, and the
+leaked threads are excluded from the next baseline).
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable, Sequence
+
+from benchmarks.adapters import Adapter
+from benchmarks.results import Result, Skip, median
+from benchmarks.workloads import Case, Measurement
+
+__all__ = ["REFERENCE", "run_case"]
+
+#: Ratios are taken against this peer, run for run.
+REFERENCE = "textbook"
+#: Peers whose absence or failure makes the run fail (the library under test).
+REQUIRED = frozenset({"ours"})
+SHUTDOWN_TIMEOUT_S = 15.0
+
+
+def log(msg: str) -> None:
+    """Progress goes to stderr; stdout carries only JSON lines."""
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _new_threads(baseline: set[threading.Thread], timeout: float) -> list[str]:
+    """Join threads not in ``baseline`` (within ``timeout``); names of survivors."""
+    deadline = time.monotonic() + timeout
+    for t in threading.enumerate():
+        if t not in baseline and t is not threading.current_thread():
+            t.join(max(0.0, deadline - time.monotonic()))
+    return sorted(
+        t.name for t in threading.enumerate() if t not in baseline and t.is_alive()
+    )
+
+
+def run_once(cls: type[Adapter], case: Case) -> tuple[Measurement, list[str]]:
+    """One measurement on a fresh adapter; returns it and any leaked threads."""
+    gc.collect()
+    baseline = set(threading.enumerate())
+    adapter = cls()
+    try:
+        adapter.start()
+        measurement = case.measure(adapter)
+    finally:
+        try:
+            adapter.shutdown(timeout=SHUTDOWN_TIMEOUT_S)
+        finally:
+            leaked = _new_threads(baseline, timeout=5.0)
+    return measurement, leaked
+
+
+def run_case(
+    case: Case,
+    peers: Sequence[type[Adapter]],
+    emit: Callable[[Result], None],
+) -> list[Result]:
+    """Run ``case`` for every peer, ``case.repeats`` rounds, peers interleaved."""
+    results: dict[str, Result] = {}
+    runs: dict[str, list[Measurement | None]] = {}
+    active: list[type[Adapter]] = []
+    for cls in peers:
+        res = Result(
+            case.workload, case.label, cls.name, "ok", params=dict(case.params)
+        )
+        res.units = dict(case.units)
+        results[cls.name] = res
+        reason = cls.unavailable() or cls.unsupported(case.pending)
+        if reason is not None:
+            res.status = (
+                "failed" if cls.name in REQUIRED and cls.unavailable() else "skipped"
+            )
+            res.note = reason
+            continue
+        runs[cls.name] = []
+        active.append(cls)
+
+    for rep in range(case.repeats):
+        shift = rep % len(active) if active else 0
+        for cls in active[shift:] + active[:shift]:  # rotate order per repeat
+            log(
+                f"  [{case.workload} {case.label}] {cls.name} run {rep + 1}/{case.repeats}"
+            )
+            res = results[cls.name]
+            try:
+                measurement, leaked = run_once(cls, case)
+            except Skip as exc:
+                res.status, res.note = "skipped", str(exc)
+                active.remove(cls)
+                continue
+            except Exception as exc:  # noqa: BLE001 - a peer's failure is a result
+                traceback.print_exc(file=sys.stderr)
+                res.status = "failed"
+                res.note = f"{type(exc).__name__}: {exc}"
+                runs[cls.name].append(None)
+                active.remove(cls)
+                continue
+            runs[cls.name].append(measurement)
+            if measurement.note and measurement.note not in res.note:
+                res.note = "; ".join(x for x in (res.note, measurement.note) if x)
+            for name in leaked:
+                if name not in res.leaked_threads:
+                    res.leaked_threads.append(name)
+            if leaked:
+                log(f"  WARNING: {cls.name} left threads running: {leaked}")
+
+    ref = runs.get(REFERENCE, [])
+    for name, measured in runs.items():
+        res = results[name]
+        ok = [m for m in measured if m is not None]
+        res.repeats = len(ok)
+        if res.status == "ok" and not ok:
+            res.status, res.note = "failed", res.note or "no measurement"
+        for m in ok:
+            for metric, value in m.metrics.items():
+                res.samples.setdefault(metric, []).append(value)
+            for key, values in m.extra.items():
+                res.extra.setdefault(key, []).extend(values)
+        res.metrics = {k: median(v) for k, v in res.samples.items()}
+        if name != REFERENCE:
+            res.ratios = _ratios(measured, ref)
+
+    out = [results[cls.name] for cls in peers]
+    for res in out:
+        emit(res)
+    return out
+
+
+def _ratios(
+    measured: list[Measurement | None], reference: list[Measurement | None]
+) -> dict[str, float]:
+    """Median over repeats of value / reference value from the same repeat."""
+    per_metric: dict[str, list[float]] = {}
+    for mine, ref in zip(measured, reference, strict=False):
+        if mine is None or ref is None:
+            continue
+        for metric, value in mine.metrics.items():
+            base = ref.metrics.get(metric)
+            if base is None or base == 0 or math.isnan(base) or math.isnan(value):
+                continue
+            per_metric.setdefault(metric, []).append(value / base)
+    return {k: median(v) for k, v in per_metric.items()}

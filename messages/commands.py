@@ -1,0 +1,185 @@
+"""Commands: messages that ask an actor to do something (imperative names).
+
+Users may send ``Schedule``, ``Cancel`` and ``Tick`` to ``Scheduler.ref`` themselves; the
+rest are sent by the ``Scheduler`` facade and the actors to each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Protocol, final
+
+from messages.events import EventKind, TaskEvent, TaskId, TaskInfo
+from messages.triggers import Trigger
+
+EMPTY_KWARGS: Mapping[str, Any] = MappingProxyType({})
+
+
+class FinalStateSink(Protocol):
+    """Receives a task's final state once, on the scheduler's thread (``TaskHandle`` is one)."""
+
+    def task_finished(self, info: TaskInfo, value: object) -> None:
+        """Take the task's final ``info`` and, for a completed one-time task, its return value."""
+
+
+class Waiter(Protocol):
+    """The settable half of a future (``concurrent.futures.Future`` is one)."""
+
+    def set_result(self, result: None) -> None:
+        """Wake whoever waits."""
+
+
+class Listener(Protocol):
+    """A callable that takes each ``TaskEvent`` it subscribed to (run on the event bus thread)."""
+
+    def __call__(self, event: TaskEvent, /) -> object:
+        """Handle one event."""
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Schedule:
+    """Add a task. Reply (when asked): the task id; ``DuplicateTaskError`` if the id is live.
+
+    Attributes:
+        task_id: The new task's id; must not belong to a task that is still live.
+        fn: What to run, called on a worker thread as ``fn(*args, **kwargs)``.
+        trigger: When to run it.
+        args: Positional arguments for ``fn``.
+        kwargs: Keyword arguments for ``fn``.
+        name: A label for events and snapshots; defaults to ``fn``'s qualified name.
+        max_consecutive_failures: For recurring tasks: stop with status ``FAILED`` after
+            this many failed runs in a row. ``None`` means never stop.
+        sink: Told the task's final state (the facade passes the ``TaskHandle``).
+    """
+
+    task_id: TaskId
+    fn: Callable[..., object] = field(compare=False)
+    trigger: Trigger
+    args: tuple[Any, ...] = ()
+    kwargs: Mapping[str, Any] = field(default_factory=lambda: EMPTY_KWARGS, compare=False)
+    name: str | None = None
+    max_consecutive_failures: int | None = None
+    sink: FinalStateSink | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not callable(self.fn):
+            raise TypeError(f"fn must be callable, got {self.fn!r}")
+        if not isinstance(self.task_id, str):
+            raise TypeError(f"task_id must be a str, got {self.task_id!r}")
+        if not isinstance(self.args, tuple):
+            raise TypeError(f"args must be a tuple, got {self.args!r}")
+        if not isinstance(self.kwargs, Mapping):
+            raise TypeError(f"kwargs must be a mapping, got {self.kwargs!r}")
+        if self.name is not None and not isinstance(self.name, str):
+            raise TypeError(f"name must be a str, got {self.name!r}")
+        limit = self.max_consecutive_failures
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
+            raise TypeError(f"max_consecutive_failures must be an int, got {limit!r}")
+        if limit is not None and limit < 1:
+            raise ValueError(f"max_consecutive_failures must be at least 1, got {limit!r}")
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Cancel:
+    """Cancel a task. Reply (when asked): whether a future run was prevented."""
+
+    task_id: TaskId
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Tick:
+    """Run whatever is due at ``clock.now()``. Stale or duplicate ticks are harmless."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class QueryTask:
+    """Reply: the task's ``TaskInfo``; ``UnknownTaskError`` if it is neither live nor in history."""
+
+    task_id: TaskId
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class QueryTasks:
+    """Reply: a ``TaskInfo`` for every live task, in scheduling order."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class QueryNextDue:
+    """Reply: the earliest due time in the heap, or ``None`` if nothing is scheduled."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class QueryStats:
+    """Reply: a ``SchedulerStats``."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Settle:
+    """Wake ``waiter`` once nothing due at ``clock.now()`` is unfinished (see ``Scheduler.settle``)."""
+
+    waiter: Waiter = field(compare=False)
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Shutdown:
+    """Cancel every pending task, let running ones finish, then stop the workers and the bus.
+
+    ``drained`` is woken when no task is running any more.
+    """
+
+    drained: Waiter = field(compare=False)
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Subscribe:
+    """Register ``listener`` for the event kinds in ``kinds`` under ``subscription_id``."""
+
+    subscription_id: int
+    listener: object = field(compare=False)
+    kinds: frozenset[EventKind]
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Unsubscribe:
+    """Remove the subscription ``subscription_id`` (unknown ids are ignored)."""
+
+    subscription_id: int
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class RunTask:
+    """Scheduler -> idle worker: run one task once and report ``Completed`` or ``Failed``."""
+
+    task_id: TaskId
+    run: int
+    fn: Callable[..., object] = field(compare=False)
+    args: tuple[Any, ...]
+    kwargs: Mapping[str, Any] = field(compare=False)
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Publish:
+    """Scheduler -> event bus: deliver these events, in order, to every interested listener."""
+
+    events: tuple[TaskEvent, ...]
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Flush:
+    """Reply (when asked) once every event published before it has reached its listeners."""

@@ -1,0 +1,131 @@
+"""What listeners and callers are told about tasks: events, statuses and snapshots."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import final
+
+from messages.triggers import Trigger
+
+TaskId = str
+"""A task's id: given by the caller, or minted by the scheduler (``"task-<n>"``)."""
+
+
+class EventKind(enum.Enum):
+    """What happened to a task.
+
+    Per task and run, listeners see ``DUE`` -> ``STARTED`` -> ``COMPLETED`` or ``FAILED``;
+    ``CANCELLED`` is always the task's last event.
+    """
+
+    DUE = "due"
+    """The run's time has come; it waits for a free worker."""
+    STARTED = "started"
+    """The run was handed to an idle worker; the task's status is now ``RUNNING``."""
+    COMPLETED = "completed"
+    """The run returned normally."""
+    FAILED = "failed"
+    """The run raised; ``TaskEvent.error`` holds the exception."""
+    CANCELLED = "cancelled"
+    """The task will never run again (cancelled, or pending at shutdown)."""
+
+
+class TaskStatus(enum.Enum):
+    """Where a task is in its life. The last three are terminal."""
+
+    SCHEDULED = "scheduled"
+    """Waiting for its next due time, or due and waiting for a free worker."""
+    RUNNING = "running"
+    """A worker is running it."""
+    COMPLETED = "completed"
+    """A one-time task that returned normally."""
+    FAILED = "failed"
+    """A one-time task that raised, or a recurring one stopped by ``max_consecutive_failures``."""
+    CANCELLED = "cancelled"
+    """Cancelled before a run, or a recurring task cancelled (or shut down) during one."""
+
+
+TERMINAL_STATUSES: frozenset[TaskStatus] = frozenset(
+    {TaskStatus.COMPLETED, TaskStatus.FAILED, TaskStatus.CANCELLED}
+)
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskEvent:
+    """One thing that happened to one task, as delivered to listeners.
+
+    Attributes:
+        kind: What happened.
+        task_id: The task it happened to.
+        name: The task's name (its function's qualified name unless one was given).
+        at: Clock time at which the scheduler saw it happen.
+        run: The 1-based number of the run it concerns; ``None`` for a ``CANCELLED``
+            that did not end a run.
+        due_at: That run's due time; ``None`` where ``run`` is ``None``.
+        error: The exception the run raised, for ``FAILED``; otherwise ``None``.
+    """
+
+    kind: EventKind
+    task_id: TaskId
+    name: str
+    at: float
+    run: int | None = None
+    due_at: float | None = None
+    error: BaseException | None = None
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskInfo:
+    """A snapshot of one task's state, taken on the scheduler's thread.
+
+    Attributes:
+        task_id: The task's id.
+        name: The task's name.
+        trigger: When it runs (``Once``, ``FixedRate`` or ``FixedDelay``).
+        status: Where it is in its life.
+        run_count: Finished runs, failed ones included.
+        failure_count: Runs that raised.
+        consecutive_failures: Runs that raised since the last one that returned.
+        next_run_at: Due time of the next run; ``None`` while running or once terminal.
+        last_error: The exception of the most recent failed run, if any.
+    """
+
+    task_id: TaskId
+    name: str
+    trigger: Trigger
+    status: TaskStatus
+    run_count: int
+    failure_count: int
+    consecutive_failures: int
+    next_run_at: float | None
+    last_error: BaseException | None
+
+    @property
+    def done(self) -> bool:
+        """Whether the task is in a terminal status and will never run again."""
+        return self.status in TERMINAL_STATUSES
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SchedulerStats:
+    """Counters read on the scheduler's thread (for monitoring and tests).
+
+    Attributes:
+        live_tasks: Tasks not yet in a terminal status.
+        running: Runs in progress.
+        heap_size: Heap entries, stale (cancelled) ones included.
+        workers: Size of the worker pool.
+        ticks: ``Tick`` messages handled.
+        timer_wakeups: Times the timer thread woke from a wait (0 when there is no timer).
+    """
+
+    live_tasks: int
+    running: int
+    heap_size: int
+    workers: int
+    ticks: int
+    timer_wakeups: int

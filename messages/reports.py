@@ -1,0 +1,41 @@
+"""Reports: what workers tell the scheduler has happened (past-tense names)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import final
+
+from messages.events import TaskId
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Completed:
+    """Worker ``worker`` finished run ``run`` of ``task_id``, which returned ``value``."""
+
+    worker: int
+    task_id: TaskId
+    run: int
+    value: object = field(compare=False)
+    finished_at: float
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """Worker ``worker`` finished run ``run`` of ``task_id``, which raised ``error``."""
+
+    worker: int
+    task_id: TaskId
+    run: int
+    error: BaseException = field(compare=False)
+    finished_at: float
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class WorkerExited:
+    """Worker ``worker`` stopped (it died, or was stopped by force); ``reason`` says how."""
+
+    worker: int
+    reason: str

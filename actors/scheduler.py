@@ -135,7 +135,7 @@ class SchedulerActor(pykka.ThreadingActor):
             return None
         return reply
 
-    def _handle(self, message: Any) -> object:  # noqa: PLR0912 - one case per message type
+    def _handle(self, message: Any) -> object:  # noqa: PLR0911, PLR0912 - one case per message type
         core = self._core
         match message:
             case Completed(worker, task_id, run, value, finished_at):

@@ -26,9 +26,7 @@ _TICK = Tick()
 class TimerThread:
     """One daemon thread that turns the armed deadline into a ``Tick`` for ``target``."""
 
-    def __init__(
-        self, clock: Clock, target: pykka.ActorRef[pykka.Actor], *, name: str = "scheduler-timer"
-    ) -> None:
+    def __init__(self, clock: Clock, target: pykka.ActorRef[Any], *, name: str = "scheduler-timer") -> None:
         """Prepare (but do not start) a timer that tells ``target`` ``Tick()`` when due."""
         self._clock = clock
         self._target = target

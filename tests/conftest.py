@@ -1,0 +1,79 @@
+"""Shared fixtures: every test must leave no actor and no thread behind."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pykka
+import pytest
+
+from actors import FakeClock, Scheduler
+from messages import EventKind, TaskEvent
+
+THREAD_EXIT_GRACE = 5.0  # seconds a thread may take to finish exiting after shutdown returned
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_threads() -> Iterator[None]:
+    """Fail a test that leaves an actor or a thread running after it ends."""
+    before = set(threading.enumerate())
+    yield
+    deadline = time.monotonic() + THREAD_EXIT_GRACE
+    leaked = [t for t in threading.enumerate() if t not in before and t.is_alive()]
+    for thread in leaked:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    leaked = [t for t in leaked if t.is_alive()]
+    actors = pykka.ActorRegistry.get_all()
+    if actors:
+        pykka.ActorRegistry.stop_all(timeout=5)
+    assert not actors, f"actors left running: {actors}"
+    assert not leaked, f"threads left running: {leaked}"
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(start=1000.0)
+
+
+@pytest.fixture
+def make_scheduler(clock: FakeClock) -> Iterator[Callable[..., Scheduler]]:
+    """Build schedulers (FakeClock by default) that are shut down after the test."""
+    made: list[Scheduler] = []
+
+    def make(workers: int = 2, **kwargs: object) -> Scheduler:
+        kwargs.setdefault("clock", clock)
+        scheduler = Scheduler(workers=workers, **kwargs)  # type: ignore[arg-type]
+        made.append(scheduler)
+        return scheduler
+
+    yield make
+    for scheduler in made:
+        scheduler.shutdown(wait=True, timeout=10)
+
+
+class EventRecorder:
+    """A listener that keeps every event and lets a test wait for some (thread-safe)."""
+
+    def __init__(self) -> None:
+        self.events: list[TaskEvent] = []
+        self._condition = threading.Condition()
+
+    def __call__(self, event: TaskEvent) -> None:
+        with self._condition:
+            self.events.append(event)
+            self._condition.notify_all()
+
+    def wait_for(self, predicate: Callable[[list[TaskEvent]], bool], timeout: float = 5.0) -> None:
+        with self._condition:
+            if not self._condition.wait_for(lambda: predicate(self.events), timeout):
+                raise TimeoutError(f"events never matched; got {self.kinds()}")
+
+    def kinds(self, task_id: str | None = None) -> list[EventKind]:
+        return [e.kind for e in self.events if task_id is None or e.task_id == task_id]
+
+
+@pytest.fixture
+def recorder() -> EventRecorder:
+    return EventRecorder()

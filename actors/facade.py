@@ -19,6 +19,7 @@ from actors.errors import DuplicateTaskError, SchedulerShutdownError, UnknownTas
 from actors.event_bus import EventBus
 from actors.handles import Subscription, TaskHandle
 from actors.scheduler import SchedulerActor
+from actors.worker import WorkerActor
 from messages import (
     Cancel,
     EventKind,
@@ -46,6 +47,9 @@ from messages.triggers import require_finite
 
 ASK_TIMEOUT: Final = 30.0
 """Seconds any query waits for the scheduler's reply before raising ``TimeoutError``."""
+
+STOP_GRACE: Final = 2.0
+"""Seconds ``shutdown`` still waits, once its timeout has passed, for the threads not running a task."""
 
 _MINTED_ID: Final = re.compile(r"task-\d+")
 
@@ -379,9 +383,13 @@ class Scheduler:
         try:
             self._drained.result(timeout=_remaining(deadline))
         except TimeoutError:
-            _stop_quietly(self._ref)  # its on_stop stops the workers and the bus
-        self._ref.actor_stopped.wait(_remaining(deadline))
-        for thread in list(self._threads):
+            # Out of time: stop anyway (its on_stop stops the workers and the bus), and give
+            # the threads that are not stuck in a task a moment to end.
+            _stop_quietly(self._ref)
+            deadline = time.monotonic() + STOP_GRACE
+        # Workers last: a worker stuck in a task must not eat the others' share of the wait.
+        threads = sorted(self._threads, key=lambda thread: thread.name.startswith(WorkerActor.__name__))
+        for thread in threads:
             if thread is not threading.current_thread():
                 thread.join(_remaining(deadline))
 

@@ -1,0 +1,112 @@
+"""Cancellation: before a run, during a run, while waiting for a worker, and the no-ops."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import CancelledError
+
+import pytest
+
+from actors import FakeClock
+from messages import EventKind, TaskStatus
+
+
+def test_cancel_before_the_run(make_scheduler, clock: FakeClock, recorder) -> None:
+    s = make_scheduler()
+    s.subscribe(recorder)
+    ran: list[float] = []
+    handle = s.schedule_once(lambda: ran.append(clock.now()), delay=5)
+    assert handle.cancel() is True
+    s.advance(10)
+    assert ran == []
+    assert handle.info().status is TaskStatus.CANCELLED
+    assert recorder.kinds() == [EventKind.CANCELLED]
+    with pytest.raises(CancelledError):
+        handle.result(timeout=5)
+
+
+def test_cancel_during_a_recurring_run(make_scheduler, clock: FakeClock, recorder) -> None:
+    s = make_scheduler()
+    s.subscribe(recorder)
+    started, release = threading.Event(), threading.Event()
+
+    def task() -> None:
+        started.set()
+        release.wait(10)
+
+    handle = s.schedule_with_fixed_delay(task, 1.0)
+    assert started.wait(5)
+    assert s.cancel(handle.task_id) is True
+    assert s.info(handle.task_id).status is TaskStatus.RUNNING
+    release.set()
+    s.advance(10)
+    assert recorder.kinds() == [EventKind.DUE, EventKind.STARTED, EventKind.COMPLETED, EventKind.CANCELLED]
+    info = handle.info()
+    assert (info.status, info.run_count) == (TaskStatus.CANCELLED, 1)
+
+
+def test_cancel_during_a_one_time_run_lets_it_finish(make_scheduler, recorder) -> None:
+    s = make_scheduler()
+    s.subscribe(recorder)
+    started, release = threading.Event(), threading.Event()
+
+    def task() -> str:
+        started.set()
+        release.wait(10)
+        return "done"
+
+    handle = s.schedule_once(task, delay=0)
+    assert started.wait(5)
+    assert handle.cancel() is False
+    release.set()
+    assert handle.result(timeout=5) == "done"
+    s.settle()
+    assert EventKind.CANCELLED not in recorder.kinds()
+
+
+def test_cancel_of_a_due_task_waiting_for_a_worker(make_scheduler, recorder) -> None:
+    s = make_scheduler(workers=1)
+    s.subscribe(recorder)
+    release = threading.Event()
+    s.schedule_once(lambda: release.wait(10), delay=0)
+    waiting = s.schedule_once(lambda: None, delay=0)
+    recorder.wait_for(lambda events: sum(e.kind is EventKind.DUE for e in events) == 2)
+    assert waiting.cancel() is True
+    release.set()
+    s.settle()
+    assert recorder.kinds(waiting.task_id) == [EventKind.DUE, EventKind.CANCELLED]
+    assert waiting.info().run_count == 0
+
+
+def test_cancel_no_ops_return_false(make_scheduler) -> None:
+    s = make_scheduler()
+    assert s.cancel("nope") is False
+    finished = s.schedule_once(lambda: None, delay=0)
+    finished.result(timeout=5)
+    assert finished.cancel() is False
+    assert s.cancel(finished.task_id) is False
+    pending = s.schedule_once(lambda: None, delay=5)
+    assert pending.cancel() is True
+    assert pending.cancel() is False
+    assert s.cancel(pending.task_id) is False
+
+
+def test_cancelled_id_can_be_reused(make_scheduler, clock: FakeClock) -> None:
+    s = make_scheduler()
+    old = s.schedule_once(lambda: "old", delay=5, task_id="report")
+    old.cancel()
+    new = s.schedule_once(lambda: "new", delay=5, task_id="report")
+    assert old.cancel() is False  # the old handle must not cancel the new task
+    s.advance(5)
+    assert new.result(timeout=5) == "new"
+
+
+def test_cancel_churn_keeps_the_heap_bounded(make_scheduler) -> None:
+    s = make_scheduler()
+    for _ in range(20):
+        handles = [s.schedule_once(lambda: None, delay=3600) for _ in range(500)]
+        for handle in handles:
+            handle.cancel()
+    stats = s.stats()
+    assert stats.live_tasks == 0
+    assert stats.heap_size <= 2 * 64 + 2

@@ -1,0 +1,95 @@
+"""One-time tasks through the facade, on a FakeClock."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import pytest
+
+from actors import FakeClock
+from messages import EventKind, TaskStatus
+
+
+def test_runs_once_at_its_due_time(make_scheduler, clock: FakeClock) -> None:
+    s = make_scheduler()
+    ran_at: list[float] = []
+    handle = s.schedule_once(lambda: ran_at.append(clock.now()), delay=5.0)
+    s.advance(4.999)
+    assert ran_at == []
+    assert handle.info().status is TaskStatus.SCHEDULED
+    assert handle.info().next_run_at == 1005.0
+    s.advance(10.0)
+    assert ran_at == [1005.0]
+    info = handle.info()
+    assert (info.status, info.run_count, info.next_run_at) == (TaskStatus.COMPLETED, 1, None)
+
+
+@pytest.mark.parametrize("when", [{"delay": -3.0}, {"delay": 0.0}, {"at": 10.0}])
+def test_a_past_time_means_as_soon_as_possible(make_scheduler, clock: FakeClock, when) -> None:
+    s = make_scheduler()
+    ran_at: list[float] = []
+    s.schedule_once(lambda: ran_at.append(clock.now()), **when)
+    s.settle()
+    assert ran_at == [1000.0]
+
+
+def test_result_returns_the_value(make_scheduler) -> None:
+    s = make_scheduler()
+    handle = s.schedule_once(lambda x, y: x * y, delay=0, args=(6,), kwargs={"y": 7})
+    assert handle.result(timeout=5) == 42
+    assert handle.done()
+
+
+def test_result_times_out_while_pending(make_scheduler) -> None:
+    s = make_scheduler()
+    handle = s.schedule_once(lambda: None, delay=60)
+    with pytest.raises(TimeoutError):
+        handle.result(timeout=0.01)
+    assert not handle.done()
+
+
+def test_aware_datetime_is_converted_once_when_scheduled(make_scheduler, clock: FakeClock) -> None:
+    s = make_scheduler()
+    ran_at: list[float] = []
+    s.schedule_once(lambda: ran_at.append(clock.now()), at=clock.wall() + timedelta(seconds=30))
+    clock.set_wall(clock.wall() + timedelta(hours=5))  # a wall-clock jump changes nothing now
+    s.advance(29.0)
+    assert ran_at == []
+    s.advance(1.0)
+    assert ran_at == [1030.0]
+
+
+def test_naive_datetime_is_rejected(make_scheduler) -> None:
+    s = make_scheduler()
+    with pytest.raises(ValueError, match="aware"):
+        s.schedule_once(lambda: None, at=datetime(2030, 1, 1))
+
+
+def test_events_of_a_run_arrive_in_order(make_scheduler, recorder, clock: FakeClock) -> None:
+    s = make_scheduler()
+    s.subscribe(recorder)
+    handle = s.schedule_once(lambda: None, delay=2.0, name="nightly")
+    s.advance(2.0)
+    assert recorder.kinds() == [EventKind.DUE, EventKind.STARTED, EventKind.COMPLETED]
+    for event in recorder.events:
+        assert (event.task_id, event.name, event.run, event.due_at) == (handle.task_id, "nightly", 1, 1002.0)
+        assert event.at == 1002.0
+
+
+def test_subscription_to_some_kinds_gets_only_those(make_scheduler, recorder) -> None:
+    s = make_scheduler()
+    s.subscribe(recorder, kinds=[EventKind.COMPLETED])
+    s.schedule_once(lambda: None, delay=0)
+    s.settle()
+    assert recorder.kinds() == [EventKind.COMPLETED]
+
+
+def test_cancelled_subscription_gets_nothing_more(make_scheduler, recorder) -> None:
+    s = make_scheduler()
+    subscription = s.subscribe(recorder)
+    s.schedule_once(lambda: None, delay=0)
+    s.settle()
+    subscription.cancel()
+    s.schedule_once(lambda: None, delay=0)
+    s.settle()
+    assert len(recorder.events) == 3

@@ -45,9 +45,8 @@ def measure_seed_timeline(workers: int = 2) -> dict[str, list[float]]:
 def main() -> int:
     """Print measured start times beside the seed's expected ones."""
     measured = measure_seed_timeline()
-    print(
-        f"Seed scenario: {INTERVAL * 1000:.0f} ms interval, run {SLOW_RUN} takes {SLOW_RUN_TAKES * 1000:.0f} ms"
-    )
+    slow_ms = SLOW_RUN_TAKES * 1000
+    print(f"Seed scenario: {INTERVAL * 1000:.0f} ms interval, run {SLOW_RUN} takes {slow_ms:.0f} ms")
     print(f"{'run':>3}  {'rate expected':>13} {'measured':>9}  {'delay expected':>14} {'measured':>9}")
     for index in range(RUNS):
         row = [f"{index + 1:>3}"]

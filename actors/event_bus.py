@@ -9,12 +9,13 @@ from typing import Any
 
 import pykka
 
+from actors.base import SimpleQueueActor
 from messages import EventKind, Flush, Publish, Subscribe, TaskEvent, Unsubscribe
 
 logger = logging.getLogger(__name__)
 
 
-class EventBus(pykka.ThreadingActor):
+class EventBus(SimpleQueueActor):
     """Delivers each published event to every subscription that wants its kind, in order.
 
     Callable listeners are called on the bus thread; an ``ActorRef`` listener is told the
@@ -23,8 +24,6 @@ class EventBus(pykka.ThreadingActor):
     an actor listener that has stopped is unsubscribed. A listener that blocks delays only
     later events, never the scheduler.
     """
-
-    use_daemon_thread = True
 
     def __init__(self, started_threads: list[threading.Thread] | None = None) -> None:
         """Create an empty bus (runs on the caller's thread)."""

@@ -15,6 +15,7 @@ from typing import Any
 
 import pykka
 
+from actors.base import SimpleQueueActor
 from actors.clock import Clock
 from actors.errors import DuplicateTaskError, SchedulerShutdownError, WorkerLostError
 from actors.timer import TimerThread
@@ -44,7 +45,7 @@ from messages import (
 logger = logging.getLogger(__name__)
 
 
-class SchedulerActor(pykka.ThreadingActor):
+class SchedulerActor(SimpleQueueActor):
     """Owns the heap and the task table; driven only by messages.
 
     Replies (to ``ask``): ``Schedule`` -> ``True`` if accepted, ``False`` if rejected (the id
@@ -54,8 +55,6 @@ class SchedulerActor(pykka.ThreadingActor):
     so a bad ``tell`` cannot kill it. It only ever *tells* the workers and the bus, so no
     actor can deadlock on it.
     """
-
-    use_daemon_thread = True
 
     def __init__(
         self,

@@ -9,13 +9,14 @@ from typing import Any
 
 import pykka
 
+from actors.base import SimpleQueueActor
 from actors.clock import Clock
 from messages import Completed, Failed, RunTask, WorkerExited
 
 logger = logging.getLogger(__name__)
 
 
-class WorkerActor(pykka.ThreadingActor):
+class WorkerActor(SimpleQueueActor):
     """Runs tasks handed to it by the scheduler, one at a time, on its own thread.
 
     The scheduler sends ``RunTask`` only while this worker is idle, so its inbox holds at most
@@ -24,7 +25,7 @@ class WorkerActor(pykka.ThreadingActor):
     a task can never kill this actor or, through pykka's ``stop_all``, any other.
     """
 
-    use_daemon_thread = True  # a task that never returns must not keep the interpreter alive
+    # Daemon (from the base): a task that never returns must not keep the interpreter alive.
 
     def __init__(
         self,

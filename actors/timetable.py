@@ -246,6 +246,7 @@ class Timetable:
         task = self._take_run(worker, task_id, run)
         if task is None:
             return
+        self._idle.append(worker)
         task.run_count += 1
         task.consecutive_failures = 0
         self._emit(EventKind.COMPLETED, task, finished_at, run)
@@ -259,22 +260,18 @@ class Timetable:
         task = self._take_run(worker, task_id, run)
         if task is None:
             return
-        task.run_count += 1
-        task.failure_count += 1
-        task.consecutive_failures += 1
-        task.last_error = error
-        self._emit(EventKind.FAILED, task, finished_at, run, error)
-        self._after_run(task, finished_at, None, failed=True)
+        self._idle.append(worker)
+        self._fail_run(task, error, finished_at)
         self._release(now)
 
     def worker_lost(self, worker: int, error: BaseException, *, now: float) -> None:
-        """Forget ``worker``; the run it held (if any) fails with ``error``. See ``add_worker``."""
+        """Forget ``worker`` until ``add_worker``; the run it held (if any) fails with ``error``."""
         if worker in self._idle:
             self._idle.remove(worker)
-        task = self._running.get(worker)
+        task = self._running.pop(worker, None)
         if task is not None:
-            self.failed(worker, task.task_id, task.run_count + 1, error, finished_at=now, now=now)
-            self._idle.remove(worker)
+            self._fail_run(task, error, now)
+        self._release(now)
 
     def add_worker(self, worker: int, *, now: float) -> None:
         """Make ``worker`` (new, or a replacement) available for tasks."""
@@ -393,8 +390,16 @@ class Timetable:
         if task is None or task.task_id != task_id or task.run_count + 1 != run:
             return None  # a stale report (the run was already accounted for, e.g. worker lost)
         del self._running[worker]
-        self._idle.append(worker)
         return task
+
+    def _fail_run(self, task: _Task, error: BaseException, finished_at: float) -> None:
+        run = task.run_count + 1
+        task.run_count = run
+        task.failure_count += 1
+        task.consecutive_failures += 1
+        task.last_error = error
+        self._emit(EventKind.FAILED, task, finished_at, run, error)
+        self._after_run(task, finished_at, None, failed=True)
 
     def _after_run(self, task: _Task, finished_at: float, value: object, *, failed: bool) -> None:
         trigger = task.trigger

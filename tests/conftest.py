@@ -77,3 +77,23 @@ class EventRecorder:
 @pytest.fixture
 def recorder() -> EventRecorder:
     return EventRecorder()
+
+
+class Gate:
+    """A task body that says when it has started, then blocks until the test opens it."""
+
+    def __init__(self, result: object = None) -> None:
+        self.started = threading.Event()
+        self._opened = threading.Event()
+        self._result = result
+
+    def __call__(self) -> object:
+        self.started.set()
+        self._opened.wait(30)
+        return self._result
+
+    def wait_started(self, timeout: float = 5.0) -> None:
+        assert self.started.wait(timeout), "the gated task never started"
+
+    def open(self) -> None:
+        self._opened.set()

@@ -9,6 +9,7 @@ import pytest
 
 from actors import FakeClock
 from messages import EventKind, TaskStatus
+from tests.conftest import Gate
 
 
 def test_cancel_before_the_run(make_scheduler, clock: FakeClock, recorder) -> None:
@@ -28,17 +29,12 @@ def test_cancel_before_the_run(make_scheduler, clock: FakeClock, recorder) -> No
 def test_cancel_during_a_recurring_run(make_scheduler, clock: FakeClock, recorder) -> None:
     s = make_scheduler()
     s.subscribe(recorder)
-    started, release = threading.Event(), threading.Event()
-
-    def task() -> None:
-        started.set()
-        release.wait(10)
-
-    handle = s.schedule_with_fixed_delay(task, 1.0)
-    assert started.wait(5)
+    gate = Gate()
+    handle = s.schedule_with_fixed_delay(gate, 1.0)
+    gate.wait_started()
     assert s.cancel(handle.task_id) is True
     assert s.info(handle.task_id).status is TaskStatus.RUNNING
-    release.set()
+    gate.open()
     s.advance(10)
     assert recorder.kinds() == [EventKind.DUE, EventKind.STARTED, EventKind.COMPLETED, EventKind.CANCELLED]
     info = handle.info()
@@ -48,17 +44,11 @@ def test_cancel_during_a_recurring_run(make_scheduler, clock: FakeClock, recorde
 def test_cancel_during_a_one_time_run_lets_it_finish(make_scheduler, recorder) -> None:
     s = make_scheduler()
     s.subscribe(recorder)
-    started, release = threading.Event(), threading.Event()
-
-    def task() -> str:
-        started.set()
-        release.wait(10)
-        return "done"
-
-    handle = s.schedule_once(task, delay=0)
-    assert started.wait(5)
+    gate = Gate(result="done")
+    handle = s.schedule_once(gate, delay=0)
+    gate.wait_started()
     assert handle.cancel() is False
-    release.set()
+    gate.open()
     assert handle.result(timeout=5) == "done"
     s.settle()
     assert EventKind.CANCELLED not in recorder.kinds()

@@ -10,23 +10,18 @@ import pytest
 
 from actors import DuplicateTaskError, FakeClock, Scheduler, SchedulerShutdownError, UnknownTaskError
 from messages import EventKind, TaskStatus
+from tests.conftest import Gate
 
 
 def test_shutdown_cancels_pending_and_lets_running_finish(make_scheduler, clock: FakeClock, recorder) -> None:
     s = make_scheduler(workers=2)
     s.subscribe(recorder)
-    started, release = threading.Event(), threading.Event()
-
-    def running_task() -> str:
-        started.set()
-        release.wait(10)
-        return "finished"
-
-    running = s.schedule_once(running_task, delay=0)
+    gate = Gate(result="finished")
+    running = s.schedule_once(gate, delay=0)
     recurring = s.schedule_at_fixed_rate(lambda: None, 5.0, initial_delay=1.0)
     pending = [s.schedule_once(lambda: None, delay=60) for _ in range(3)]
-    assert started.wait(5)
-    threading.Timer(0.05, release.set).start()
+    gate.wait_started()
+    threading.Timer(0.05, gate.open).start()
     s.shutdown(wait=True, timeout=10)
     assert running.result(timeout=0) == "finished"
     assert recurring.info().status is TaskStatus.CANCELLED
@@ -70,14 +65,9 @@ def test_shutdown_without_wait_lets_threads_end_on_their_own() -> None:
 
 def test_shutdown_timeout_leaves_only_the_hung_worker() -> None:
     s = Scheduler(workers=2, clock=FakeClock())
-    started, release = threading.Event(), threading.Event()
-
-    def hung() -> None:
-        started.set()
-        release.wait(30)
-
+    hung = Gate()
     s.schedule_once(hung, delay=0)
-    assert started.wait(5)
+    hung.wait_started()
     begun = time.monotonic()
     s.shutdown(wait=True, timeout=0.2)
     assert time.monotonic() - begun < 5
@@ -90,7 +80,7 @@ def test_shutdown_timeout_leaves_only_the_hung_worker() -> None:
     workers = [t for t in threading.enumerate() if t.name.startswith("WorkerActor")]
     assert len(workers) == 1
     assert workers[0].daemon
-    release.set()
+    hung.open()
 
 
 def test_history_is_bounded_but_handles_keep_their_final_state(make_scheduler) -> None:

@@ -7,12 +7,12 @@ from concurrent.futures import CancelledError
 from typing import TYPE_CHECKING
 
 from actors.errors import UnknownTaskError
-from messages import TaskId, TaskInfo, TaskStatus
+from messages import FinalState, TaskId, TaskInfo, TaskStatus
 
 if TYPE_CHECKING:
     from actors.facade import Scheduler
 
-# _WAIT_LOCK guards _WAITERS and every handle's _final. Waiting is rare, so all handles share
+# _WAIT_LOCK guards _WAITERS and every handle's _link. Waiting is rare, so all handles share
 # one lock and an Event is made only for a handle someone actually waits on.
 _WAIT_LOCK = threading.Lock()
 _WAITERS: dict[TaskHandle, threading.Event] = {}
@@ -26,27 +26,34 @@ class TaskHandle:
     has left the scheduler's history too.
     """
 
-    __slots__ = ("_final", "_scheduler", "task_id")
+    # Two slots, not three: a million pending handles must stay small. ``_link`` is the
+    # scheduler while the task lives and ``(final state, value)`` once it has ended.
+    __slots__ = ("_link", "task_id")
 
     def __init__(self, task_id: TaskId, scheduler: Scheduler) -> None:
         """Create the handle of task ``task_id`` (done by ``Scheduler``, not by users)."""
         self.task_id = task_id
-        self._scheduler = scheduler
-        self._final: tuple[TaskInfo, object] | None = None
+        self._link: Scheduler | tuple[FinalState, object] = scheduler
 
-    def task_finished(self, info: TaskInfo, value: object) -> None:
+    def task_finished(self, final: FinalState, value: object) -> None:
         """Take the task's final state (called once, on the scheduler's thread)."""
         with _WAIT_LOCK:
-            self._final = (info, value)
+            self._link = (final, value)
             event = _WAITERS.pop(self, None)
         if event is not None:
             event.set()
 
+    @property
+    def _final(self) -> tuple[FinalState, object] | None:
+        link = self._link
+        return link if isinstance(link, tuple) else None
+
     def cancel(self) -> bool:
         """Cancel the task; return whether a run was prevented (see ``Scheduler.cancel``)."""
-        if self._final is not None:
+        link = self._link
+        if isinstance(link, tuple):
             return False  # ended; its id may already belong to a newer task
-        return self._scheduler.cancel(self.task_id)
+        return link.cancel(self.task_id)
 
     def done(self) -> bool:
         """Whether the task has ended (completed, failed for good, or cancelled)."""
@@ -58,16 +65,16 @@ class TaskHandle:
         Raises:
             SchedulerShutdownError: the scheduler is gone and the task never ended.
         """
-        final = self._final
-        if final is not None:
-            return final[0]
+        link = self._link
+        if isinstance(link, tuple):
+            return link[0].snapshot()
         try:
-            return self._scheduler.info(self.task_id)
+            return link.info(self.task_id)
         except UnknownTaskError:
             final = self._final  # it ended (and left the history) while we asked
             if final is None:
                 raise
-            return final[0]
+            return final[0].snapshot()
 
     def result(self, timeout: float | None = None) -> object:
         """Wait for the task to end and return what its run returned.
@@ -81,14 +88,15 @@ class TaskHandle:
             TimeoutError: it did not end within ``timeout`` seconds.
             BaseException: whatever the task's (last) run raised, if it failed.
         """
-        info, value = self._wait(timeout)
+        final, value = self._wait(timeout)
+        info = final.snapshot()
         if info.status is TaskStatus.CANCELLED:
             raise CancelledError(f"task {self.task_id!r} was cancelled")
         if info.status is TaskStatus.FAILED and info.last_error is not None:
             raise info.last_error
         return value
 
-    def _wait(self, timeout: float | None) -> tuple[TaskInfo, object]:
+    def _wait(self, timeout: float | None) -> tuple[FinalState, object]:
         final = self._final
         if final is not None:
             return final

@@ -31,6 +31,8 @@ from messages import (
     QueryStats,
     QueryTask,
     QueryTasks,
+    RunBatch,
+    RunTask,
     Schedule,
     SchedulerStats,
     Settle,
@@ -126,8 +128,10 @@ class SchedulerActor(SimpleQueueActor):
         """Handle one message, carry out what the timetable decided, re-arm the timer."""
         try:
             reply = self._handle(message)
-            while effects := self._core.take_effects():
+            effects = self._core.take_effects()
+            while effects:  # carrying out rarely makes more (only when a worker is found dead)
                 self._carry_out(effects)
+                effects = self._core.take_effects()
             self._after_message()
         except Exception:
             logger.exception("scheduler failed to handle %r; state kept, message dropped", message)
@@ -137,10 +141,14 @@ class SchedulerActor(SimpleQueueActor):
     def _handle(self, message: Any) -> object:  # noqa: PLR0911, PLR0912 - one case per message type
         core = self._core
         match message:
-            case Completed(worker, task_id, run, value, finished_at):
-                core.completed(worker, task_id, run, value, finished_at=finished_at, now=self._clock.now())
-            case Failed(worker, task_id, run, error, finished_at):
-                core.failed(worker, task_id, run, error, finished_at=finished_at, now=self._clock.now())
+            case Completed(worker, task_id, run, value, finished_at, idle):
+                core.completed(
+                    worker, task_id, run, value, finished_at=finished_at, now=self._clock.now(), idle=idle
+                )
+            case Failed(worker, task_id, run, error, finished_at, idle):
+                core.failed(
+                    worker, task_id, run, error, finished_at=finished_at, now=self._clock.now(), idle=idle
+                )
             case Tick():
                 self._ticks += 1
                 self._armed = None  # the timer disarms itself when it fires
@@ -187,17 +195,23 @@ class SchedulerActor(SimpleQueueActor):
     def _carry_out(self, effects: Effects) -> None:
         if effects.events:
             self._bus.tell(Publish(tuple(effects.events)))
-        workers = self._workers
-        for worker, run_task in effects.dispatches:
+        if effects.dispatches:
+            self._hand_batches(effects.dispatches)
+        for sink, final, value in effects.finished:
             try:
-                workers[worker].tell(run_task)
-            except pykka.ActorDeadError:
-                self._replace_worker(worker, "was dead when handed a task")
-        for sink, info, value in effects.finished:
-            try:
-                sink.task_finished(info, value)
+                sink.task_finished(final, value)
             except Exception:
                 logger.exception("final-state sink %r raised", sink)
+
+    def _hand_batches(self, dispatches: list[tuple[int, RunTask]]) -> None:
+        batches: dict[int, list[RunTask]] = {}
+        for worker, run in dispatches:
+            batches.setdefault(worker, []).append(run)
+        for worker, runs in batches.items():
+            try:
+                self._workers[worker].tell(RunBatch(tuple(runs)))
+            except pykka.ActorDeadError:
+                self._replace_worker(worker, "was dead when handed a task")
 
     def _after_message(self) -> None:
         core = self._core
@@ -210,7 +224,7 @@ class SchedulerActor(SimpleQueueActor):
             waiters, self._settle_waiters = self._settle_waiters, []
             for waiter in waiters:
                 waiter.set_result(None)
-        if core.closed and core.running_count == 0 and not self._stopping:
+        if core.closed and not core.busy and not self._stopping:
             self._stopping = True
             for waiter in self._drained:
                 waiter.set_result(None)
@@ -236,7 +250,7 @@ class SchedulerActor(SimpleQueueActor):
     # -- the worker pool (scheduler thread) -------------------------------------------------
 
     def _start_worker(self, index: int) -> pykka.ActorRef[WorkerActor]:
-        return WorkerActor.start(index, self.actor_ref, self._clock, self._started_threads)
+        return WorkerActor.start(index, self.actor_ref, self._clock, self._bus, self._started_threads)
 
     def _on_worker_exited(self, index: int, reason: str) -> None:
         if self._core.closed or index >= len(self._workers) or self._workers[index].is_alive():

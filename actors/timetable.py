@@ -10,6 +10,14 @@ the ``SchedulerActor`` carries out. Every method runs on whichever single thread
 Heap entries are ``(due_at, seq, task)``: ``seq`` breaks ties in scheduling order, so the heap
 never compares two tasks. Cancelling marks the task; its entry is dropped when it surfaces,
 and the heap is rebuilt once stale entries outnumber live ones.
+
+Due tasks wait in a FIFO for an idle worker. An idle worker is handed a batch of up to
+``BATCH`` of them at once when there is a backlog (so a busy pool is not paced by one message
+round trip per task), and each run in a batch carries a ``Claim``: the worker takes it to start
+the run, the timetable takes it to revoke a run not yet started. When a worker falls idle while
+others still hold unstarted runs, it is given half of the largest such backlog, so a slow task
+never delays another due task while any worker is free. The only state another thread touches
+is those claims, and taking one is atomic.
 """
 
 from __future__ import annotations
@@ -24,7 +32,9 @@ from typing import Final
 
 from actors.errors import DuplicateTaskError, SchedulerShutdownError, UnknownTaskError
 from messages import (
+    Claim,
     EventKind,
+    FinalState,
     FinalStateSink,
     FixedDelay,
     FixedRate,
@@ -40,6 +50,9 @@ from messages import (
 
 COMPACT_MIN_STALE: Final = 64
 """Below this many stale heap entries, compaction is not worth a rebuild."""
+
+BATCH: Final = 16
+"""Most runs handed to one idle worker at once (only when more are due than workers are idle)."""
 
 
 def first_due_at(trigger: Trigger) -> float:
@@ -77,37 +90,43 @@ def default_name(fn: object) -> str:
 
 class _State(enum.Enum):
     PENDING = enum.auto()  # in the heap, waiting for its due time
-    READY = enum.auto()  # due, in the ready queue waiting for an idle worker
-    RUNNING = enum.auto()
+    READY = enum.auto()  # due, in the ready FIFO waiting for an idle worker
+    HANDED = enum.auto()  # in a worker's batch: waiting while its claim is free, running once taken
     RUNNING_CANCELLED = enum.auto()  # recurring task cancelled mid-run: no further runs
     COMPLETED = enum.auto()
     FAILED = enum.auto()
     CANCELLED = enum.auto()
 
 
-_STATUS_OF: Final = {
-    _State.PENDING: TaskStatus.SCHEDULED,
-    _State.READY: TaskStatus.SCHEDULED,
-    _State.RUNNING: TaskStatus.RUNNING,
-    _State.RUNNING_CANCELLED: TaskStatus.RUNNING,
+_FINAL_STATUS: Final = {
     _State.COMPLETED: TaskStatus.COMPLETED,
     _State.FAILED: TaskStatus.FAILED,
     _State.CANCELLED: TaskStatus.CANCELLED,
 }
 
 
+class _Failures:
+    """A task's failure counters: allocated only for tasks that fail or have a failure limit."""
+
+    __slots__ = ("consecutive", "count", "last_error", "limit")
+
+    def __init__(self, limit: int | None) -> None:
+        self.count = 0
+        self.consecutive = 0
+        self.last_error: BaseException | None = None
+        self.limit = limit
+
+
 class _Task:
-    """The runtime record of one live task (slotted: a million of these must stay small)."""
+    """The runtime record of one live task (slotted and lean: a million of these must stay small)."""
 
     __slots__ = (
         "args",
-        "consecutive_failures",
+        "claim",
         "due_at",
-        "failure_count",
+        "failures",
         "fn",
         "kwargs",
-        "last_error",
-        "max_failures",
         "name",
         "run_count",
         "sink",
@@ -116,37 +135,54 @@ class _Task:
         "trigger",
     )
 
-    def __init__(self, cmd: Schedule, due_at: float) -> None:
+    def __init__(self, cmd: Schedule) -> None:
+        trigger = cmd.trigger
         self.task_id = cmd.task_id
         self.fn = cmd.fn
         self.args = cmd.args
         self.kwargs = cmd.kwargs
-        self.trigger = cmd.trigger
+        # A one-time task keeps no trigger: its due time is all there is to it.
+        self.trigger: FixedRate | FixedDelay | None = None if isinstance(trigger, Once) else trigger
+        self.due_at = first_due_at(trigger)
         self.name = cmd.name
-        self.max_failures = cmd.max_consecutive_failures
         self.sink = cmd.sink
         self.state = _State.PENDING
-        self.due_at = due_at
+        self.claim: Claim | None = None  # set while the run is in a worker's batch
         self.run_count = 0
-        self.failure_count = 0
-        self.consecutive_failures = 0
-        self.last_error: BaseException | None = None
+        limit = cmd.max_consecutive_failures
+        self.failures = _Failures(limit) if limit is not None else None
 
     def label(self) -> str:
         return self.name if self.name is not None else default_name(self.fn)
 
+    def retire(self) -> None:
+        """Freeze a finished record: keep what a snapshot needs, drop references to user objects."""
+        self.name = self.label()
+        self.fn = self.args = self.kwargs = self.sink = self.claim = None  # type: ignore[assignment]
+
+    def started(self) -> bool:
+        """Whether a worker has taken (or is about to start) the current run."""
+        return self.state is _State.RUNNING_CANCELLED or (self.claim is not None and self.claim.taken)
+
+    def status(self) -> TaskStatus:
+        final = _FINAL_STATUS.get(self.state)
+        if final is not None:
+            return final
+        return TaskStatus.RUNNING if self.started() else TaskStatus.SCHEDULED
+
     def snapshot(self) -> TaskInfo:
-        waiting = self.state is _State.PENDING or self.state is _State.READY
+        status = self.status()
+        failures = self.failures
         return TaskInfo(
             task_id=self.task_id,
             name=self.label(),
-            trigger=self.trigger,
-            status=_STATUS_OF[self.state],
+            trigger=self.trigger or Once(self.due_at),
+            status=status,
             run_count=self.run_count,
-            failure_count=self.failure_count,
-            consecutive_failures=self.consecutive_failures,
-            next_run_at=self.due_at if waiting else None,
-            last_error=self.last_error,
+            failure_count=failures.count if failures else 0,
+            consecutive_failures=failures.consecutive if failures else 0,
+            next_run_at=self.due_at if status is TaskStatus.SCHEDULED else None,
+            last_error=failures.last_error if failures else None,
         )
 
 
@@ -155,21 +191,23 @@ class Effects:
     """What the owner of a ``Timetable`` must now do, in this order.
 
     Attributes:
-        events: Events to publish (only the kinds in ``Timetable.wanted``).
-        dispatches: ``(worker, RunTask)`` pairs: tell each worker its task.
-        finished: ``(sink, info, value)``: hand each final state to its sink.
+        events: Events to publish (only the kinds in ``Timetable.wanted``). ``STARTED`` is not
+            among them: the worker publishes it when it really starts the run.
+        dispatches: ``(worker, RunTask)`` pairs, in order; consecutive runs for one worker
+            form its batch.
+        finished: ``(sink, final, value)``: hand each final state to its sink.
     """
 
     events: list[TaskEvent] = field(default_factory=list)
     dispatches: list[tuple[int, RunTask]] = field(default_factory=list)
-    finished: list[tuple[FinalStateSink, TaskInfo, object]] = field(default_factory=list)
+    finished: list[tuple[FinalStateSink, FinalState, object]] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return bool(self.events or self.dispatches or self.finished)
 
 
 class Timetable:
-    """Every task's schedule and state, and which worker runs what.
+    """Every task's schedule and state, and which worker holds what.
 
     Mutators take ``now`` (clock seconds) and record what should happen; ``take_effects``
     hands that over. Reports about runs carry their own ``finished_at``.
@@ -181,8 +219,10 @@ class Timetable:
             raise ValueError(f"workers must be at least 1, got {workers!r}")
         if history < 0:
             raise ValueError(f"history must not be negative, got {history!r}")
-        self.wanted: frozenset[EventKind] = frozenset()
-        """Event kinds someone listens to; no other events are built."""
+        self._wanted: frozenset[EventKind] = frozenset()
+        # One flag per kind: enum hashing is Python code, too slow for the per-task path.
+        self._want_due = self._want_started = self._want_completed = False
+        self._want_failed = self._want_cancelled = False
         self.closed = False
         self._heap: list[tuple[float, int, _Task]] = []
         self._seq = itertools.count()
@@ -190,15 +230,29 @@ class Timetable:
         self._tasks: dict[TaskId, _Task] = {}  # live tasks, in scheduling order
         self._ready: deque[_Task] = deque()  # due tasks waiting for a worker, FIFO
         self._idle: list[int] = list(range(workers - 1, -1, -1))  # a stack: reuse warm workers
-        self._running: dict[int, _Task] = {}  # worker -> the task it runs
-        self._history: OrderedDict[TaskId, TaskInfo] = OrderedDict()
+        self._batches: dict[int, deque[_Task]] = {}  # busy worker -> runs handed, not yet reported
+        self._history: OrderedDict[TaskId, _Task] = OrderedDict()  # retired records
         self._history_limit = history
         self._effects = Effects()
+
+    @property
+    def wanted(self) -> frozenset[EventKind]:
+        """Event kinds someone listens to; no other events are built."""
+        return self._wanted
+
+    @wanted.setter
+    def wanted(self, kinds: frozenset[EventKind]) -> None:
+        self._wanted = kinds
+        self._want_due = EventKind.DUE in kinds
+        self._want_started = EventKind.STARTED in kinds
+        self._want_completed = EventKind.COMPLETED in kinds
+        self._want_failed = EventKind.FAILED in kinds
+        self._want_cancelled = EventKind.CANCELLED in kinds
 
     # -- commands ---------------------------------------------------------------------------
 
     def schedule(self, cmd: Schedule, *, now: float) -> None:
-        """Add a task; start it at once if it is due and a worker is idle.
+        """Add a task; hand it to a worker at once if it is due and one is idle.
 
         Raises:
             DuplicateTaskError: a live task has the same id (nothing changes).
@@ -208,7 +262,7 @@ class Timetable:
             raise SchedulerShutdownError(f"scheduler is shut down; task {cmd.task_id!r} rejected")
         if cmd.task_id in self._tasks:
             raise DuplicateTaskError(f"a live task already has id {cmd.task_id!r}")
-        task = _Task(cmd, first_due_at(cmd.trigger))
+        task = _Task(cmd)
         self._tasks[task.task_id] = task
         heapq.heappush(self._heap, (task.due_at, next(self._seq), task))
         if task.due_at <= now:
@@ -217,80 +271,108 @@ class Timetable:
     def cancel(self, task_id: TaskId, *, now: float) -> bool:
         """Cancel a task; return whether that prevented a run that would otherwise happen.
 
-        Pending or due tasks never run. A running recurring task finishes its run and is not
-        rescheduled (``True``); a running one-time task just finishes (``False``).
+        A task whose run has not started never runs. A running recurring task finishes its
+        run and is not rescheduled (``True``); a running one-time task just finishes (``False``).
         """
         task = self._tasks.get(task_id)
         if task is None:
             return False
         state = task.state
-        if state is _State.PENDING or state is _State.READY:
-            if state is _State.PENDING:
-                self._stale += 1
-            self._finish(task, _State.CANCELLED, now, None)
-            self._compact_if_stale()
-            return True
-        if state is _State.RUNNING and not isinstance(task.trigger, Once):
+        if state is _State.HANDED and not self._revoke(task):
+            if task.trigger is None:
+                return False
             task.state = _State.RUNNING_CANCELLED
             return True
-        return False
+        if state is _State.RUNNING_CANCELLED:
+            return False
+        if state is _State.PENDING:
+            self._stale += 1
+        self._finish(task, _State.CANCELLED, now, None)
+        self._compact_if_stale()
+        self._release(now)  # a revoke may have left a worker idle
+        return True
 
     def tick(self, *, now: float) -> None:
-        """Move every task due at ``now`` to the ready queue and start as many as workers allow."""
+        """Move every task due at ``now`` to the ready FIFO and hand out as much as workers allow."""
         self._release(now)
 
     def completed(
-        self, worker: int, task_id: TaskId, run: int, value: object, *, finished_at: float, now: float
+        self,
+        worker: int,
+        task_id: TaskId,
+        run: int,
+        value: object,
+        *,
+        finished_at: float,
+        now: float,
+        idle: bool = True,
     ) -> None:
         """Record that ``worker`` finished run ``run`` of ``task_id`` normally."""
-        task = self._take_run(worker, task_id, run)
+        task = self._take_report(worker, task_id, run, idle=idle)
         if task is None:
             return
-        self._idle.append(worker)
         task.run_count += 1
-        task.consecutive_failures = 0
-        self._emit(EventKind.COMPLETED, task, finished_at, run)
+        if task.failures is not None:
+            task.failures.consecutive = 0
+        if self._want_completed:
+            self._emit(EventKind.COMPLETED, task, finished_at, run)
         self._after_run(task, finished_at, value, failed=False)
         self._release(now)
 
     def failed(
-        self, worker: int, task_id: TaskId, run: int, error: BaseException, *, finished_at: float, now: float
+        self,
+        worker: int,
+        task_id: TaskId,
+        run: int,
+        error: BaseException,
+        *,
+        finished_at: float,
+        now: float,
+        idle: bool = True,
     ) -> None:
         """Record that ``worker`` finished run ``run`` of ``task_id`` by raising ``error``."""
-        task = self._take_run(worker, task_id, run)
+        task = self._take_report(worker, task_id, run, idle=idle)
         if task is None:
             return
-        self._idle.append(worker)
         self._fail_run(task, error, finished_at)
         self._release(now)
 
     def worker_lost(self, worker: int, error: BaseException, *, now: float) -> None:
-        """Forget ``worker`` until ``add_worker``; the run it held (if any) fails with ``error``."""
+        """Forget ``worker`` until ``add_worker``.
+
+        Runs it had started fail with ``error``; runs it had not started go back to the front
+        of the ready FIFO.
+        """
         if worker in self._idle:
             self._idle.remove(worker)
-        task = self._running.pop(worker, None)
-        if task is not None:
-            self._fail_run(task, error, now)
+        batch = self._batches.pop(worker, deque())
+        unstarted = [task for task in batch if self._revoke_claim(task)]
+        for task in batch:
+            if task.claim is not None:  # started: its outcome is unknown, so it failed
+                task.claim = None
+                self._fail_run(task, error, now)
+        self._ready.extendleft(reversed(unstarted))
         self._release(now)
 
     def add_worker(self, worker: int, *, now: float) -> None:
         """Make ``worker`` (new, or a replacement) available for tasks."""
-        if worker not in self._idle and worker not in self._running:
+        if worker not in self._idle and worker not in self._batches:
             self._idle.append(worker)
         self._release(now)
 
     def shut_down(self, *, now: float) -> None:
-        """Refuse new tasks and cancel every task that is not running.
+        """Refuse new tasks and cancel every task that has not started its run.
 
         Running one-time tasks finish as usual; running recurring ones finish their run and
         then end ``CANCELLED``.
         """
         self.closed = True
         for task in list(self._tasks.values()):
-            if task.state is _State.PENDING or task.state is _State.READY:
+            if task.state is _State.HANDED and not self._revoke(task):
+                if task.trigger is not None:
+                    task.state = _State.RUNNING_CANCELLED
+            elif task.state is not _State.RUNNING_CANCELLED:
                 self._finish(task, _State.CANCELLED, now, None)
-            elif task.state is _State.RUNNING and not isinstance(task.trigger, Once):
-                task.state = _State.RUNNING_CANCELLED
         self._heap.clear()
         self._ready.clear()
         self._stale = 0
@@ -299,7 +381,9 @@ class Timetable:
 
     def take_effects(self) -> Effects:
         """Return what should happen because of the calls since the last ``take_effects``."""
-        effects, self._effects = self._effects, Effects()
+        effects = self._effects
+        if effects:
+            self._effects = Effects()
         return effects
 
     def info(self, task_id: TaskId) -> TaskInfo:
@@ -315,8 +399,8 @@ class Timetable:
 
     def find(self, task_id: TaskId) -> TaskInfo | None:
         """Return what ``info`` returns, or ``None`` instead of raising."""
-        task = self._tasks.get(task_id)
-        return task.snapshot() if task is not None else self._history.get(task_id)
+        task = self._tasks.get(task_id) or self._history.get(task_id)
+        return task.snapshot() if task is not None else None
 
     def infos(self) -> list[TaskInfo]:
         """Return a snapshot of every live task, in scheduling order."""
@@ -331,16 +415,21 @@ class Timetable:
         return heap[0][0] if heap else None
 
     def is_settled(self, now: float) -> bool:
-        """Whether nothing is running and nothing is due at ``now``."""
-        if self._running:
+        """Whether no worker holds a run and nothing is due at ``now``."""
+        if self.busy:
             return False
         due = self.next_due()
         return due is None or due > now
 
     @property
+    def busy(self) -> bool:
+        """Whether any worker holds a run (started or not) that it has not reported yet."""
+        return bool(self._batches)
+
+    @property
     def running_count(self) -> int:
-        """How many runs are in progress."""
-        return len(self._running)
+        """Runs a worker has started and not yet reported."""
+        return sum(task.started() for batch in self._batches.values() for task in batch)
 
     @property
     def heap_size(self) -> int:
@@ -357,7 +446,7 @@ class Timetable:
     def _release(self, now: float) -> None:
         heap = self._heap
         ready = self._ready
-        want_due = EventKind.DUE in self.wanted
+        want_due = self._want_due
         while heap and heap[0][0] <= now:
             _, _, task = heapq.heappop(heap)
             if task.state is not _State.PENDING:
@@ -367,47 +456,133 @@ class Timetable:
             ready.append(task)
             if want_due:
                 self._emit(EventKind.DUE, task, now, task.run_count + 1)
-        idle = self._idle
-        if not (ready and idle):
-            return
-        dispatches = self._effects.dispatches
-        want_started = EventKind.STARTED in self.wanted
-        running = self._running
-        while ready and idle:
-            task = ready.popleft()
-            if task.state is not _State.READY:
-                continue  # cancelled while it waited for a worker
-            worker = idle.pop()
-            task.state = _State.RUNNING
-            running[worker] = task
-            run = task.run_count + 1
-            dispatches.append((worker, RunTask(task.task_id, run, task.fn, task.args, task.kwargs)))
-            if want_started:
-                self._emit(EventKind.STARTED, task, now, run)
+        while self._idle and (self._hand_out() or self._steal()):
+            pass
 
-    def _take_run(self, worker: int, task_id: TaskId, run: int) -> _Task | None:
-        task = self._running.get(worker)
-        if task is None or task.task_id != task_id or task.run_count + 1 != run:
+    def _hand_out(self) -> bool:
+        """Deal the ready FIFO round-robin to the idle workers; return whether any was dealt."""
+        ready, idle = self._ready, self._idle
+        while ready and ready[0].state is not _State.READY:
+            ready.popleft()  # cancelled while it waited
+        if not ready:
+            return False
+        count = min(len(idle), len(ready))
+        per_worker = min(BATCH, -(-len(ready) // count))
+        workers = [idle.pop() for _ in range(count)]
+        batches: list[list[_Task]] = [[] for _ in workers]
+        for _ in range(per_worker):
+            for batch in batches:
+                task = self._next_ready()
+                if task is None:
+                    break
+                batch.append(task)
+        dispatches = self._effects.dispatches
+        want_started = self._want_started
+        for worker, batch in zip(workers, batches, strict=True):
+            if not batch:
+                idle.append(worker)
+                continue
+            self._batches[worker] = deque(batch)
+            for task in batch:
+                task.state = _State.HANDED
+                claim = task.claim = Claim()
+                dispatches.append(
+                    (
+                        worker,
+                        RunTask(
+                            task.task_id,
+                            task.run_count + 1,
+                            task.fn,
+                            task.args,
+                            task.kwargs,
+                            claim,
+                            task.due_at,
+                            task.label() if want_started else None,
+                            want_started,
+                        ),
+                    )
+                )
+        return True
+
+    def _next_ready(self) -> _Task | None:
+        ready = self._ready
+        while ready:
+            task = ready.popleft()
+            if task.state is _State.READY:
+                return task
+        return None
+
+    def _steal(self) -> bool:
+        """Move half the unstarted runs of the fullest batch back to the ready FIFO."""
+        batch = max(self._batches.values(), key=len, default=None)
+        if batch is None or len(batch) < 2:
+            return False
+        stolen: list[_Task] = []
+        for _ in range(len(batch) // 2):
+            if not self._revoke_claim(batch[-1]):
+                break  # the worker has started it, so it has started everything before it
+            stolen.append(batch.pop())
+        self._ready.extendleft(stolen)  # reversed twice: original order, at the front
+        return bool(stolen)
+
+    def _revoke(self, task: _Task) -> bool:
+        """Take back a handed run before its worker starts it; return whether that worked."""
+        if not self._revoke_claim(task):
+            return False
+        for worker, batch in self._batches.items():
+            if task in batch:
+                batch.remove(task)
+                if not batch:  # the worker will find nothing to claim: it is idle now
+                    del self._batches[worker]
+                    self._idle.append(worker)
+                break
+        return True
+
+    @staticmethod
+    def _revoke_claim(task: _Task) -> bool:
+        claim = task.claim
+        if claim is None or not claim.take():
+            return False
+        task.claim = None
+        task.state = _State.READY
+        return True
+
+    def _take_report(self, worker: int, task_id: TaskId, run: int, *, idle: bool) -> _Task | None:
+        batch = self._batches.get(worker)
+        if not batch:
             return None  # a stale report (the run was already accounted for, e.g. worker lost)
-        del self._running[worker]
+        task = batch[0]
+        if task.task_id != task_id or task.run_count + 1 != run:
+            return None
+        batch.popleft()
+        task.claim = None
+        if idle:
+            del self._batches[worker]
+            self._ready.extendleft(reversed([t for t in batch if self._revoke_claim(t)]))
+            self._idle.append(worker)
         return task
 
     def _fail_run(self, task: _Task, error: BaseException, finished_at: float) -> None:
         run = task.run_count + 1
         task.run_count = run
-        task.failure_count += 1
-        task.consecutive_failures += 1
-        task.last_error = error
-        self._emit(EventKind.FAILED, task, finished_at, run, error)
+        failures = task.failures
+        if failures is None:
+            failures = task.failures = _Failures(None)
+        failures.count += 1
+        failures.consecutive += 1
+        failures.last_error = error
+        if self._want_failed:
+            self._emit(EventKind.FAILED, task, finished_at, run, error)
         self._after_run(task, finished_at, None, failed=True)
 
     def _after_run(self, task: _Task, finished_at: float, value: object, *, failed: bool) -> None:
         trigger = task.trigger
+        failures = task.failures
         if task.state is _State.RUNNING_CANCELLED:
             self._finish(task, _State.CANCELLED, finished_at, None)
-        elif isinstance(trigger, Once):
+        elif trigger is None:
             self._finish(task, _State.FAILED if failed else _State.COMPLETED, finished_at, value)
-        elif failed and task.max_failures is not None and task.consecutive_failures >= task.max_failures:
+        elif failed and failures and failures.limit is not None and failures.consecutive >= failures.limit:
             self._finish(task, _State.FAILED, finished_at, None)
         else:
             if isinstance(trigger, FixedRate):
@@ -422,33 +597,33 @@ class Timetable:
     def _finish(self, task: _Task, state: _State, now: float, value: object) -> None:
         task.state = state
         del self._tasks[task.task_id]
-        if state is _State.CANCELLED:
+        if state is _State.CANCELLED and self._want_cancelled:
             self._emit(EventKind.CANCELLED, task, now, None)
-        info = task.snapshot()
+        sink = task.sink
+        task.retire()  # frozen from here on: the sink and the history may share it
         if self._history_limit:
             history = self._history
             history.pop(task.task_id, None)
-            history[task.task_id] = info
+            history[task.task_id] = task
             if len(history) > self._history_limit:
                 history.popitem(last=False)
-        if task.sink is not None:
-            self._effects.finished.append((task.sink, info, value))
+        if sink is not None:
+            self._effects.finished.append((sink, task, value))
 
     def _emit(
         self, kind: EventKind, task: _Task, at: float, run: int | None, error: BaseException | None = None
     ) -> None:
-        if kind in self.wanted:
-            self._effects.events.append(
-                TaskEvent(
-                    kind=kind,
-                    task_id=task.task_id,
-                    name=task.label(),
-                    at=at,
-                    run=run,
-                    due_at=task.due_at if run is not None else None,
-                    error=error,
-                )
+        self._effects.events.append(
+            TaskEvent(
+                kind=kind,
+                task_id=task.task_id,
+                name=task.label(),
+                at=at,
+                run=run,
+                due_at=task.due_at if run is not None else None,
+                error=error,
             )
+        )
 
     def _compact_if_stale(self) -> None:
         stale = self._stale

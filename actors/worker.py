@@ -1,8 +1,7 @@
-"""The worker actor: runs one task at a time and reports how it ended."""
+"""The worker actor: runs the runs it is handed, one at a time, and reports how each ended."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 from typing import Any
@@ -11,7 +10,16 @@ import pykka
 
 from actors.base import SimpleQueueActor
 from actors.clock import Clock
-from messages import Completed, Failed, RunTask, WorkerExited
+from messages import (
+    Completed,
+    EventKind,
+    Failed,
+    Publish,
+    RunBatch,
+    RunTask,
+    TaskEvent,
+    WorkerExited,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -19,26 +27,33 @@ logger = logging.getLogger(__name__)
 class WorkerActor(SimpleQueueActor):
     """Runs tasks handed to it by the scheduler, one at a time, on its own thread.
 
-    The scheduler sends ``RunTask`` only while this worker is idle, so its inbox holds at most
-    one task. Whatever the task raises (``BaseException`` included: ``SystemExit``,
-    ``KeyboardInterrupt``...) becomes a ``Failed`` report; nothing escapes ``on_receive``, so
-    a task can never kill this actor or, through pykka's ``stop_all``, any other.
+    The scheduler hands a ``RunBatch`` only to an idle worker. The worker runs each run whose
+    claim it can take (the scheduler may have taken some back meanwhile, to cancel them or to
+    give them to an idle worker) and reports each with ``Completed`` or ``Failed``; before
+    reporting a run it claims the next one, so the report can say whether it is now idle.
+    Whatever a task raises (``BaseException`` included: ``SystemExit``, ``KeyboardInterrupt``...)
+    becomes a ``Failed`` report: nothing escapes ``on_receive``, so a task can never kill this
+    actor or, through pykka's ``stop_all``, any other. Its thread is a daemon: a task that never
+    returns does not keep the interpreter alive.
     """
-
-    # Daemon (from the base): a task that never returns must not keep the interpreter alive.
 
     def __init__(
         self,
         index: int,
         scheduler: pykka.ActorRef[Any],
         clock: Clock,
+        bus: pykka.ActorRef[Any] | None = None,
         started_threads: list[threading.Thread] | None = None,
     ) -> None:
-        """Create worker number ``index`` reporting to ``scheduler`` (runs on the caller's thread)."""
+        """Create worker number ``index`` reporting to ``scheduler`` (runs on the caller's thread).
+
+        ``bus`` receives the ``STARTED`` events the scheduler asks for.
+        """
         super().__init__()
         self._index = index
         self._scheduler = scheduler
         self._clock = clock
+        self._bus = bus
         self._started_threads = started_threads
 
     def on_start(self) -> None:
@@ -47,23 +62,38 @@ class WorkerActor(SimpleQueueActor):
             self._started_threads.append(threading.current_thread())
 
     def on_receive(self, message: Any) -> None:
-        """Run a ``RunTask`` and tell the scheduler ``Completed``/``Failed`` (worker thread)."""
-        if not isinstance(message, RunTask):
+        """Run a ``RunBatch``, reporting each run to the scheduler (worker thread)."""
+        if not isinstance(message, RunBatch):
             logger.warning("worker %d ignored an unexpected message: %r", self._index, message)
             return
-        try:
-            value = message.fn(*message.args, **message.kwargs)
-        except BaseException as error:  # SystemExit too: a task never takes the worker down
-            logger.debug("task %r run %d raised %r", message.task_id, message.run, error)
-            report: Completed | Failed = Failed(
-                self._index, message.task_id, message.run, error, self._clock.now()
+        runs = message.runs
+        index = _next_claimed(runs, 0)
+        while index is not None:
+            run = runs[index]
+            report_type, outcome, finished_at = self._run(run)
+            index = _next_claimed(runs, index + 1)
+            self._tell(
+                self._scheduler,
+                report_type(self._index, run.task_id, run.run, outcome, finished_at, index is None),
             )
-        else:
-            report = Completed(self._index, message.task_id, message.run, value, self._clock.now())
+
+    def _run(self, run: RunTask) -> tuple[type[Completed] | type[Failed], Any, float]:
+        if run.announce and self._bus is not None:
+            started = TaskEvent(
+                kind=EventKind.STARTED,
+                task_id=run.task_id,
+                name=run.name or "",
+                at=self._clock.now(),
+                run=run.run,
+                due_at=run.due_at,
+            )
+            self._tell(self._bus, Publish((started,)))
         try:
-            self._scheduler.tell(report)
-        except pykka.ActorDeadError:
-            logger.debug("scheduler gone; report for task %r dropped", message.task_id)
+            value = run.fn(*run.args, **run.kwargs)
+        except BaseException as error:  # SystemExit too: a task never takes the worker down
+            logger.debug("task %r run %d raised %r", run.task_id, run.run, error)
+            return Failed, error, self._clock.now()
+        return Completed, value, self._clock.now()
 
     def on_failure(self, *_: object) -> None:
         """Tell the scheduler this worker died (worker thread, as the actor dies)."""
@@ -74,5 +104,18 @@ class WorkerActor(SimpleQueueActor):
         self._report_exit("stopped")
 
     def _report_exit(self, reason: str) -> None:
-        with contextlib.suppress(pykka.ActorDeadError):
-            self._scheduler.tell(WorkerExited(self._index, reason))
+        self._tell(self._scheduler, WorkerExited(self._index, reason))
+
+    def _tell(self, ref: pykka.ActorRef[Any], message: object) -> None:
+        try:
+            ref.tell(message)
+        except pykka.ActorDeadError:
+            logger.debug("worker %d: %s is gone; dropped %r", self._index, ref, message)
+
+
+def _next_claimed(runs: tuple[RunTask, ...], start: int) -> int | None:
+    """Claim the first run from ``start`` on that the scheduler has not taken back; return its index."""
+    for index in range(start, len(runs)):
+        if runs[index].claim.take():
+            return index
+    return None

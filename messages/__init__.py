@@ -5,6 +5,8 @@ Nothing here starts a thread, reads a clock or imports ``actors``.
 
 from messages.commands import (
     Cancel,
+    Claim,
+    FinalState,
     FinalStateSink,
     Flush,
     Listener,
@@ -13,6 +15,7 @@ from messages.commands import (
     QueryStats,
     QueryTask,
     QueryTasks,
+    RunBatch,
     RunTask,
     Schedule,
     Settle,
@@ -37,9 +40,11 @@ from messages.triggers import FixedDelay, FixedRate, Once, Trigger
 __all__ = [
     "TERMINAL_STATUSES",
     "Cancel",
+    "Claim",
     "Completed",
     "EventKind",
     "Failed",
+    "FinalState",
     "FinalStateSink",
     "FixedDelay",
     "FixedRate",
@@ -51,6 +56,7 @@ __all__ = [
     "QueryStats",
     "QueryTask",
     "QueryTasks",
+    "RunBatch",
     "RunTask",
     "Schedule",
     "SchedulerStats",

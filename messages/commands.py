@@ -17,11 +17,18 @@ from messages.triggers import Trigger
 EMPTY_KWARGS: Mapping[str, Any] = MappingProxyType({})
 
 
+class FinalState(Protocol):
+    """A finished task's record: it never changes again, so any thread may read it."""
+
+    def snapshot(self) -> TaskInfo:
+        """Return the task's final ``TaskInfo``."""
+
+
 class FinalStateSink(Protocol):
     """Receives a task's final state once, on the scheduler's thread (``TaskHandle`` is one)."""
 
-    def task_finished(self, info: TaskInfo, value: object) -> None:
-        """Take the task's final ``info`` and, for a completed one-time task, its return value."""
+    def task_finished(self, final: FinalState, value: object) -> None:
+        """Take the task's final state and, for a completed one-time task, its return value."""
 
 
 class Waiter(Protocol):
@@ -159,16 +166,62 @@ class Unsubscribe:
     subscription_id: int
 
 
+class Claim:
+    """A one-shot token that the scheduler and a worker race for; whoever takes it owns the run.
+
+    The one object two threads share. The worker takes it to start a run it was handed; the
+    scheduler takes it to revoke a run not yet started (to cancel it, or to give it to an idle
+    worker). ``take`` is a single ``list.pop``, which is atomic, so exactly one side wins.
+    """
+
+    __slots__ = ("_token",)
+
+    def __init__(self) -> None:
+        self._token = [True]
+
+    def take(self) -> bool:
+        """Take the token; return ``False`` if the other side already has it."""
+        try:
+            return self._token.pop()
+        except IndexError:
+            return False
+
+    @property
+    def taken(self) -> bool:
+        """Whether someone has taken it."""
+        return not self._token
+
+
 @final
 @dataclass(frozen=True, slots=True)
 class RunTask:
-    """Scheduler -> idle worker: run one task once and report ``Completed`` or ``Failed``."""
+    """One run handed to a worker, which runs it only if it can ``claim.take()`` it first.
+
+    ``announce`` asks the worker to publish the ``STARTED`` event (with ``name`` and
+    ``due_at``) when it starts the run.
+    """
 
     task_id: TaskId
     run: int
     fn: Callable[..., object] = field(compare=False)
     args: tuple[Any, ...]
     kwargs: Mapping[str, Any] = field(compare=False)
+    claim: Claim = field(compare=False, repr=False)
+    due_at: float
+    name: str | None = None
+    announce: bool = False
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class RunBatch:
+    """Scheduler -> idle worker: these runs, in order (each only if the worker claims it).
+
+    The worker reports each run it claimed with ``Completed`` or ``Failed``; the report of the
+    last one says ``idle=True``.
+    """
+
+    runs: tuple[RunTask, ...]
 
 
 @final

@@ -11,25 +11,33 @@ from messages.events import TaskId
 @final
 @dataclass(frozen=True, slots=True)
 class Completed:
-    """Worker ``worker`` finished run ``run`` of ``task_id``, which returned ``value``."""
+    """Worker ``worker`` finished run ``run`` of ``task_id``, which returned ``value``.
+
+    ``idle`` says the worker has nothing more to run from the batch it was handed.
+    """
 
     worker: int
     task_id: TaskId
     run: int
     value: object = field(compare=False)
     finished_at: float
+    idle: bool = True
 
 
 @final
 @dataclass(frozen=True, slots=True)
 class Failed:
-    """Worker ``worker`` finished run ``run`` of ``task_id``, which raised ``error``."""
+    """Worker ``worker`` finished run ``run`` of ``task_id``, which raised ``error``.
+
+    ``idle`` as in ``Completed``.
+    """
 
     worker: int
     task_id: TaskId
     run: int
     error: BaseException = field(compare=False)
     finished_at: float
+    idle: bool = True
 
 
 @final

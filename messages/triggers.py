@@ -32,7 +32,10 @@ def require_finite(name: str, value: float) -> float:
     """
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(f"{name} must be a number of seconds, got {value!r}")
-    seconds = float(value)
+    try:
+        seconds = float(value)
+    except OverflowError:  # an int too large for a float
+        raise ValueError(f"{name} must be finite, got {value!r}") from None
     if not math.isfinite(seconds):
         raise ValueError(f"{name} must be finite, got {value!r}")
     return seconds

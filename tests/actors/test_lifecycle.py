@@ -55,10 +55,11 @@ def test_context_manager_shuts_down() -> None:
 
 def test_shutdown_without_wait_lets_threads_end_on_their_own() -> None:
     s = Scheduler(workers=2, clock=FakeClock())
-    release = threading.Event()
-    handle = s.schedule_once(lambda: release.wait(10) and "ok", delay=0)
+    gate = Gate(result="ok")
+    handle = s.schedule_once(gate, delay=0)
+    gate.wait_started()
     s.shutdown(wait=False)
-    release.set()
+    gate.open()
     assert handle.result(timeout=5) == "ok"
     s.shutdown(wait=True, timeout=10)  # joins the threads that are ending anyway
 
@@ -84,7 +85,7 @@ def test_shutdown_timeout_leaves_only_the_hung_worker() -> None:
 
 
 def test_history_is_bounded_but_handles_keep_their_final_state(make_scheduler) -> None:
-    s = make_scheduler(history=3)
+    s = make_scheduler(workers=1, history=3)  # one worker: tasks finish in order
     handles = [s.schedule_once(lambda n=n: n, delay=0) for n in range(10)]
     s.settle()
     with pytest.raises(UnknownTaskError):

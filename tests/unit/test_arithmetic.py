@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from actors.timetable import next_fixed_delay, next_fixed_rate
 from messages import FixedDelay, FixedRate
-from tests.unit.helpers import make, only, timetable
+from tests.unit.helpers import Pool, make, timetable
 
 
 def slot_of(first_at: float, interval: float, at: float) -> int:
@@ -100,7 +100,9 @@ def test_fixed_rate_properties(first_at: float, interval: float, ran_slot: int, 
     ran_slot=st.integers(0, 1000),
     late=st.integers(0, 500),
 )
-def test_fixed_rate_matches_brute_force_on_integers(first_at: int, interval: int, ran_slot: int, late: int) -> None:
+def test_fixed_rate_matches_brute_force_on_integers(
+    first_at: int, interval: int, ran_slot: int, late: int
+) -> None:
     finished_at = float(first_at + ran_slot * interval + late)
     result = check_next_rate(float(first_at), float(interval), ran_slot, finished_at)
     assert result == brute_force_next(float(first_at), float(interval), ran_slot, finished_at)
@@ -127,14 +129,16 @@ def test_no_drift_after_many_instant_runs(first_at: float, interval: float) -> N
 def test_no_drift_through_timetable() -> None:
     first_at, interval = 1000.0, 0.1
     table = timetable(1, wanted=frozenset())
+    pool = Pool(table)
     table.schedule(make("r", FixedRate(interval, first_at)), now=0.0)
     accumulated = first_at
     for k in range(10_000):
         due = table.next_due()
         assert due == first_at + k * interval
         table.tick(now=due)
-        worker, run = only(table.take_effects())
-        table.completed(worker, "r", run.run, None, finished_at=due, now=due)
+        pool.take()
+        assert pool.start(0) is not None
+        pool.finish(0, at=due)
         accumulated += interval
     assert accumulated != first_at + 10_000 * interval  # accumulating would have drifted
 
@@ -147,18 +151,21 @@ MS = 0.001
 
 def run_starts(trigger: FixedRate | FixedDelay, runs: int = 5) -> list[float]:
     table = timetable(1, wanted=frozenset())
+    pool = Pool(table)
     table.schedule(make("seed", trigger), now=FIRST - 1.0)
     starts = []
     for n in range(1, runs + 1):
         now = table.next_due()
         assert now is not None
         table.tick(now=now)
-        worker, msg = only(table.take_effects())
+        pool.take()
+        msg = pool.start(0)
+        assert msg is not None
         assert msg.run == n
         starts.append((now - FIRST) / MS)
         finished_at = now + (50 * MS if n == 3 else 0.0)
-        table.completed(worker, "seed", n, None, finished_at=finished_at, now=finished_at)
-        assert not table.take_effects().dispatches
+        pool.finish(0, at=finished_at)
+        assert not pool.take().dispatches
     return starts
 
 

@@ -1,8 +1,11 @@
 """A stateful hypothesis test: the Timetable against a tiny, obviously correct reference model.
 
-The model is a plain list of dicts, recomputed by brute force on every step (O(n) and slow
-by design); the Timetable must agree with it on running tasks, statuses, counters, due
-times, final states and the exact sequence of events.
+The model is a plain list of dicts, recomputed by brute force on every step (O(n) by design):
+which tasks are pending, waiting (due, not started), running or finished, their counters and
+due times, and the exact events. Which worker gets which run is the Timetable's choice; the
+test plays the workers with ``Pool`` (claims taken in order, the next one claimed before a
+report) and checks every choice: batches go only to idle workers, hold only waiting runs in
+FIFO order, are at most ``BATCH`` long, and while any worker is idle no due run waits.
 """
 
 from __future__ import annotations
@@ -15,16 +18,16 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from actors.errors import DuplicateTaskError, SchedulerShutdownError
-from actors.timetable import COMPACT_MIN_STALE, Timetable
-from messages import EventKind, FixedDelay, FixedRate, Once, TaskStatus
-from tests.unit.helpers import ALL_KINDS, make
+from actors.errors import DuplicateTaskError, SchedulerShutdownError, WorkerLostError
+from actors.timetable import BATCH, COMPACT_MIN_STALE, Timetable
+from messages import EventKind, FixedDelay, FixedRate, Once, RunTask, TaskStatus
+from tests.unit.helpers import ALL_KINDS, Pool, make
 
-IDS = ["a", "b", "c", "d", "e"]
+IDS = ["a", "b", "c", "d", "e", "f"]
 TERMINAL = {"completed", "failed", "cancelled"}
 STATUS = {
     "pending": TaskStatus.SCHEDULED,
-    "ready": TaskStatus.SCHEDULED,
+    "waiting": TaskStatus.SCHEDULED,
     "running": TaskStatus.RUNNING,
     "completed": TaskStatus.COMPLETED,
     "failed": TaskStatus.FAILED,
@@ -37,10 +40,8 @@ Event = tuple[EventKind, str, int | None, float, float | None]  # kind, task, ru
 class Model:
     """The reference: every task ever scheduled, as dicts, in scheduling order."""
 
-    def __init__(self, workers: int, history: int) -> None:
+    def __init__(self, history: int) -> None:
         self.tasks: list[dict[str, Any]] = []
-        self.idle: set[int] = set(range(workers))
-        self.running: dict[int, dict[str, Any]] = {}
         self.history = history
         self.finish_log: list[dict[str, Any]] = []  # terminal tasks, in the order they ended
         self.events: list[Event] = []
@@ -56,7 +57,7 @@ class Model:
         return next((t for t in self.live() if t["id"] == task_id), None)
 
     def remembered(self, task_id: str) -> dict[str, Any] | None:
-        """The task ``find`` must describe: the live one, else one among the last ``history`` ended."""
+        """The task ``find`` must describe: the live one, else one of the last ``history`` ended."""
         task = self.live_task(task_id)
         if task is not None:
             return task
@@ -64,15 +65,13 @@ class Model:
         for ended in reversed(self.finish_log):
             if all(k["id"] != ended["id"] for k in kept):
                 kept.append(ended)
-        kept = kept[: self.history]
-        return next((t for t in kept if t["id"] == task_id), None)
+        return next((t for t in kept[: self.history] if t["id"] == task_id), None)
 
-    def anything_due(self, now: float) -> bool:
-        return any(t["state"] in ("pending", "ready") and t["due_at"] <= now for t in self.live())
+    def in_state(self, *states: str) -> list[dict[str, Any]]:
+        return [t for t in self.live() if t["state"] in states]
 
     def next_due(self) -> float | None:
-        dues = [t["due_at"] for t in self.live() if t["state"] == "pending"]
-        return min(dues) if dues else None
+        return min((t["due_at"] for t in self.in_state("pending")), default=None)
 
     # -- changes
 
@@ -90,32 +89,16 @@ class Model:
         task["due_at"] = due_at
         task["seq"] = next(self.counter)
 
-    def release(self, now: float, workers_chosen: list[int]) -> list[tuple[str, int]]:
-        """Move due tasks to ready, then start ready ones on ``workers_chosen`` (the real choice)."""
+    def release(self, now: float) -> None:
         due = sorted(
-            (t for t in self.live() if t["state"] == "pending" and t["due_at"] <= now),
-            key=lambda t: (t["due_at"], t["seq"]),
+            (t for t in self.in_state("pending") if t["due_at"] <= now), key=lambda t: (t["due_at"], t["seq"])
         )
         for task in due:
-            task["state"] = "ready"
-            task["ready_order"] = next(self.counter)
+            task["state"] = "waiting"
+            task["fifo"] = next(self.counter)
             self.emit(EventKind.DUE, task, now, task["runs"] + 1)
-        ready = sorted((t for t in self.live() if t["state"] == "ready"), key=lambda t: t["ready_order"])
-        count = min(len(ready), len(self.idle))
-        assert len(workers_chosen) == count, (workers_chosen, count)
-        assert len(set(workers_chosen)) == count
-        started = []
-        for task, worker in zip(ready, workers_chosen, strict=False):
-            assert worker in self.idle
-            self.idle.discard(worker)
-            self.running[worker] = task
-            task["state"] = "running"
-            task["started_at"] = now
-            self.emit(EventKind.STARTED, task, now, task["runs"] + 1)
-            started.append((task["id"], task["runs"] + 1))
-        return started
 
-    def schedule(self, task_id: str, trigger: Any, max_failures: int | None, now: float) -> str | None:
+    def schedule(self, task_id: str, trigger: Any, max_failures: int | None) -> str | None:
         if self.closed:
             return "shutdown"
         if self.live_task(task_id) is not None:
@@ -136,11 +119,18 @@ class Model:
         self.push(task, first)
         return None
 
+    def start(self, task_id: str, run: int, at: float) -> None:
+        task = self.live_task(task_id)
+        assert task is not None
+        assert (task["state"], task["runs"] + 1) == ("waiting", run)
+        task["state"] = "running"
+        task["started_at"] = at
+
     def cancel(self, task_id: str, now: float) -> bool:
         task = self.live_task(task_id)
         if task is None:
             return False
-        if task["state"] in ("pending", "ready"):
+        if task["state"] in ("pending", "waiting"):
             self.end(task, "cancelled", now)
             return True
         if isinstance(task["trigger"], Once) or task["cancel_after_run"]:
@@ -148,9 +138,10 @@ class Model:
         task["cancel_after_run"] = True
         return True
 
-    def finish(self, worker: int, error: BaseException | None, finished_at: float) -> None:
-        task = self.running.pop(worker)
-        self.idle.add(worker)
+    def finish(self, task_id: str, error: BaseException | None, finished_at: float) -> None:
+        task = self.live_task(task_id)
+        assert task is not None
+        assert task["state"] == "running"
         task["runs"] += 1
         run = task["runs"]
         if error is None:
@@ -162,11 +153,12 @@ class Model:
             task["last_error"] = error
             self.emit(EventKind.FAILED, task, finished_at, run)
         trigger = task["trigger"]
+        limit = task["max_failures"]
         if task["cancel_after_run"]:
             self.end(task, "cancelled", finished_at)
         elif isinstance(trigger, Once):
             self.end(task, "completed" if error is None else "failed", finished_at)
-        elif error is not None and task["max_failures"] is not None and task["consecutive"] >= task["max_failures"]:
+        elif error is not None and limit is not None and task["consecutive"] >= limit:
             self.end(task, "failed", finished_at)
         elif isinstance(trigger, FixedDelay):
             self.push(task, finished_at + trigger.delay)
@@ -180,16 +172,16 @@ class Model:
     def shut_down(self, now: float) -> None:
         self.closed = True
         for task in self.live():
-            if task["state"] in ("pending", "ready"):
+            if task["state"] in ("pending", "waiting"):
                 self.end(task, "cancelled", now)
             elif not isinstance(task["trigger"], Once):
                 task["cancel_after_run"] = True
 
 
 triggers = st.one_of(
-    st.builds(lambda at: ("once", at), st.integers(-3, 8)),
-    st.builds(lambda at, p: ("rate", at, p), st.integers(-3, 8), st.sampled_from([0.5, 1, 2, 3])),
-    st.builds(lambda at, p: ("delay", at, p), st.integers(-3, 8), st.sampled_from([0.5, 1, 2, 3])),
+    st.tuples(st.just("once"), st.integers(-3, 8)),
+    st.tuples(st.just("rate"), st.integers(-3, 8), st.sampled_from([0.5, 1, 2, 3])),
+    st.tuples(st.just("delay"), st.integers(-3, 8), st.sampled_from([0.5, 1, 2, 3])),
 )
 
 
@@ -197,50 +189,69 @@ class TimetableMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.now = 100.0
-        self.table: Timetable
-        self.model: Model
         self.workers = 0
         self.errors = 0
         self.seen_ids: set[str] = set()
         self.real_events: list[Event] = []
-        # independent FIFO check on the real event stream: (task, run) due and not yet started
-        self.waiting: list[tuple[str, int]] = []
+        self.lost: set[int] = set()
+        self.table: Timetable
+        self.pool: Pool
+        self.model: Model
 
     @initialize(workers=st.integers(1, 3), history=st.integers(0, 4))
-    def start(self, workers: int, history: int) -> None:
+    def start_up(self, workers: int, history: int) -> None:
         self.workers = workers
         self.table = Timetable(workers=workers, history=history)
         self.table.wanted = ALL_KINDS
-        self.model = Model(workers, history)
+        self.pool = Pool(self.table)
+        self.model = Model(history)
 
     # -- helpers
 
-    def apply(self) -> list[tuple[int, str, int]]:
-        """Take the real effects; return its dispatches and check its events against the model."""
+    def fifo(self, msg: RunTask) -> int:
+        task = self.model.live_task(msg.task_id)
+        assert task is not None
+        return task["fifo"]
+
+    def held(self) -> dict[int, list[RunTask]]:
+        return {w: self.pool.held(w) for w in range(self.workers)}
+
+    def apply(self) -> None:
+        """Take the Timetable's effects, check them against the model, hand runs to the pool."""
+        self.model.release(self.now)
         effects = self.table.take_effects()
+        assert not effects.finished  # no sinks given
         got = [(e.kind, e.task_id, e.run, e.at, e.due_at) for e in effects.events]
-        self.check_fifo(got)
+        due_times = [e[4] for e in got if e[0] is EventKind.DUE]
+        assert due_times == sorted(due_times)  # one release: earliest due first
         self.real_events.extend(got)
-        for _, info, _ in effects.finished:  # no sinks given
-            raise AssertionError(f"unexpected sink delivery for {info}")
-        return [(worker, msg.task_id, msg.run) for worker, msg in effects.dispatches]
+        for box in self.pool.inbox.values():  # forget runs the timetable took back
+            for msg in [m for m in box if m.claim.taken]:
+                box.remove(msg)
+        batches: dict[int, list[RunTask]] = {}
+        for worker, msg in effects.dispatches:
+            batches.setdefault(worker, []).append(msg)
+        held_elsewhere = {(m.task_id, m.run) for msgs in self.held().values() for m in msgs}
+        held_elsewhere |= {(m.task_id, m.run) for m in self.pool.current.values()}
+        for worker, batch in batches.items():
+            assert 0 <= worker < self.workers
+            assert worker not in self.lost
+            assert not self.pool.busy(worker), f"worker {worker} got a batch while busy"
+            assert 1 <= len(batch) <= BATCH
+            for msg in batch:
+                task = self.model.live_task(msg.task_id)
+                assert task is not None
+                assert task["state"] == "waiting"
+                assert (msg.run, msg.due_at, msg.announce, msg.name) == (task["runs"] + 1, task["due_at"], True, "noop")
+                assert (msg.task_id, msg.run) not in held_elsewhere
+                assert not msg.claim.taken
+            orders = [self.fifo(m) for m in batch]
+            assert orders == sorted(orders), "a batch out of FIFO order"
+        self.pool.receive(effects)
 
-    def check_fifo(self, got: list[Event]) -> None:
-        step_due = [e for e in got if e[0] is EventKind.DUE]
-        assert [e[4] for e in step_due] == sorted(e[4] for e in step_due)  # one release: by due time
-        for kind, task_id, run, _, _ in got:
-            if kind is EventKind.DUE:
-                assert run is not None
-                self.waiting.append((task_id, run))
-            elif kind is EventKind.STARTED:
-                assert self.waiting[0] == (task_id, run), "started out of FIFO order"
-                self.waiting.pop(0)
-            elif kind is EventKind.CANCELLED:
-                self.waiting = [w for w in self.waiting if w[0] != task_id]
-
-    def release_model(self, dispatches: list[tuple[int, str, int]], now: float) -> None:
-        started = self.model.release(now, [w for w, _, _ in dispatches])
-        assert started == [(t, r) for _, t, r in dispatches]
+    def start_run(self, worker: int, msg: RunTask | None, at: float) -> None:
+        if msg is not None:
+            self.model.start(msg.task_id, msg.run, at)
 
     # -- rules
 
@@ -254,7 +265,7 @@ class TimetableMachine(RuleBasedStateMachine):
             trigger = FixedRate(spec[2], at)
         else:
             trigger = FixedDelay(spec[2], at)
-        expected = self.model.schedule(task_id, trigger, max_failures, self.now)
+        expected = self.model.schedule(task_id, trigger, max_failures)
         cmd = make(task_id, trigger, max_consecutive_failures=max_failures)
         if expected == "shutdown":
             with pytest.raises(SchedulerShutdownError):
@@ -265,61 +276,84 @@ class TimetableMachine(RuleBasedStateMachine):
         else:
             self.seen_ids.add(task_id)
             self.table.schedule(cmd, now=self.now)
-        dispatches = self.apply()
-        if expected is None and at <= self.now:
-            self.release_model(dispatches, self.now)
-        else:
-            assert not dispatches
+        self.apply()
 
     @rule(task_id=st.sampled_from([*IDS, "unknown"]))
     def cancel(self, task_id: str) -> None:
-        assert self.table.cancel(task_id, now=self.now) is self.model.cancel(task_id, self.now)
-        assert not self.apply()
+        expected = self.model.cancel(task_id, self.now)
+        assert self.table.cancel(task_id, now=self.now) is expected
+        self.apply()
 
     @rule(step=st.sampled_from([0, 0.5, 1, 2, 5]))
     def advance_and_tick(self, step: float) -> None:
         self.now += step
         self.table.tick(now=self.now)
-        self.release_model(self.apply(), self.now)
+        self.apply()
 
-    @precondition(lambda self: self.model.running)
+    @rule(pick=st.integers(0, 2))
+    def receive(self, pick: int) -> None:
+        """A worker that was handed runs starts the first one it can claim."""
+        ready = [w for w in range(self.workers) if w not in self.pool.current and self.pool.held(w)]
+        if not ready:
+            return
+        worker = ready[pick % len(ready)]
+        self.start_run(worker, self.pool.start(worker), self.now)
+
+    @precondition(lambda self: self.pool.current)
     @rule(pick=st.integers(0, 2), ok=st.booleans(), took=st.sampled_from([0, 0.5, 1, 3]), late=st.booleans())
     def finish(self, pick: int, ok: bool, took: float, late: bool) -> None:
-        workers = sorted(self.model.running)
+        workers = sorted(self.pool.current)
         worker = workers[pick % len(workers)]
-        task = self.model.running[worker]
-        run = task["runs"] + 1
+        msg = self.pool.current[worker]
+        task = self.model.live_task(msg.task_id)
+        assert task is not None
         if late:  # the report arrives after time moved on: finished_at in [start, now]
             finished_at = max(task["started_at"], self.now - took)
         else:
             self.now += took
             finished_at = self.now
-        if ok:
-            self.table.completed(worker, task["id"], run, None, finished_at=finished_at, now=self.now)
-            error = None
-        else:
+        error = None
+        if not ok:
             self.errors += 1
             error = RuntimeError(self.errors)
-            self.table.failed(worker, task["id"], run, error, finished_at=finished_at, now=self.now)
-        self.model.finish(worker, error, finished_at)
-        self.release_model(self.apply(), self.now)
+        self.pool.finish(worker, at=finished_at, now=self.now, value=None, error=error)
+        self.start_run(worker, self.pool.current.get(worker), finished_at)  # claimed before reporting
+        self.model.finish(msg.task_id, error, finished_at)
+        self.apply()
 
     @rule(worker=st.integers(0, 3), task_id=st.sampled_from(IDS), run=st.integers(0, 4), ok=st.booleans())
     def stale_report(self, worker: int, task_id: str, run: int, ok: bool) -> None:
-        held = self.model.running.get(worker)
-        if held is not None and held["id"] == task_id and held["runs"] + 1 == run:
-            return  # that one is not stale
+        mine = [*self.pool.held(worker), *filter(None, [self.pool.current.get(worker)])]
+        if any((m.task_id, m.run) == (task_id, run) for m in mine):
+            return  # not stale
         if ok:
             self.table.completed(worker, task_id, run, None, finished_at=self.now, now=self.now)
         else:
             self.table.failed(worker, task_id, run, RuntimeError(), finished_at=self.now, now=self.now)
-        assert not self.apply()
+        effects = self.table.take_effects()
+        assert not effects
+
+    @rule(pick=st.integers(0, 2))
+    def replace_worker(self, pick: int) -> None:
+        """A worker dies (its started run fails, the others go back) and a new one takes its place."""
+        worker = pick % self.workers
+        error = WorkerLostError("gone")
+        running = self.pool.current.get(worker)
+        self.table.worker_lost(worker, error, now=self.now)
+        self.pool.lose(worker)
+        if running is not None:
+            self.model.finish(running.task_id, error, self.now)
+        self.lost.add(worker)
+        self.apply()
+        self.lost.discard(worker)
+        self.table.add_worker(worker, now=self.now)
+        self.apply()
 
     @rule()
     def shut_down(self) -> None:
         self.table.shut_down(now=self.now)
         self.model.shut_down(self.now)
-        assert not self.apply()
+        self.apply()
 
     # -- invariants
 
@@ -339,7 +373,7 @@ class TimetableMachine(RuleBasedStateMachine):
                 assert info is None, task_id
                 continue
             assert info is not None, task_id
-            waiting = task["state"] in ("pending", "ready")
+            waiting = task["state"] in ("pending", "waiting")
             assert (
                 info.status,
                 info.trigger,
@@ -361,17 +395,33 @@ class TimetableMachine(RuleBasedStateMachine):
 
     @invariant()
     def same_running(self) -> None:
-        running = {t.task_id for t in self.table.infos() if t.status is TaskStatus.RUNNING}
-        assert running == {t["id"] for t in self.model.running.values()}
-        assert self.table.running_count == len(self.model.running) <= self.workers
-        assert self.model.idle.isdisjoint(self.model.running)
-        assert len(self.model.idle) + len(self.model.running) == self.workers
+        running = {m.task_id for m in self.pool.current.values()}
+        assert running == {t["id"] for t in self.model.in_state("running")}
+        assert self.table.running_count == len(running) <= self.workers
 
     @invariant()
     def same_due_and_settled(self) -> None:
         assert self.table.next_due() == self.model.next_due()
-        assert self.table.is_settled(self.now) == (not self.model.running and not self.model.anything_due(self.now))
+        assert all(t["due_at"] > self.now for t in self.model.in_state("pending"))  # all due released
+        busy = any(self.pool.busy(w) for w in range(self.workers))
+        assert self.table.busy == busy
+        assert self.table.is_settled(self.now) == (not busy)
         assert self.table.heap_size - self.table.live_count <= COMPACT_MIN_STALE + self.table.live_count
+
+    @invariant()
+    def no_due_run_waits_while_a_worker_is_idle(self) -> None:
+        held = self.held()
+        holding = {(m.task_id, m.run) for msgs in held.values() for m in msgs}
+        unheld = [t for t in self.model.in_state("waiting") if (t["id"], t["runs"] + 1) not in holding]
+        for msgs in held.values():  # handed runs were all due before any run still unhanded
+            for msg in msgs:
+                assert all(self.fifo(msg) < t["fifo"] for t in unheld)
+        if all(self.pool.busy(w) for w in range(self.workers)):
+            return
+        assert not unheld, "a due run waits while a worker is idle"
+        for worker in range(self.workers):
+            runs = len(held[worker]) + (worker in self.pool.current)
+            assert runs <= 1, f"worker {worker} holds {runs} runs while another worker is idle"
 
 
 TimetableMachine.TestCase.settings = settings(

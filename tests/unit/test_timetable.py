@@ -1,13 +1,13 @@
-"""The Timetable driven by hand: no threads, no clock, just ``now`` values and Effects."""
+"""The Timetable driven by hand: no threads, no clock, just ``now`` values, Effects and a Pool."""
 
 from __future__ import annotations
 
 import pytest
 
 from actors.errors import DuplicateTaskError, SchedulerShutdownError, UnknownTaskError, WorkerLostError
-from actors.timetable import COMPACT_MIN_STALE, Timetable
+from actors.timetable import BATCH, COMPACT_MIN_STALE, Timetable
 from messages import EventKind, FixedDelay, FixedRate, Once, TaskStatus
-from tests.unit.helpers import Sink, dispatched, events, make, only, take, timetable
+from tests.unit.helpers import Pool, Sink, dispatched, events, make, take, timetable
 
 DUE, STARTED, COMPLETED, FAILED, CANCELLED = (
     EventKind.DUE,
@@ -20,6 +20,11 @@ DUE, STARTED, COMPLETED, FAILED, CANCELLED = (
 
 def status(table: Timetable, task_id: str) -> TaskStatus:
     return table.info(task_id).status
+
+
+def setup(workers: int = 1, **kwargs: object) -> tuple[Timetable, Pool]:
+    table = timetable(workers, **kwargs)  # type: ignore[arg-type]
+    return table, Pool(table)
 
 
 # -- construction -------------------------------------------------------------------------------
@@ -40,47 +45,56 @@ def test_starts_empty() -> None:
     table = timetable(2)
     assert table.next_due() is None
     assert table.is_settled(0.0)
+    assert not table.busy
     assert table.infos() == []
     assert table.running_count == table.heap_size == table.live_count == 0
-    assert not take(table)
+    assert not table.take_effects()
 
 
 # -- one-time tasks -----------------------------------------------------------------------------
 
 
 def test_one_time_runs_once_at_its_due_time() -> None:
-    table = timetable(1)
+    table, pool = setup(1)
     sink = Sink()
     table.schedule(make("a", Once(10.0), sink=sink), now=0.0)
-    assert not take(table)
+    assert not pool.take()
     assert table.next_due() == 10.0
     assert table.info("a").next_run_at == 10.0
-    assert not table.is_settled(10.0)
     assert table.is_settled(9.999)
+    assert not table.is_settled(10.0)
     table.tick(now=9.999)
-    assert not take(table)
+    assert not pool.take()
     table.tick(now=10.0)
-    effects = take(table)
+    effects = pool.take()
     assert dispatched(effects) == [(0, "a", 1)]
-    assert events(effects) == [(DUE, "a", 1), (STARTED, "a", 1)]
-    assert [(e.at, e.due_at) for e in effects.events] == [(10.0, 10.0), (10.0, 10.0)]
+    assert events(effects) == [(DUE, "a", 1)]  # STARTED is the worker's to publish
+    assert (effects.events[0].at, effects.events[0].due_at) == (10.0, 10.0)
+    (_, msg), = effects.dispatches
+    assert (msg.due_at, msg.announce, msg.name) == (10.0, True, "noop")
+    # handed but not started: still SCHEDULED, though the worker is busy
+    assert (status(table, "a"), table.running_count, table.busy) == (TaskStatus.SCHEDULED, 0, True)
+    assert not table.is_settled(10.0)
+    assert pool.start(0) is msg
     info = table.info("a")
-    assert info.status is TaskStatus.RUNNING
-    assert info.next_run_at is None
-    assert table.running_count == 1
-    table.completed(0, "a", 1, "value", finished_at=10.5, now=10.5)
-    effects = take(table)
+    assert (info.status, info.next_run_at, table.running_count) == (TaskStatus.RUNNING, None, 1)
+    pool.finish(0, at=10.5, value="value")
+    effects = pool.take()
     assert events(effects) == [(COMPLETED, "a", 1)]
     assert effects.events[0].at == 10.5
     assert not effects.dispatches
     info = table.info("a")
-    assert info.status is TaskStatus.COMPLETED
     assert info.done
-    assert (info.run_count, info.failure_count, info.next_run_at) == (1, 0, None)
+    assert (info.status, info.run_count, info.failure_count, info.next_run_at) == (
+        TaskStatus.COMPLETED,
+        1,
+        0,
+        None,
+    )
     assert sink.calls == [(info, "value")]
-    assert table.live_count == 0
+    assert (table.live_count, table.busy, table.running_count) == (0, False, 0)
     table.tick(now=1e9)
-    assert not take(table)
+    assert not pool.take()
     assert table.is_settled(1e9)
 
 
@@ -88,150 +102,257 @@ def test_run_task_carries_fn_args_kwargs() -> None:
     def fn(*args: object, **kwargs: object) -> None:
         return None
 
-    table = timetable(1)
+    table = timetable(1, wanted=frozenset())
     table.schedule(make("a", Once(0.0), fn=fn, args=(1, 2), kwargs={"x": 3}), now=0.0)
-    _, msg = only(take(table))
+    (_, msg), = table.take_effects().dispatches
     assert (msg.task_id, msg.run, msg.fn, msg.args, dict(msg.kwargs)) == ("a", 1, fn, (1, 2), {"x": 3})
+    assert (msg.announce, msg.name) == (False, None)  # nobody listens for STARTED
+    assert not msg.claim.taken
 
 
 def test_past_due_time_runs_asap_from_schedule_itself() -> None:
-    table = timetable(1)
+    table, pool = setup(1)
     table.schedule(make("a", Once(-50.0)), now=0.0)
-    effects = take(table)
+    effects = pool.take()
     assert dispatched(effects) == [(0, "a", 1)]
-    assert [e.at for e in effects.events] == [0.0, 0.0]
-    assert effects.events[0].due_at == -50.0
+    assert (effects.events[0].at, effects.events[0].due_at) == (0.0, -50.0)
 
 
 def test_due_exactly_now_runs_from_schedule() -> None:
-    table = timetable(1)
+    table, pool = setup(1)
     table.schedule(make("a", Once(5.0)), now=5.0)
-    assert dispatched(take(table)) == [(0, "a", 1)]
+    assert dispatched(pool.take()) == [(0, "a", 1)]
 
 
-def test_past_due_without_idle_worker_waits_ready() -> None:
-    table = timetable(1)
+def test_due_task_waits_for_a_busy_worker() -> None:
+    table, pool = setup(1)
     table.schedule(make("a", Once(0.0)), now=0.0)
     table.schedule(make("b", Once(0.0)), now=0.0)
-    effects = take(table)
+    effects = pool.take()
     assert dispatched(effects) == [(0, "a", 1)]
-    assert events(effects) == [(DUE, "a", 1), (STARTED, "a", 1), (DUE, "b", 1)]
-    assert status(table, "b") is TaskStatus.SCHEDULED
-    assert table.info("b").next_run_at == 0.0
-    table.completed(0, "a", 1, None, finished_at=1.0, now=1.0)
-    effects = take(table)
-    assert events(effects) == [(COMPLETED, "a", 1), (STARTED, "b", 1)]
+    assert events(effects) == [(DUE, "a", 1), (DUE, "b", 1)]
+    assert (status(table, "b"), table.info("b").next_run_at) == (TaskStatus.SCHEDULED, 0.0)
+    pool.start(0)
+    pool.finish(0, at=1.0)
+    effects = pool.take()
+    assert events(effects) == [(COMPLETED, "a", 1)]
     assert dispatched(effects) == [(0, "b", 1)]
 
 
 def test_one_time_failure() -> None:
-    table = timetable(1)
+    table, pool = setup(1)
     sink = Sink()
     error = RuntimeError("boom")
     table.schedule(make("a", Once(0.0), sink=sink), now=0.0)
-    take(table)
-    table.failed(0, "a", 1, error, finished_at=2.0, now=2.0)
-    effects = take(table)
+    pool.take()
+    pool.start(0)
+    pool.finish(0, at=2.0, error=error)
+    effects = pool.take()
     assert events(effects) == [(FAILED, "a", 1)]
     assert effects.events[0].error is error
     info = table.info("a")
-    assert (info.status, info.run_count, info.failure_count, info.consecutive_failures) == (
-        TaskStatus.FAILED,
-        1,
-        1,
-        1,
-    )
+    counters = (info.status, info.run_count, info.failure_count, info.consecutive_failures)
+    assert counters == (TaskStatus.FAILED, 1, 1, 1)
     assert info.last_error is error
     assert sink.calls == [(info, None)]
 
 
-# -- ordering and concurrency -------------------------------------------------------------------
+# -- ordering, batches and concurrency ------------------------------------------------------------
 
 
-def test_equal_due_times_dispatch_in_scheduling_order() -> None:
-    table = timetable(3)
+def test_equal_due_times_run_in_scheduling_order() -> None:
+    table, pool = setup(1)
     for name in "cab":
         table.schedule(make(name, Once(5.0)), now=0.0)
     table.tick(now=5.0)
-    assert [task for _, task, _ in dispatched(take(table))] == ["c", "a", "b"]
+    assert [t for _, t, _ in pool.run_everything(5.0)] == ["c", "a", "b"]
+
+
+def test_equal_due_times_dispatch_in_scheduling_order_across_workers() -> None:
+    table, pool = setup(3)
+    for name in "cab":
+        table.schedule(make(name, Once(5.0)), now=0.0)
+    table.tick(now=5.0)
+    effects = pool.take()
+    assert [t for _, t, _ in dispatched(effects)] == ["c", "a", "b"]
+    assert len({w for w, _, _ in dispatched(effects)}) == 3
 
 
 def test_earlier_due_time_first_then_scheduling_order() -> None:
-    table = timetable(5)
-    plan = [("x", 3.0), ("y", 1.0), ("z", 3.0), ("w", 2.0), ("v", 1.0)]
-    for name, at in plan:
+    table, pool = setup(1)
+    for name, at in [("x", 3.0), ("y", 1.0), ("z", 3.0), ("w", 2.0), ("v", 1.0)]:
         table.schedule(make(name, Once(at)), now=0.0)
     table.tick(now=10.0)
-    assert [task for _, task, _ in dispatched(take(table))] == ["y", "v", "w", "x", "z"]
+    assert [t for _, t, _ in pool.run_everything(10.0)] == ["y", "v", "w", "x", "z"]
 
 
 def test_fifo_across_ticks_with_one_worker_and_backlog() -> None:
-    table = timetable(1)
-    names = [f"t{i}" for i in range(8)]
+    table, pool = setup(1)
+    names = [f"t{i}" for i in range(BATCH + 5)]
     for name in names:
         table.schedule(make(name, Once(1.0)), now=0.0)
-    table.schedule(make("late", Once(1.0)), now=0.0)
+    table.schedule(make("late", Once(1.5)), now=0.0)
     table.schedule(make("later", Once(2.0)), now=0.0)
     table.tick(now=1.0)
-    order = []
     now = 1.0
-    for _ in range(10):
-        worker, msg = only(take(table))
-        order.append(msg.task_id)
-        now += 0.5
-        table.tick(now=now)  # a tick while the worker is busy changes nothing about the order
-        table.completed(worker, msg.task_id, 1, None, finished_at=now, now=now)
-    assert order == [*names, "late", "later"]
+    pool.take()
+    pool.start(0)
+    while pool.current:
+        now += 0.25
+        table.tick(now=now)  # ticks while the worker is busy change nothing about the order
+        pool.take()
+        pool.finish(0, at=now)
+        pool.take()
+        if not pool.current:
+            pool.start(0)
+    assert [t for _, t, _ in pool.started] == [*names, "late", "later"]
+
+
+def test_backlog_goes_out_in_batches_of_at_most_batch() -> None:
+    table, pool = setup(1, wanted=frozenset())
+    count = 2 * BATCH + 3
+    for i in range(count):
+        table.schedule(make(f"t{i:03}", Once(1.0)), now=0.0)
+    table.tick(now=1.0)
+    sizes = []
+    while True:
+        effects = pool.take()
+        if not effects.dispatches:
+            break
+        sizes.append(len(effects.dispatches))
+        assert {w for w, _, _ in dispatched(effects)} == {0}
+        pool.start(0)
+        while pool.current:  # run the whole batch: no new batch before the last report (idle)
+            pool.finish(0, at=2.0)
+            if pool.current:
+                assert not table.take_effects().dispatches
+    assert sizes == [BATCH, BATCH, 3]
+    assert [t for _, t, _ in pool.started] == [f"t{i:03}" for i in range(count)]
+
+
+def test_backlog_is_dealt_evenly_and_in_order() -> None:
+    table, pool = setup(3)
+    for i in range(8):
+        table.schedule(make(f"t{i}", Once(1.0)), now=0.0)
+    table.tick(now=1.0)
+    effects = pool.take()
+    batches: dict[int, list[str]] = {}
+    for worker, task, _ in dispatched(effects):
+        batches.setdefault(worker, []).append(task)
+    assert sorted(len(b) for b in batches.values()) == [2, 3, 3]
+    for batch in batches.values():
+        assert batch == sorted(batch)  # each worker's batch keeps the FIFO order
+    assert sorted(t for b in batches.values() for t in b) == [f"t{i}" for i in range(8)]
+    firsts = sorted(b[0] for b in batches.values())
+    assert firsts == ["t0", "t1", "t2"]  # the earliest runs start first, one per worker
 
 
 def test_at_most_workers_running() -> None:
-    table = timetable(3)
+    table, pool = setup(3)
     for i in range(10):
         table.schedule(make(f"t{i}", Once(0.0)), now=0.0)
-    effects = take(table)
-    assert sorted(w for w, _, _ in dispatched(effects)) == [0, 1, 2]
-    assert table.running_count == 3
-    table.tick(now=1.0)
-    assert not take(table).dispatches
-    seen = {t for _, t, _ in dispatched(effects)}
-    running = {w: t for w, t, _ in dispatched(effects)}
-    now = 1.0
-    while running:
-        worker = min(running)
-        table.completed(worker, running.pop(worker), 1, None, finished_at=now, now=now)
-        for w, t, _ in dispatched(take(table)):
-            assert w == worker  # only the worker that came free
-            running[w] = t
-            seen.add(t)
-        assert table.running_count == len(running) <= 3
-    assert seen == {f"t{i}" for i in range(10)}
+    pool.take()
+    pool.start_all()
+    assert table.running_count == len(pool.current) == 3
+    now = 0.0
+    while pool.current:
+        now += 1.0
+        pool.finish(min(pool.current), at=now)
+        pool.take()
+        pool.start_all()
+        assert table.running_count == len(pool.current) <= 3
+    assert sorted(t for _, t, _ in pool.started) == sorted(f"t{i}" for i in range(10))
     assert table.is_settled(now)
 
 
-def test_ready_task_can_be_cancelled_and_never_runs() -> None:
-    table = timetable(1)
+def test_idle_worker_takes_over_unstarted_runs_behind_a_slow_one() -> None:
+    table, pool = setup(2)
+    for name in "abcd":
+        table.schedule(make(name, Once(1.0)), now=0.0)
+    table.tick(now=1.0)
+    effects = pool.take()
+    held = {w: [t for ww, t, _ in dispatched(effects) if ww == w] for w in (0, 1)}
+    slow = next(w for w in held if "a" in held[w])
+    fast = 1 - slow
+    behind_slow = held[slow][1]
+    assert pool.start(slow).task_id == "a"  # type: ignore[union-attr]
+    pool.start(fast)
+    pool.finish(fast, at=0.1)
+    pool.take()
+    pool.finish(fast, at=0.2)  # the fast worker falls idle; the slow one still holds an unstarted run
+    effects = pool.take()
+    assert dispatched(effects) == [(fast, behind_slow, 1)]
+    assert pool.start(fast).task_id == behind_slow  # type: ignore[union-attr]
+    pool.finish(slow, at=5.0)  # the slow worker finds its second run taken back: it is idle
+    pool.finish(fast, at=5.0)
+    assert not pool.current
+    assert sorted(t for _, t, _ in pool.started) == ["a", "b", "c", "d"]
+    assert not table.busy
+
+
+def test_new_worker_takes_half_of_a_backlog() -> None:
+    table, pool = setup(1)
+    for i in range(BATCH):
+        table.schedule(make(f"t{i:02}", Once(1.0)), now=0.0)
+    table.tick(now=1.0)
+    assert len(pool.take().dispatches) == BATCH
+    table.add_worker(1, now=1.0)
+    effects = pool.take()
+    assert dispatched(effects) == [(1, f"t{i:02}", 1) for i in range(BATCH // 2, BATCH)]
+    assert pool.start(0).task_id == "t00"  # type: ignore[union-attr]
+    assert [m.task_id for m in pool.held(0)] == [f"t{i:02}" for i in range(1, BATCH // 2)]
+
+
+def test_due_task_can_be_cancelled_while_waiting_and_never_runs() -> None:
+    table, pool = setup(1)
     table.schedule(make("busy", Once(0.0)), now=0.0)
+    pool.take()
+    pool.start(0)
     table.schedule(make("waiting", Once(0.0)), now=0.0)
-    take(table)
+    pool.take()
     assert table.cancel("waiting", now=1.0) is True
-    assert events(take(table)) == [(CANCELLED, "waiting", None)]
+    assert events(pool.take()) == [(CANCELLED, "waiting", None)]
     assert status(table, "waiting") is TaskStatus.CANCELLED
-    table.completed(0, "busy", 1, None, finished_at=2.0, now=2.0)
-    effects = take(table)
+    pool.finish(0, at=2.0)
+    effects = pool.take()
     assert events(effects) == [(COMPLETED, "busy", 1)]
     assert not effects.dispatches
     assert table.is_settled(2.0)
+
+
+def test_handed_run_not_started_can_be_cancelled_and_never_runs() -> None:
+    table, pool = setup(1)
+    for name in ("a", "b", "c"):
+        table.schedule(make(name, Once(1.0)), now=0.0)
+    table.tick(now=1.0)
+    assert [t for _, t, _ in dispatched(pool.take())] == ["a", "b", "c"]  # one batch
+    assert table.cancel("b", now=1.0) is True
+    assert events(pool.take()) == [(CANCELLED, "b", None)]
+    assert [t for _, t, _ in pool.run_everything(1.0)] == ["a", "c"]
+    assert not table.busy
+
+
+def test_cancelling_a_workers_only_run_frees_the_worker() -> None:
+    table, pool = setup(1)
+    table.schedule(make("a", Once(0.0)), now=0.0)
+    pool.take()
+    assert table.busy
+    assert table.cancel("a", now=0.0) is True
+    assert not table.busy
+    table.schedule(make("b", Once(0.0)), now=0.0)
+    assert dispatched(pool.take()) == [(0, "b", 1)]
+    assert [t for _, t, _ in pool.run_everything(0.0)] == ["b"]  # "a"'s claim was taken back
 
 
 # -- cancel ---------------------------------------------------------------------------------------
 
 
 def test_cancel_pending() -> None:
-    table = timetable(1)
+    table, pool = setup(1)
     sink = Sink()
     table.schedule(make("a", FixedRate(1.0, 5.0), sink=sink), now=0.0)
     assert table.cancel("a", now=1.0) is True
-    effects = take(table)
+    effects = pool.take()
     assert events(effects) == [(CANCELLED, "a", None)]
     assert effects.events[0].at == 1.0
     info = table.info("a")
@@ -239,56 +360,66 @@ def test_cancel_pending() -> None:
     assert sink.calls == [(info, None)]
     assert table.next_due() is None
     table.tick(now=100.0)
-    assert not take(table)
+    assert not pool.take()
     assert table.cancel("a", now=101.0) is False  # already cancelled
-    assert not take(table)
+    assert not pool.take()
+    assert len(sink.calls) == 1
 
 
 @pytest.mark.parametrize("trigger", [FixedRate(1.0, 0.0), FixedDelay(1.0, 0.0)])
 @pytest.mark.parametrize("fails", [False, True])
 def test_cancel_running_recurring(trigger: FixedRate | FixedDelay, fails: bool) -> None:
-    table = timetable(1)
+    table, pool = setup(1)
     sink = Sink()
     table.schedule(make("r", trigger, sink=sink), now=0.0)
-    take(table)
+    pool.take()
+    pool.start(0)
     assert table.cancel("r", now=0.5) is True
-    assert not take(table)  # the run goes on
+    assert not pool.take()  # the run goes on
     assert status(table, "r") is TaskStatus.RUNNING
     assert table.cancel("r", now=0.6) is False  # already cancelled
-    if fails:
-        table.failed(0, "r", 1, ValueError(), finished_at=0.7, now=0.7)
-    else:
-        table.completed(0, "r", 1, "v", finished_at=0.7, now=0.7)
-    effects = take(table)
+    pool.finish(0, at=0.7, error=ValueError() if fails else None, value="v")
+    effects = pool.take()
     assert events(effects) == [(FAILED if fails else COMPLETED, "r", 1), (CANCELLED, "r", None)]
+    assert effects.events[1].at == 0.7
     assert not effects.dispatches
     info = table.info("r")
     assert (info.status, info.run_count, info.next_run_at) == (TaskStatus.CANCELLED, 1, None)
     assert sink.calls == [(info, None)]
     assert table.next_due() is None
     table.tick(now=50.0)
-    assert not take(table)
+    assert not pool.take()
+
+
+def test_cancel_handed_recurring_before_it_starts() -> None:
+    table, pool = setup(1)
+    table.schedule(make("r", FixedRate(1.0, 0.0)), now=0.0)
+    pool.take()
+    assert table.cancel("r", now=0.0) is True
+    assert events(pool.take()) == [(CANCELLED, "r", None)]
+    assert pool.start(0) is None  # its claim was taken back
+    assert table.info("r").run_count == 0
 
 
 def test_cancel_running_one_time_returns_false_and_it_completes() -> None:
-    table = timetable(1)
+    table, pool = setup(1)
     table.schedule(make("a", Once(0.0)), now=0.0)
-    take(table)
+    pool.take()
+    pool.start(0)
     assert table.cancel("a", now=0.5) is False
-    assert not take(table)
-    table.completed(0, "a", 1, None, finished_at=1.0, now=1.0)
-    assert events(take(table)) == [(COMPLETED, "a", 1)]
+    assert not pool.take()
+    pool.finish(0, at=1.0)
+    assert events(pool.take()) == [(COMPLETED, "a", 1)]
     assert status(table, "a") is TaskStatus.COMPLETED
 
 
 def test_cancel_unknown_or_finished() -> None:
-    table = timetable(1)
+    table, pool = setup(1)
     assert table.cancel("nope", now=0.0) is False
     table.schedule(make("a", Once(0.0)), now=0.0)
-    table.completed(0, "a", 1, None, finished_at=0.0, now=0.0)
-    take(table)
+    pool.run_everything(0.0)
     assert table.cancel("a", now=1.0) is False
-    assert not take(table)
+    assert not pool.take()
     assert status(table, "a") is TaskStatus.COMPLETED
 
 
@@ -296,72 +427,65 @@ def test_cancel_unknown_or_finished() -> None:
 
 
 def test_fixed_delay_runs_delay_after_finish() -> None:
-    table = timetable(1)
+    table, pool = setup(1)
     table.schedule(make("d", FixedDelay(2.0, 1.0)), now=0.0)
     assert table.next_due() == 1.0
     table.tick(now=1.0)
-    only(take(table))
-    table.completed(0, "d", 1, None, finished_at=1.5, now=1.5)
-    assert table.info("d").next_run_at == 3.5
-    assert table.info("d").status is TaskStatus.SCHEDULED
-    assert table.next_due() == 3.5
+    pool.take()
+    pool.start(0)
+    pool.finish(0, at=1.5)
+    info = table.info("d")
+    assert (info.status, info.next_run_at, table.next_due()) == (TaskStatus.SCHEDULED, 3.5, 3.5)
+
+
+def run_recurring(table: Timetable, pool: Pool, task_id: str, outcomes: list[bool]) -> None:
+    """Run ``task_id`` once per outcome (True: returns, False: raises), one time unit apart."""
+    now = table.next_due()
+    assert now is not None
+    for n, ok in enumerate(outcomes, start=1):
+        table.tick(now=now)
+        pool.take()
+        msg = pool.start(0)
+        assert msg is not None
+        assert (msg.task_id, msg.run) == (task_id, n)
+        pool.finish(0, at=now, error=None if ok else OSError(n))
+        pool.take()
+        now += 1.0
 
 
 def test_recurring_counters_and_reset_on_success() -> None:
-    table = timetable(1)
-    table.schedule(make("r", FixedRate(1.0, 0.0)), now=0.0)
-    outcomes = [False, False, True, False, True]  # True = success
-    now = 0.0
-    for n, ok in enumerate(outcomes, start=1):
-        worker, msg = only(take(table))
-        assert msg.run == n
-        if ok:
-            table.completed(worker, "r", n, None, finished_at=now, now=now)
-        else:
-            table.failed(worker, "r", n, KeyError(n), finished_at=now, now=now)
-        now += 1.0
-        table.tick(now=now)
+    table, pool = setup(1)
+    table.schedule(make("r", FixedRate(1.0, 0.0)), now=-1.0)
+    run_recurring(table, pool, "r", [False, False, True, False, True])
     info = table.info("r")
     assert (info.run_count, info.failure_count, info.consecutive_failures) == (5, 3, 0)
-    assert isinstance(info.last_error, KeyError)
+    assert isinstance(info.last_error, OSError)
     assert info.last_error.args == (4,)
 
 
 @pytest.mark.parametrize("limit", [1, 3])
 def test_max_consecutive_failures_stops_with_failed(limit: int) -> None:
-    table = timetable(1)
+    table, pool = setup(1)
     sink = Sink()
-    table.schedule(make("r", FixedDelay(1.0, 0.0), max_consecutive_failures=limit, sink=sink), now=0.0)
-    now = 0.0
+    table.schedule(make("r", FixedDelay(1.0, 0.0), max_consecutive_failures=limit, sink=sink), now=-1.0)
     # one success in between resets the streak
-    plan = [False] * (limit - 1) + [True] + [False] * limit
-    for n, ok in enumerate(plan, start=1):
-        worker, msg = only(take(table))
-        assert msg.run == n
-        if ok:
-            table.completed(worker, "r", n, None, finished_at=now, now=now)
-        else:
-            table.failed(worker, "r", n, OSError(n), finished_at=now, now=now)
-        now += 1.0
-        table.tick(now=now)
-    effects = take(table)
-    assert not effects.dispatches
+    run_recurring(table, pool, "r", [False] * (limit - 1) + [True] + [False] * limit)
+    table.tick(now=1e6)
+    assert not pool.take().dispatches
     info = table.info("r")
     assert info.status is TaskStatus.FAILED
-    assert (info.run_count, info.failure_count, info.consecutive_failures) == (2 * limit, 2 * limit - 1, limit)
+    counters = (info.run_count, info.failure_count, info.consecutive_failures)
+    assert counters == (2 * limit, 2 * limit - 1, limit)
     assert sink.calls == [(info, None)]
     assert table.live_count == 0
 
 
 def test_max_failures_none_never_stops() -> None:
-    table = timetable(1)
-    table.schedule(make("r", FixedRate(1.0, 0.0)), now=0.0)
-    for n in range(1, 51):
-        worker, _ = only(take(table))
-        table.failed(worker, "r", n, OSError(), finished_at=n - 1.0, now=n - 1.0)
-        table.tick(now=float(n))
-    assert table.info("r").consecutive_failures == 50
-    assert table.info("r").status is TaskStatus.RUNNING
+    table, pool = setup(1)
+    table.schedule(make("r", FixedRate(1.0, 0.0)), now=-1.0)
+    run_recurring(table, pool, "r", [False] * 50)
+    info = table.info("r")
+    assert (info.consecutive_failures, info.status) == (50, TaskStatus.SCHEDULED)
 
 
 # -- events ---------------------------------------------------------------------------------------
@@ -372,57 +496,66 @@ def test_max_failures_none_never_stops() -> None:
     [frozenset(), frozenset({CANCELLED}), frozenset({STARTED, FAILED}), frozenset(EventKind)],
 )
 def test_only_wanted_events_are_built(wanted: frozenset[EventKind]) -> None:
-    table = timetable(1, wanted=wanted)
+    table, pool = setup(1, wanted=wanted)
     table.schedule(make("r", FixedRate(1.0, 0.0)), now=0.0)
     table.schedule(make("x", Once(0.5)), now=0.0)
-    collected = events(take(table))
+    collected = events(pool.take())
+    pool.start(0)
     table.cancel("r", now=0.1)
-    table.failed(0, "r", 1, OSError(), finished_at=0.2, now=0.2)
+    pool.finish(0, at=0.2, error=OSError())
     table.tick(now=0.5)
-    table.completed(0, "x", 1, None, finished_at=0.6, now=0.6)
-    collected += events(take(table))
+    collected += events(pool.take())
+    announce = {msg.announce for msgs in pool.inbox.values() for msg in msgs}
+    pool.start(0)
+    pool.finish(0, at=0.6)
+    collected += events(pool.take())
     full = [
         (DUE, "r", 1),
-        (STARTED, "r", 1),
         (FAILED, "r", 1),
         (CANCELLED, "r", None),
         (DUE, "x", 1),
-        (STARTED, "x", 1),
         (COMPLETED, "x", 1),
     ]
     assert collected == [e for e in full if e[0] in wanted]
+    assert announce == {STARTED in wanted}
 
 
 def test_event_order_per_task_over_runs() -> None:
-    table = timetable(1)
+    table, pool = setup(1)
     table.schedule(make("r", FixedRate(1.0, 0.0)), now=0.0)
-    table.completed(0, "r", 1, None, finished_at=0.1, now=0.1)
+    got = pool.take().events
+    pool.start(0)
+    pool.finish(0, at=0.1)
     table.tick(now=1.0)
-    table.failed(0, "r", 2, OSError(), finished_at=1.1, now=1.1)
+    got += pool.take().events
+    pool.start(0)
+    pool.finish(0, at=1.1, error=OSError())
     table.tick(now=2.0)
+    got += pool.take().events
+    pool.start(0)
     table.cancel("r", now=2.05)
-    table.completed(0, "r", 3, None, finished_at=2.1, now=2.1)
-    got = take(table).events
+    pool.finish(0, at=2.1)
+    got += pool.take().events
     assert [(e.kind, e.run) for e in got] == [
         (DUE, 1),
-        (STARTED, 1),
         (COMPLETED, 1),
         (DUE, 2),
-        (STARTED, 2),
         (FAILED, 2),
         (DUE, 3),
-        (STARTED, 3),
         (COMPLETED, 3),
         (CANCELLED, None),
     ]
-    assert [e.due_at for e in got] == [0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 2.0, 2.0, 2.0, None]
+    assert [e.due_at for e in got] == [0.0, 0.0, 1.0, 1.0, 2.0, 2.0, None]
+    assert [e.at for e in got] == [0.0, 0.1, 1.0, 1.1, 2.0, 2.1, 2.1]
     assert {e.name for e in got} == {"noop"}
 
 
 def test_event_name_is_given_name() -> None:
     table = timetable(1)
     table.schedule(make("a", Once(0.0), name="nice"), now=0.0)
-    assert {e.name for e in take(table).events} == {"nice"}
+    effects = table.take_effects()
+    assert {e.name for e in effects.events} == {"nice"}
+    assert effects.dispatches[0][1].name == "nice"
     assert table.info("a").name == "nice"
 
 
@@ -430,9 +563,10 @@ def test_event_name_is_given_name() -> None:
 
 
 def test_stale_reports_are_ignored() -> None:
-    table = timetable(2)
+    table, pool = setup(2)
     table.schedule(make("r", FixedRate(1.0, 0.0)), now=0.0)
-    (worker, _, _), = dispatched(take(table))
+    ((worker, _, _),) = dispatched(pool.take())
+    pool.start(worker)
     other = 1 - worker
     table.completed(worker, "r", 2, None, finished_at=0.1, now=0.1)  # wrong run
     table.completed(worker, "r", 0, None, finished_at=0.1, now=0.1)  # wrong run
@@ -440,46 +574,57 @@ def test_stale_reports_are_ignored() -> None:
     table.failed(other, "r", 1, OSError(), finished_at=0.1, now=0.1)  # wrong worker
     table.completed(worker, "zzz", 1, None, finished_at=0.1, now=0.1)  # wrong task
     table.completed(7, "r", 1, None, finished_at=0.1, now=0.1)  # unknown worker
-    assert not take(table)
+    assert not pool.take()
     info = table.info("r")
     assert (info.status, info.run_count, info.failure_count) == (TaskStatus.RUNNING, 0, 0)
-    table.completed(worker, "r", 1, None, finished_at=0.2, now=0.2)
-    assert events(take(table)) == [(COMPLETED, "r", 1)]
+    pool.finish(worker, at=0.2)
+    assert events(pool.take()) == [(COMPLETED, "r", 1)]
     table.completed(worker, "r", 1, None, finished_at=0.3, now=0.3)  # duplicate
-    assert not take(table)
+    assert not pool.take()
     assert table.info("r").run_count == 1
+
+
+def test_report_for_a_later_run_of_the_batch_is_ignored() -> None:
+    table, pool = setup(1)
+    table.schedule(make("a", Once(0.0)), now=-1.0)
+    table.schedule(make("b", Once(0.0)), now=-1.0)
+    table.tick(now=0.0)
+    assert [t for _, t, _ in dispatched(pool.take())] == ["a", "b"]
+    table.completed(0, "b", 1, None, finished_at=0.0, now=0.0, idle=False)  # "a" comes first
+    assert not pool.take()
+    assert [t for _, t, _ in pool.run_everything(0.0)] == ["a", "b"]
 
 
 # -- duplicates, reuse, shutdown ----------------------------------------------------------------------
 
 
 def test_duplicate_live_id_changes_nothing() -> None:
-    table = timetable(1)
+    table, pool = setup(1)
     table.schedule(make("a", Once(5.0)), now=0.0)
     before = (table.infos(), table.heap_size, table.next_due())
-    take(table)
     with pytest.raises(DuplicateTaskError, match="'a'"):
         table.schedule(make("a", Once(0.0)), now=1.0)
     assert (table.infos(), table.heap_size, table.next_due()) == before
-    assert not take(table)
+    assert not pool.take()
     table.tick(now=5.0)  # still the original
-    assert events(take(table)) == [(DUE, "a", 1), (STARTED, "a", 1)]
+    assert events(pool.take()) == [(DUE, "a", 1)]
+    pool.start(0)
     with pytest.raises(DuplicateTaskError):  # a running task is live too
         table.schedule(make("a", Once(0.0)), now=6.0)
 
 
 def test_id_reusable_after_finish() -> None:
-    table = timetable(1)
+    table, pool = setup(1)
     table.schedule(make("a", Once(0.0)), now=0.0)
-    table.completed(0, "a", 1, None, finished_at=0.0, now=0.0)
-    take(table)
+    pool.run_everything(0.0)
     table.schedule(make("a", FixedDelay(1.0, 3.0)), now=1.0)
     info = table.info("a")
     assert (info.status, info.run_count, info.next_run_at) == (TaskStatus.SCHEDULED, 0, 3.0)
     assert table.cancel("a", now=1.0) is True
     table.schedule(make("a", Once(2.0)), now=1.0)
+    pool.take()
     table.tick(now=2.0)
-    assert dispatched(take(table)) == [(0, "a", 1)]
+    assert dispatched(pool.take()) == [(0, "a", 1)]
 
 
 def test_schedule_after_shut_down_raises() -> None:
@@ -489,33 +634,52 @@ def test_schedule_after_shut_down_raises() -> None:
     with pytest.raises(SchedulerShutdownError):
         table.schedule(make("a", Once(0.0)), now=0.0)
     assert table.find("a") is None
-    assert not take(table)
+    assert not table.take_effects()
 
 
 def test_shut_down_cancels_waiting_and_lets_running_finish() -> None:
-    table = timetable(2)
-    table.schedule(make("once", Once(0.0)), now=0.0)  # running
-    table.schedule(make("rec", FixedRate(1.0, 0.0)), now=0.0)  # running
-    table.schedule(make("ready", Once(0.0)), now=0.0)  # due, no worker
+    table, pool = setup(2)
+    table.schedule(make("once", Once(0.0)), now=0.0)
+    table.schedule(make("rec", FixedRate(1.0, 0.0)), now=0.0)
+    pool.take()
+    pool.start_all()  # both running
+    table.schedule(make("ready", Once(0.0)), now=0.0)  # due, no worker free
     table.schedule(make("pending", FixedDelay(1.0, 10.0)), now=0.0)
-    take(table)
+    pool.take()
     table.shut_down(now=1.0)
-    effects = take(table)
-    assert sorted(events(effects)) == sorted([(CANCELLED, "ready", None), (CANCELLED, "pending", None)])
+    effects = pool.take()
+    assert events(effects) == [(CANCELLED, "ready", None), (CANCELLED, "pending", None)]
     assert not effects.dispatches
     assert status(table, "once") is status(table, "rec") is TaskStatus.RUNNING
-    assert table.next_due() is None
-    assert table.heap_size == 0
-    assert table.cancel("rec", now=1.0) is False  # already ends after this run
-    table.completed(0, "once", 1, 42, finished_at=2.0, now=2.0)
-    table.completed(1, "rec", 1, None, finished_at=2.0, now=2.0)
-    effects = take(table)
-    assert events(effects) == [(COMPLETED, "once", 1), (COMPLETED, "rec", 1), (CANCELLED, "rec", None)]
+    assert (table.next_due(), table.heap_size) == (None, 0)
+    assert table.cancel("rec", now=1.0) is False  # it already ends after this run
+    for worker in sorted(pool.current):
+        pool.finish(worker, at=2.0, value=42)
+    effects = pool.take()
+    assert sorted(events(effects), key=str) == sorted(
+        [(COMPLETED, "once", 1), (COMPLETED, "rec", 1), (CANCELLED, "rec", None)], key=str
+    )
+    kinds_of_rec = [k for k, t, _ in events(effects) if t == "rec"]
+    assert kinds_of_rec == [COMPLETED, CANCELLED]
     assert not effects.dispatches
-    assert status(table, "once") is TaskStatus.COMPLETED
-    assert status(table, "rec") is TaskStatus.CANCELLED
-    assert table.live_count == 0
+    assert (status(table, "once"), status(table, "rec")) == (TaskStatus.COMPLETED, TaskStatus.CANCELLED)
+    assert (table.live_count, table.busy) == (0, False)
     assert table.is_settled(1e9)
+
+
+def test_shut_down_takes_back_handed_runs_not_started() -> None:
+    table, pool = setup(1)
+    for name in ("a", "b"):
+        table.schedule(make(name, Once(1.0)), now=0.0)
+    table.tick(now=1.0)
+    pool.take()
+    pool.start(0)  # "a" runs, "b" waits in the same batch
+    table.shut_down(now=1.0)
+    assert events(pool.take()) == [(CANCELLED, "b", None)]
+    pool.finish(0, at=1.5)
+    assert events(pool.take()) == [(COMPLETED, "a", 1)]
+    assert pool.started == [(0, "a", 1)]
+    assert not table.busy
 
 
 # -- history and sinks ------------------------------------------------------------------------------
@@ -548,16 +712,16 @@ def test_history_reused_id_is_refreshed() -> None:
 
 
 def test_history_zero_keeps_nothing() -> None:
-    table = timetable(1, history=0)
+    table, pool = setup(1, history=0)
     sink = Sink()
     table.schedule(make("a", Once(0.0), sink=sink), now=0.0)
     assert table.find("a") is not None  # live
-    table.completed(0, "a", 1, "v", finished_at=0.0, now=0.0)
-    take(table)
+    pool.run_everything(0.0)
     assert table.find("a") is None
     with pytest.raises(UnknownTaskError):
         table.info("a")
     assert len(sink.calls) == 1  # the sink is still told
+    assert sink.calls[0][0].status is TaskStatus.COMPLETED
 
 
 def test_unknown_task_error_is_a_key_error_with_readable_message() -> None:
@@ -575,27 +739,42 @@ def test_infos_in_scheduling_order_live_only() -> None:
     assert [i.task_id for i in table.infos()] == ["z", "x"]
 
 
-def test_sinks_told_once_per_task() -> None:
-    table = timetable(2)
+def test_final_states_handed_over_once_per_task() -> None:
+    table, pool = setup(2)
     sinks = {name: Sink() for name in ("done", "cancelled", "shut")}
     table.schedule(make("done", Once(0.0), sink=sinks["done"]), now=0.0)
     table.schedule(make("cancelled", Once(9.0), sink=sinks["cancelled"]), now=0.0)
     table.schedule(make("shut", FixedRate(1.0, 5.0), sink=sinks["shut"]), now=0.0)
-    assert not table.take_effects().finished
-    table.completed(0, "done", 1, "result", finished_at=1.0, now=1.0)
+    assert not pool.take().finished
+    pool.start_all()
+    pool.finish(0, at=1.0, value="result")
     table.cancel("cancelled", now=1.0)
     table.cancel("cancelled", now=1.0)
     table.shut_down(now=2.0)
     table.shut_down(now=3.0)
     finished = table.take_effects().finished
-    assert [(sink, info.task_id, info.status, value) for sink, info, value in finished] == [
+    got = [(sink, final.snapshot().task_id, final.snapshot().status, value) for sink, final, value in finished]
+    assert got == [
         (sinks["done"], "done", TaskStatus.COMPLETED, "result"),
         (sinks["cancelled"], "cancelled", TaskStatus.CANCELLED, None),
         (sinks["shut"], "shut", TaskStatus.CANCELLED, None),
     ]
-    for sink, info, _ in finished:
-        assert sink.calls == []  # the timetable only returns them; the owner calls
-        assert info == table.info(info.task_id)
+    for _, final, _ in finished:
+        assert final.snapshot() == table.info(final.snapshot().task_id)
+    assert not table.take_effects()
+
+
+def test_final_state_does_not_change_when_id_is_reused() -> None:
+    table, pool = setup(1)
+    sink = Sink()
+    table.schedule(make("a", Once(0.0), sink=sink), now=0.0)
+    pool.run_everything(0.0)
+    table.schedule(make("a", FixedRate(1.0, 0.0)), now=0.0)
+    pool.take()
+    pool.start(0)
+    pool.finish(0, at=0.5, error=OSError())
+    info, _ = sink.calls[0]
+    assert (info.status, info.run_count, info.failure_count) == (TaskStatus.COMPLETED, 1, 0)
 
 
 # -- heap compaction -----------------------------------------------------------------------------------
@@ -607,7 +786,7 @@ def assert_heap_bounded(table: Timetable) -> None:
 
 
 def test_compaction_after_mass_cancel() -> None:
-    table = timetable(1, wanted=frozenset())
+    table, pool = setup(1, wanted=frozenset())
     for i in range(10_000):
         table.schedule(make(f"t{i}", Once(1000.0 + i)), now=0.0)
     assert table.heap_size == 10_000
@@ -617,8 +796,8 @@ def test_compaction_after_mass_cancel() -> None:
     assert table.live_count == 1_000
     assert table.heap_size <= 2 * 1_000
     assert table.next_due() == 1000.0 + 9_000
-    table.tick(now=1e9)
-    assert only(take(table))[1].task_id == "t9000"
+    table.tick(now=1000.0 + 9_000)
+    assert dispatched(pool.take()) == [(0, "t9000", 1)]
 
 
 def test_compaction_under_churn() -> None:
@@ -635,7 +814,7 @@ def test_compaction_under_churn() -> None:
 
 
 def test_stale_entries_dropped_when_they_surface() -> None:
-    table = timetable(1, wanted=frozenset())
+    table, pool = setup(1, wanted=frozenset())
     for i in range(10):
         table.schedule(make(f"t{i}", Once(float(i))), now=-1.0)
     for i in range(0, 10, 2):
@@ -643,81 +822,123 @@ def test_stale_entries_dropped_when_they_surface() -> None:
     assert table.heap_size == 10
     assert table.next_due() == 1.0
     table.tick(now=4.5)
-    assert [t for _, t, _ in dispatched(take(table))] == ["t1"]
+    assert [t for _, t, _ in dispatched(pool.take())] == ["t1", "t3"]
     assert table.heap_size == 5  # t0, t2, t4 dropped; t1, t3 released; t5..t9 stay
 
 
 # -- workers ---------------------------------------------------------------------------------------
 
 
-def test_worker_lost_fails_the_run_and_worker_is_not_reused() -> None:
-    table = timetable(2)
+def test_worker_lost_fails_the_started_run_and_worker_is_not_reused() -> None:
+    table, pool = setup(2)
     table.schedule(make("a", Once(0.0)), now=0.0)
-    (worker, _, _), = dispatched(take(table))
+    ((worker, _, _),) = dispatched(pool.take())
+    pool.start(worker)
     error = WorkerLostError("gone")
     table.worker_lost(worker, error, now=1.0)
-    effects = take(table)
+    pool.lose(worker)
+    effects = pool.take()
     assert events(effects) == [(FAILED, "a", 1)]
-    assert effects.events[0].error is error
+    assert (effects.events[0].error, effects.events[0].at) == (error, 1.0)
     info = table.info("a")
     assert (info.status, info.last_error) == (TaskStatus.FAILED, error)
     table.completed(worker, "a", 1, None, finished_at=1.5, now=1.5)  # a late report is stale
-    assert not take(table)
+    assert not pool.take()
+    assert not table.busy
     for i in range(3):
         table.schedule(make(f"b{i}", Once(2.0)), now=2.0)
-    assert [w for w, _, _ in dispatched(take(table))] == [1 - worker]
+    assert {w for w, _, _ in dispatched(pool.take())} == {1 - worker}
     table.add_worker(worker, now=3.0)
-    assert dispatched(take(table)) == [(worker, "b1", 1)]
-    table.add_worker(worker, now=3.0)  # running: not idle twice
-    table.completed(worker, "b1", 1, None, finished_at=4.0, now=4.0)
-    assert dispatched(take(table)) == [(worker, "b2", 1)]
-    assert table.running_count == 2
+    new = dispatched(pool.take())
+    assert new and {w for w, _, _ in new} == {worker}  # the replacement takes over part of the backlog
+    table.add_worker(worker, now=3.0)  # busy: not idle twice
+    assert not pool.take()
+    assert sorted(t for _, t, _ in pool.run_everything(3.0)) == ["b0", "b1", "b2"]
+
+
+def test_worker_lost_gives_back_runs_it_had_not_started() -> None:
+    table, pool = setup(1)
+    for name in ("a", "b", "c"):
+        table.schedule(make(name, Once(1.0)), now=0.0)
+    table.tick(now=1.0)
+    pool.take()
+    pool.start(0)  # "a" runs; "b" and "c" wait in its batch
+    table.worker_lost(0, WorkerLostError("gone"), now=2.0)
+    pool.lose(0)
+    effects = pool.take()
+    assert events(effects) == [(FAILED, "a", 1)]
+    assert not effects.dispatches
+    assert (status(table, "b"), status(table, "c")) == (TaskStatus.SCHEDULED, TaskStatus.SCHEDULED)
+    assert (table.busy, table.is_settled(2.0)) == (False, True)
+    table.add_worker(0, now=2.0)
+    assert [t for _, t, _ in pool.run_everything(2.0)] == ["b", "c"]
+    assert (table.info("b").run_count, table.info("c").run_count) == (1, 1)
+
+
+def test_worker_lost_before_starting_anything_fails_nothing() -> None:
+    table, pool = setup(2)
+    table.schedule(make("a", Once(0.0)), now=0.0)
+    ((worker, _, _),) = dispatched(pool.take())
+    table.worker_lost(worker, WorkerLostError("gone"), now=0.0)
+    pool.lose(worker)
+    effects = pool.take()
+    assert not effects.events
+    assert dispatched(effects) == [(1 - worker, "a", 1)]  # straight to the other worker
+    assert table.info("a").failure_count == 0
 
 
 def test_idle_worker_lost_is_not_used() -> None:
-    table = timetable(1)
+    table, pool = setup(1)
     table.worker_lost(0, WorkerLostError("gone"), now=0.0)
     table.worker_lost(0, WorkerLostError("again"), now=0.0)  # unknown now: ignored
     table.schedule(make("a", Once(0.0)), now=0.0)
-    effects = take(table)
+    effects = pool.take()
     assert not effects.dispatches
     assert events(effects) == [(DUE, "a", 1)]
     table.add_worker(0, now=1.0)
     table.add_worker(0, now=1.0)  # idempotent
-    assert dispatched(take(table)) == [(0, "a", 1)]
+    assert dispatched(pool.take()) == [(0, "a", 1)]
     table.schedule(make("b", Once(0.0)), now=1.0)
-    assert not take(table).dispatches
+    assert not pool.take().dispatches
 
 
 def test_add_new_worker_grows_pool() -> None:
-    table = timetable(1)
-    for name in "abc":
-        table.schedule(make(name, Once(0.0)), now=0.0)
+    table, pool = setup(1)
+    table.schedule(make("a", Once(0.0)), now=0.0)
+    pool.take()
+    pool.start(0)
+    table.schedule(make("b", Once(0.0)), now=0.0)
+    assert not pool.take().dispatches
     table.add_worker(5, now=0.0)
-    assert dispatched(take(table)) == [(0, "a", 1), (5, "b", 1)]
+    assert dispatched(pool.take()) == [(5, "b", 1)]
 
 
 def test_worker_lost_with_backlog_does_not_hand_work_to_the_lost_worker() -> None:
-    table = timetable(1)
+    table, pool = setup(1)
     table.schedule(make("a", Once(0.0)), now=0.0)
+    pool.take()
+    pool.start(0)
     table.schedule(make("b", Once(0.0)), now=0.0)  # waits for the only worker
-    take(table)
+    pool.take()
     table.worker_lost(0, WorkerLostError("gone"), now=1.0)
-    effects = take(table)
+    pool.lose(0)
+    effects = pool.take()
     assert not effects.dispatches
     assert events(effects) == [(FAILED, "a", 1)]
     assert status(table, "b") is TaskStatus.SCHEDULED
     table.add_worker(0, now=1.0)
-    assert dispatched(take(table)) == [(0, "b", 1)]
+    assert dispatched(pool.take()) == [(0, "b", 1)]
 
 
 def test_worker_lost_recurring_due_at_once_is_not_given_to_the_lost_worker() -> None:
-    table = timetable(1)
+    table, pool = setup(1)
     table.schedule(make("r", FixedRate(1.0, 0.0)), now=0.0)
-    take(table)
+    pool.take()
+    pool.start(0)
     table.worker_lost(0, WorkerLostError("gone"), now=1.0)  # slot 1.0 is due at once
-    effects = take(table)
+    pool.lose(0)
+    effects = pool.take()
     assert not effects.dispatches
     assert events(effects) == [(FAILED, "r", 1), (DUE, "r", 2)]
     table.add_worker(0, now=1.0)
-    assert dispatched(take(table)) == [(0, "r", 2)]
+    assert dispatched(pool.take()) == [(0, "r", 2)]

@@ -129,8 +129,8 @@ class SchedulerActor(SimpleQueueActor):
         try:
             reply = self._handle(message)
             effects = self._core.take_effects()
-            while effects:  # carrying out rarely makes more (only when a worker is found dead)
-                self._carry_out(effects)
+            while effects.events or effects.dispatches or effects.finished:
+                self._carry_out(effects)  # rarely makes more: only when a worker is found dead
                 effects = self._core.take_effects()
             self._after_message()
         except Exception:

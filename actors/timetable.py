@@ -382,7 +382,7 @@ class Timetable:
     def take_effects(self) -> Effects:
         """Return what should happen because of the calls since the last ``take_effects``."""
         effects = self._effects
-        if effects:
+        if effects.events or effects.dispatches or effects.finished:
             self._effects = Effects()
         return effects
 

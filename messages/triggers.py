@@ -30,6 +30,8 @@ def require_finite(name: str, value: float) -> float:
         TypeError: ``value`` is not a real number (``bool`` counts as not one).
         ValueError: ``value`` is NaN or infinite.
     """
+    if type(value) is float and value - value == 0.0:  # the common case, fast: finite float
+        return value
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(f"{name} must be a number of seconds, got {value!r}")
     try:

@@ -20,17 +20,15 @@ import sys
 import threading
 import time
 from pathlib import Path
-
-PACKAGE_DIR = Path(__file__).resolve().parent
-REPO_ROOT = PACKAGE_DIR.parent
-if str(REPO_ROOT) not in sys.path:  # make `actors` importable from a checkout
-    sys.path.append(str(REPO_ROOT))
+from typing import Any
 
 from benchmarks import report
-from benchmarks.adapters import ADAPTERS, Adapter
+from benchmarks.adapters import ADAPTERS, REPO_ROOT, Adapter
 from benchmarks.results import Result
 from benchmarks.runner import log, run_case
 from benchmarks.workloads import WORKLOADS, Config, build_cases
+
+PACKAGE_DIR = Path(__file__).resolve().parent
 
 
 def _names(values: list[str] | None, allowed: list[str], what: str) -> list[str] | None:
@@ -39,20 +37,14 @@ def _names(values: list[str] | None, allowed: list[str], what: str) -> list[str]
     names = [n.strip() for v in values for n in v.split(",") if n.strip()]
     unknown = [n for n in names if n not in allowed]
     if unknown:
-        raise SystemExit(
-            f"unknown {what}: {', '.join(unknown)} (choose from {', '.join(allowed)})"
-        )
+        raise SystemExit(f"unknown {what}: {', '.join(unknown)} (choose from {', '.join(allowed)})")
     return names
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """Command-line options."""
-    p = argparse.ArgumentParser(
-        prog="python -m benchmarks", description=__doc__.split("\n")[0]
-    )
-    p.add_argument(
-        "--quick", action="store_true", help="1 repeat, small sizes (CI check mode)"
-    )
+    p = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n")[0])
+    p.add_argument("--quick", action="store_true", help="1 repeat, small sizes (CI check mode)")
     p.add_argument(
         "--only",
         action="append",
@@ -72,10 +64,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=PACKAGE_DIR / "results",
         help="directory for results.json and tables (default benchmarks/results)",
     )
-    p.add_argument(
-        "--plots", type=Path, help="directory for PNG plots (default docs/perf)"
-    )
+    p.add_argument("--plots", type=Path, help="directory for PNG plots (default docs/perf)")
     p.add_argument("--no-plots", action="store_true", help="do not draw plots")
+    p.add_argument(
+        "--replot",
+        type=Path,
+        metavar="RESULTS_JSON",
+        help="run nothing: redraw tables and plots from a saved results.json",
+    )
     return p.parse_args(argv)
 
 
@@ -89,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     command = "python -m benchmarks" + "".join(
         " " + shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv)
     )
-    meta = {
+    meta: dict[str, Any] = {
         "command": command,
         "config": cfg.__dict__,
         "machine": report.machine_info(),
@@ -101,6 +97,23 @@ def main(argv: list[str] | None = None) -> int:
             log(f"note: peer {cls.name} unavailable: {reason}")
 
     started = time.monotonic()
+    failed_workloads: list[str] = []
+    if args.replot is not None:
+        meta, results = report.read_json(args.replot)
+    else:
+        results, failed_workloads = run_all(cfg, only, peers)
+        meta["elapsed_s"] = round(time.monotonic() - started, 1)
+    out: Path = args.out
+    table = write_outputs(args, meta, results)
+    print()
+    print(table)
+    return summarize(results, failed_workloads, f"done in {meta.get('elapsed_s', 0)} s; results in {out}")
+
+
+def run_all(
+    cfg: Config, only: list[str] | None, peers: list[type[Adapter]]
+) -> tuple[list[Result], list[str]]:
+    """Run every selected workload; results and the workloads with no result."""
     results: list[Result] = []
     failed_workloads: list[str] = []
 
@@ -115,27 +128,30 @@ def main(argv: list[str] | None = None) -> int:
         results += produced
         if not any(r.status == "ok" for r in produced):
             failed_workloads.append(workload)
-    meta["elapsed_s"] = round(time.monotonic() - started, 1)
+    return results, failed_workloads
 
+
+def write_outputs(args: argparse.Namespace, meta: dict[str, Any], results: list[Result]) -> str:
+    """Write results.json (unless replotting), the tables and the plots; return the text table."""
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
-    report.write_json(out / "results.json", meta, results)
+    if args.replot is None:
+        report.write_json(out / "results.json", meta, results)
     table = report.text_table(results)
     (out / "table.txt").write_text(table + "\n")
     (out / "table.md").write_text(report.markdown_table(results) + "\n")
-
     if not args.no_plots:
-        plot_dir = args.plots or (
-            out / "plots" if args.quick else REPO_ROOT / "docs" / "perf"
-        )
+        plot_dir = args.plots or (out / "plots" if args.quick else REPO_ROOT / "docs" / "perf")
         try:
             for path in report.plot_all(results, plot_dir):
                 log(f"plot: {path}")
         except ImportError as exc:
             log(f"note: plots skipped, matplotlib missing ({exc})")
+    return table
 
-    print()
-    print(table)
+
+def summarize(results: list[Result], failed_workloads: list[str], done: str) -> int:
+    """Log failures and leaks; the exit status (1 if anything failed)."""
     failures = [r for r in results if r.status == "failed"]
     for r in failures:
         log(f"FAILED: {r.workload} {r.case} {r.peer}: {r.note}")
@@ -144,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     leaks = sorted({t for r in results for t in r.leaked_threads})
     if leaks:
         log(f"WARNING: threads outlived their scheduler's shutdown: {leaks}")
-    log(f"done in {meta['elapsed_s']} s; results in {out}")
+    log(done)
     return 1 if failures or failed_workloads else 0
 
 

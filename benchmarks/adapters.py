@@ -13,16 +13,20 @@ tells why a peer cannot run on this machine.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import importlib
 import itertools
 import math
 import sched
+import sys
 import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from types import ModuleType
 from typing import Any, ClassVar
 
 from benchmarks.textbook import TextbookScheduler, shutdown_executor
@@ -40,6 +44,20 @@ __all__ = [
 
 Task = Callable[[], object]
 WORKERS = 4
+#: The checkout this harness lives in; ``actors`` is imported from here if it
+#: is not installed.
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def import_ours() -> ModuleType:
+    """Import the library under test (``actors``), from the checkout if needed."""
+    try:
+        return importlib.import_module("actors")
+    except ModuleNotFoundError as exc:
+        if exc.name != "actors" or str(REPO_ROOT) in sys.path:
+            raise
+        sys.path.append(str(REPO_ROOT))
+        return importlib.import_module("actors")
 
 
 class Completions:
@@ -110,7 +128,7 @@ class Adapter(ABC):
     def cancel(self, token: Any) -> bool:
         """Cancel the task behind ``token``; True if it was still pending."""
 
-    def absorb(self, timeout: float) -> None:
+    def absorb(self, timeout: float) -> None:  # noqa: B027 - optional hook, no-op by default
         """Return once the scheduler holds every task scheduled so far.
 
         Peers that insert synchronously need nothing; ours drains its inbox.
@@ -181,9 +199,7 @@ class SchedAdapter(Adapter):
         self._wake_at = math.inf  # deadline the driver sleeps towards
         self._woken = False
         self._stopped = False
-        self._driver = threading.Thread(
-            target=self._drive, name="sched-driver", daemon=True
-        )
+        self._driver = threading.Thread(target=self._drive, name="sched-driver", daemon=True)
 
     def start(self) -> None:
         self._driver.start()
@@ -203,9 +219,7 @@ class SchedAdapter(Adapter):
                 self._wake_at = math.inf
                 self._woken = False
 
-    def _enter(
-        self, at: float, action: Callable[..., object], *args: object
-    ) -> sched.Event:
+    def _enter(self, at: float, action: Callable[..., object], *args: object) -> sched.Event:
         event = self._sched.enterabs(at, 0, action, args)
         with self._cond:
             if at < self._wake_at:
@@ -214,10 +228,8 @@ class SchedAdapter(Adapter):
         return event
 
     def _dispatch(self, fn: Task) -> None:
-        try:
+        with contextlib.suppress(RuntimeError):  # pool already shut down
             self._pool.submit(fn)
-        except RuntimeError:  # pool already shut down
-            pass
 
     def schedule_once(self, fn: Task, delay: float) -> sched.Event:
         return self._enter(time.monotonic() + delay, self._dispatch, fn)
@@ -241,10 +253,8 @@ class SchedAdapter(Adapter):
             token.cancelled = True
             event = token.event
             if event is not None:
-                try:
+                with contextlib.suppress(ValueError):
                     self._sched.cancel(event)
-                except ValueError:
-                    pass
             return was
         try:
             self._sched.cancel(token)
@@ -290,8 +300,8 @@ class ApschedulerAdapter(Adapter):
         return None
 
     def __init__(self) -> None:
-        from apscheduler.executors.pool import ThreadPoolExecutor as ApsPool
-        from apscheduler.schedulers.background import BackgroundScheduler
+        from apscheduler.executors.pool import ThreadPoolExecutor as ApsPool  # type: ignore[import-untyped]
+        from apscheduler.schedulers.background import BackgroundScheduler  # type: ignore[import-untyped]
 
         self._s = BackgroundScheduler(
             executors={"default": ApsPool(WORKERS)},
@@ -311,15 +321,13 @@ class ApschedulerAdapter(Adapter):
         return dt.datetime.now(dt.UTC) + dt.timedelta(seconds=delay)
 
     def schedule_once(self, fn: Task, delay: float) -> str:
-        return self._s.add_job(fn, "date", run_date=self._at(delay)).id
+        return str(self._s.add_job(fn, "date", run_date=self._at(delay)).id)
 
     def schedule_at_fixed_rate(self, fn: Task, interval: float) -> str:
-        return self._s.add_job(
-            fn, "interval", seconds=interval, start_date=dt.datetime.now(dt.UTC)
-        ).id
+        return str(self._s.add_job(fn, "interval", seconds=interval, start_date=dt.datetime.now(dt.UTC)).id)
 
     def cancel(self, token: str) -> bool:
-        from apscheduler.jobstores.base import JobLookupError
+        from apscheduler.jobstores.base import JobLookupError  # type: ignore[import-untyped]
 
         try:
             self._s.remove_job(token)
@@ -380,11 +388,11 @@ class TimerAdapter(Adapter):
         timer = threading.Timer(delay, run)
         timer.daemon = True
         holder.append(timer)
-        with self._lock:
+        with self._lock:  # started under the lock: every timer in the set is joinable
             if self._stopped:
                 raise RuntimeError("adapter is shut down")
             self._timers.add(timer)
-        timer.start()
+            timer.start()
         return timer
 
     def schedule_once(self, fn: Task, delay: float) -> threading.Timer:
@@ -398,7 +406,10 @@ class TimerAdapter(Adapter):
             if token.cancelled:
                 return
             nxt = at + interval
-            token.timer = self._arm(max(0.0, nxt - time.monotonic()), lambda: fire(nxt))
+            try:
+                token.timer = self._arm(max(0.0, nxt - time.monotonic()), lambda: fire(nxt))
+            except RuntimeError:  # shut down meanwhile
+                return
             fn()
 
         token.timer = self._arm(interval, lambda: fire(first))
@@ -423,7 +434,8 @@ class TimerAdapter(Adapter):
             timer.cancel()
         deadline = time.monotonic() + timeout
         for timer in timers:
-            timer.join(max(0.0, deadline - time.monotonic()))
+            if timer is not threading.current_thread():
+                timer.join(max(0.0, deadline - time.monotonic()))
 
 
 # ---------------------------------------------------------------------------
@@ -438,9 +450,8 @@ class OursAdapter(Adapter):
     @classmethod
     def unavailable(cls) -> str | None:
         try:
-            mod = importlib.import_module("actors")
-            mod.Scheduler  # noqa: B018 - presence check
-        except Exception as exc:  # noqa: BLE001 - any import failure disqualifies
+            import_ours().Scheduler  # noqa: B018 - presence check
+        except Exception as exc:  # any import failure disqualifies
             return f"actors.Scheduler not importable: {type(exc).__name__}: {exc}"
         return None
 
@@ -448,9 +459,7 @@ class OursAdapter(Adapter):
         self._s: Any = None
 
     def start(self) -> None:
-        from actors import Scheduler
-
-        self._s = Scheduler(workers=WORKERS)
+        self._s = import_ours().Scheduler(workers=WORKERS)
 
     def schedule_once(self, fn: Task, delay: float) -> Any:
         return self._s.schedule_once(fn, delay=delay)

@@ -19,6 +19,7 @@ __all__ = [
     "machine_info",
     "markdown_table",
     "plot_all",
+    "read_json",
     "text_table",
     "write_json",
 ]
@@ -48,7 +49,7 @@ def machine_info() -> dict[str, Any]:
                 break
     except OSError:
         pass
-    versions = {}
+    versions: dict[str, str | None] = {}
     for pkg in ("pykka", "apscheduler", "matplotlib"):
         try:
             versions[pkg] = importlib.metadata.version(pkg)
@@ -70,6 +71,17 @@ def write_json(path: Path, meta: dict[str, Any], results: Sequence[Result]) -> N
     path.parent.mkdir(parents=True, exist_ok=True)
     data = {"meta": meta, "results": [r.to_json(with_extra=True) for r in results]}
     path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+
+
+def read_json(path: Path) -> tuple[dict[str, Any], list[Result]]:
+    """Load what :func:`write_json` wrote (for re-rendering tables and plots)."""
+    data = json.loads(path.read_text())
+    results = []
+    for raw in data["results"]:
+        for key in ("metrics", "ratios"):
+            raw[key] = {k: (math.nan if v is None else v) for k, v in raw[key].items()}
+        results.append(Result(**raw))
+    return data["meta"], results
 
 
 # ---------------------------------------------------------------------------
@@ -121,9 +133,7 @@ def _rows(results: Sequence[Result]) -> tuple[list[str], list[list[str]]]:
             row = [workload, case, label, *(_cell(cells.get(p), metric) for p in peers)]
             if with_ratio:
                 ours = cells.get("ours")
-                ratio = (
-                    ours.ratios.get(metric) if ours and ours.status == "ok" else None
-                )
+                ratio = ours.ratios.get(metric) if ours and ours.status == "ok" else None
                 row.append(f"{ratio:.2f}" if ratio is not None else "-")
             rows.append(row)
     return header, rows
@@ -136,9 +146,7 @@ def text_table(results: Sequence[Result]) -> str:
     widths = [max(len(x) for x in col) for col in zip(header, *clipped, strict=True)]
 
     def line(cells: Iterable[str]) -> str:
-        return "  ".join(
-            c.ljust(w) for c, w in zip(cells, widths, strict=True)
-        ).rstrip()
+        return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
 
     out = [line(header), line("-" * w for w in widths)]
     out += [line(row) for row in clipped]
@@ -146,12 +154,24 @@ def text_table(results: Sequence[Result]) -> str:
 
 
 def markdown_table(results: Sequence[Result]) -> str:
-    """The same table in GitHub markdown."""
+    """The same table in GitHub markdown; long "n/a (...)" reasons become footnotes."""
     header, rows = _rows(results)
+    notes: list[str] = []
+
+    def shorten(cell: str) -> str:
+        if not (cell.startswith("n/a (") and cell.endswith(")")):
+            return cell
+        reason = cell[len("n/a (") : -1]
+        if reason not in notes:
+            notes.append(reason)
+        return f"n/a [{notes.index(reason) + 1}]"
+
+    body = [[shorten(c) for c in row] for row in rows]
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    out += [
-        "| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows
-    ]
+    out += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in body]
+    if notes:
+        out.append("")
+        out += [f"[{i}] {reason}" + ("  " if i < len(notes) else "") for i, reason in enumerate(notes, 1)]
     return "\n".join(out)
 
 
@@ -191,9 +211,7 @@ def _plot_cost(results: Sequence[Result], path: Path) -> Path:
     for ax, (metric, title) in zip(axes, metrics, strict=True):
         for peer in peers:
             pts = sorted(
-                (r.params["n"], r.metrics[metric])
-                for r in results
-                if r.peer == peer and metric in r.metrics
+                (r.params["n"], r.metrics[metric]) for r in results if r.peer == peer and metric in r.metrics
             )
             if pts:
                 xs, ys = zip(*pts, strict=True)
@@ -203,8 +221,9 @@ def _plot_cost(results: Sequence[Result], path: Path) -> Path:
         ax.set_xlabel("tasks already pending (N)")
         ax.set_title(title)
         ax.grid(True, which="both", alpha=0.3)
-    axes[0].legend()
-    fig.tight_layout()
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), frameon=False)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
@@ -214,9 +233,7 @@ def _plot_lateness(results: Sequence[Result], path: Path) -> Path:
     import matplotlib.pyplot as plt
 
     cases = list(dict.fromkeys(r.case for r in results))
-    fig, axes = plt.subplots(
-        1, len(cases), figsize=(7 * len(cases), 4.5), squeeze=False
-    )
+    fig, axes = plt.subplots(1, len(cases), figsize=(7 * len(cases), 4.5), squeeze=False)
     floor = 0.01  # ms; earlier-than-due and sub-10 µs starts are drawn here
     for ax, case in zip(axes[0], cases, strict=True):
         for r in results:

@@ -62,7 +62,8 @@ class Result:
         data = asdict(self)
         if not with_extra:
             data.pop("extra")
-        return _clean(data)
+        cleaned: dict[str, Any] = _clean(data)
+        return cleaned
 
 
 def _clean(value: Any) -> Any:

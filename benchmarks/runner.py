@@ -26,6 +26,9 @@ REFERENCE = "textbook"
 #: Peers whose absence or failure makes the run fail (the library under test).
 REQUIRED = frozenset({"ours"})
 SHUTDOWN_TIMEOUT_S = 15.0
+#: A run longer than this is not repeated: its noise is small next to its value,
+#: and repeating it would blow the time budget of a full run.
+SLOW_RUN_S = 15.0
 
 
 def log(msg: str) -> None:
@@ -39,9 +42,7 @@ def _new_threads(baseline: set[threading.Thread], timeout: float) -> list[str]:
     for t in threading.enumerate():
         if t not in baseline and t is not threading.current_thread():
             t.join(max(0.0, deadline - time.monotonic()))
-    return sorted(
-        t.name for t in threading.enumerate() if t not in baseline and t.is_alive()
-    )
+    return sorted(t.name for t in threading.enumerate() if t not in baseline and t.is_alive())
 
 
 def run_once(cls: type[Adapter], case: Case) -> tuple[Measurement, list[str]]:
@@ -66,54 +67,70 @@ def run_case(
     emit: Callable[[Result], None],
 ) -> list[Result]:
     """Run ``case`` for every peer, ``case.repeats`` rounds, peers interleaved."""
-    results: dict[str, Result] = {}
-    runs: dict[str, list[Measurement | None]] = {}
-    active: list[type[Adapter]] = []
-    for cls in peers:
-        res = Result(
-            case.workload, case.label, cls.name, "ok", params=dict(case.params)
-        )
-        res.units = dict(case.units)
-        results[cls.name] = res
-        reason = cls.unavailable() or cls.unsupported(case.pending)
-        if reason is not None:
-            res.status = (
-                "failed" if cls.name in REQUIRED and cls.unavailable() else "skipped"
-            )
-            res.note = reason
-            continue
-        runs[cls.name] = []
-        active.append(cls)
+    results = {cls.name: _blank(case, cls) for cls in peers}
+    active = [cls for cls in peers if results[cls.name].status == "ok"]
+    runs: dict[str, list[Measurement | None]] = {cls.name: [] for cls in active}
 
     for rep in range(case.repeats):
         shift = rep % len(active) if active else 0
-        for cls in active[shift:] + active[:shift]:  # rotate order per repeat
-            log(
-                f"  [{case.workload} {case.label}] {cls.name} run {rep + 1}/{case.repeats}"
-            )
+        for cls in active[shift:] + active[:shift]:  # rotate the order per repeat
+            log(f"  [{case.workload} {case.label}] {cls.name} run {rep + 1}/{case.repeats}")
             res = results[cls.name]
+            t0 = time.monotonic()
             try:
                 measurement, leaked = run_once(cls, case)
             except Skip as exc:
                 res.status, res.note = "skipped", str(exc)
                 active.remove(cls)
                 continue
-            except Exception as exc:  # noqa: BLE001 - a peer's failure is a result
+            except Exception as exc:  # a peer's failure is a result, not a crash
                 traceback.print_exc(file=sys.stderr)
-                res.status = "failed"
-                res.note = f"{type(exc).__name__}: {exc}"
+                res.status, res.note = "failed", f"{type(exc).__name__}: {exc}"
                 runs[cls.name].append(None)
                 active.remove(cls)
                 continue
+            took = time.monotonic() - t0
+            log(f"    {took:.1f} s")
+            if took > SLOW_RUN_S and rep + 1 < case.repeats:
+                active.remove(cls)
+                measurement.note = _join(measurement.note, f"not repeated: run took {took:.0f} s")
             runs[cls.name].append(measurement)
-            if measurement.note and measurement.note not in res.note:
-                res.note = "; ".join(x for x in (res.note, measurement.note) if x)
-            for name in leaked:
-                if name not in res.leaked_threads:
-                    res.leaked_threads.append(name)
-            if leaked:
-                log(f"  WARNING: {cls.name} left threads running: {leaked}")
+            _record(res, measurement, leaked)
 
+    _aggregate(results, runs)
+    out = [results[cls.name] for cls in peers]
+    for res in out:
+        emit(res)
+    return out
+
+
+def _join(*notes: str) -> str:
+    return "; ".join(n for n in notes if n)
+
+
+def _blank(case: Case, cls: type[Adapter]) -> Result:
+    """A result for ``cls`` in ``case``: "ok" so far, or skipped/failed upfront."""
+    res = Result(case.workload, case.label, cls.name, "ok", params=dict(case.params))
+    res.units = dict(case.units)
+    missing = cls.unavailable()
+    reason = missing or cls.unsupported(case.pending)
+    if reason is not None:
+        res.status = "failed" if missing and cls.name in REQUIRED else "skipped"
+        res.note = reason
+    return res
+
+
+def _record(res: Result, measurement: Measurement, leaked: list[str]) -> None:
+    """Merge one run's note and leaked threads into the peer's result."""
+    if measurement.note and measurement.note not in res.note:
+        res.note = _join(res.note, measurement.note)
+    res.leaked_threads += [name for name in leaked if name not in res.leaked_threads]
+    if leaked:
+        log(f"  WARNING: {res.peer} left threads running: {leaked}")
+
+
+def _aggregate(results: dict[str, Result], runs: dict[str, list[Measurement | None]]) -> None:
+    """Medians over repeats, raw data, and ratios to the reference peer."""
     ref = runs.get(REFERENCE, [])
     for name, measured in runs.items():
         res = results[name]
@@ -130,15 +147,8 @@ def run_case(
         if name != REFERENCE:
             res.ratios = _ratios(measured, ref)
 
-    out = [results[cls.name] for cls in peers]
-    for res in out:
-        emit(res)
-    return out
 
-
-def _ratios(
-    measured: list[Measurement | None], reference: list[Measurement | None]
-) -> dict[str, float]:
+def _ratios(measured: list[Measurement | None], reference: list[Measurement | None]) -> dict[str, float]:
     """Median over repeats of value / reference value from the same repeat."""
     per_metric: dict[str, list[float]] = {}
     for mine, ref in zip(measured, reference, strict=False):

@@ -71,12 +71,8 @@ class TextbookScheduler:
         self._live: dict[int, _Entry] = {}
         self._ids = itertools.count(1)
         self._stopped = False
-        self._pool = ThreadPoolExecutor(
-            max_workers=workers, thread_name_prefix="textbook-worker"
-        )
-        self._thread = threading.Thread(
-            target=self._run, name="textbook-timer", daemon=True
-        )
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="textbook-worker")
+        self._thread = threading.Thread(target=self._run, name="textbook-timer", daemon=True)
 
     # -- public API ---------------------------------------------------------
 

@@ -18,10 +18,12 @@ from actors.clock import Clock, FakeClock, MonotonicClock
 from actors.errors import DuplicateTaskError, SchedulerShutdownError, UnknownTaskError
 from actors.event_bus import EventBus
 from actors.handles import Subscription, TaskHandle
+from actors.outbox import Outbox
 from actors.scheduler import SchedulerActor
 from actors.worker import WorkerActor
 from messages import (
     Cancel,
+    Drain,
     EventKind,
     FixedDelay,
     FixedRate,
@@ -52,6 +54,7 @@ STOP_GRACE: Final = 2.0
 """Seconds ``shutdown`` still waits, once its timeout has passed, for the threads not running a task."""
 
 _MINTED_ID: Final = re.compile(r"task-\d+")
+_DRAIN: Final = Drain()
 
 AnyListener = Callable[[TaskEvent], object] | pykka.ActorRef[Any]
 
@@ -86,8 +89,15 @@ class Scheduler:
         # Every thread the actors start appends itself here, so shutdown can join them all.
         self._threads: list[threading.Thread] = []
         self._bus = EventBus.start(self._threads)
+        # Minted-id schedules go through this outbox: the scheduler takes them in bulk.
+        self._schedules: Outbox[Schedule] = Outbox()
         self._ref = SchedulerActor.start(
-            clock=self._clock, bus=self._bus, workers=workers, history=history, started_threads=self._threads
+            clock=self._clock,
+            bus=self._bus,
+            workers=workers,
+            history=history,
+            schedules=self._schedules,
+            started_threads=self._threads,
         )
         # _lock guards _closed, and is held while sending, so that no command can be sent
         # after the Shutdown message.
@@ -226,10 +236,14 @@ class Scheduler:
         with self._lock:
             if self._closed:
                 raise SchedulerShutdownError("scheduler is shut down")
-            if minted:
-                self._ref.tell(command)  # a minted id cannot clash: no need to wait for a reply
-                return handle
-            reply = self._ref.ask(command, block=False)
+            try:
+                if minted:  # a minted id cannot clash: no need to wait for a reply
+                    if self._schedules.put(command):
+                        self._ref.tell(_DRAIN)
+                    return handle
+                reply = self._ref.ask(command, block=False)
+            except pykka.ActorDeadError as error:
+                raise SchedulerShutdownError("scheduler is shut down") from error
         if not self._get(reply):
             raise DuplicateTaskError(f"a live task already has id {task_id!r}")
         return handle

@@ -18,12 +18,14 @@ import pykka
 from actors.base import SimpleQueueActor
 from actors.clock import Clock
 from actors.errors import DuplicateTaskError, SchedulerShutdownError, WorkerLostError
+from actors.outbox import Outbox
 from actors.timer import TimerThread
 from actors.timetable import Effects, Timetable
 from actors.worker import WorkerActor
 from messages import (
     Cancel,
     Completed,
+    Drain,
     EventKind,
     Failed,
     Publish,
@@ -66,6 +68,7 @@ class SchedulerActor(SimpleQueueActor):
         workers: int = 4,
         history: int = 10_000,
         timer: bool = True,
+        schedules: Outbox[Schedule] | None = None,
         started_threads: list[threading.Thread] | None = None,
     ) -> None:
         """Create the actor (runs on the caller's thread; workers and timer start in ``on_start``).
@@ -77,6 +80,8 @@ class SchedulerActor(SimpleQueueActor):
             history: How many finished tasks' ``TaskInfo`` to keep.
             timer: Start a timer thread. Without one, only ``Tick`` messages (or ``Settle``)
                 make due tasks run: handy in tests that drive the actor by hand.
+            schedules: Where the ``Scheduler`` facade puts its ``Schedule`` commands; it tells
+                ``Drain()`` when the scheduler must take them (see ``Outbox``).
             started_threads: A list each actor thread appends itself to, so shutdown can join them.
         """
         super().__init__()
@@ -87,6 +92,8 @@ class SchedulerActor(SimpleQueueActor):
         self._workers: list[pykka.ActorRef[WorkerActor]] = []
         self._started_threads = started_threads
         self._timer = TimerThread(clock, self.actor_ref) if timer else None
+        self._schedules: Outbox[Schedule] = schedules if schedules is not None else Outbox()
+        self._reports: Outbox[Completed | Failed] = Outbox()  # the workers put their reports here
         self._armed: float | None = None  # the deadline the timer was last given
         self._subscriptions: dict[int, frozenset[EventKind]] = {}
         self._settle_waiters: list[Waiter] = []
@@ -141,25 +148,21 @@ class SchedulerActor(SimpleQueueActor):
     def _handle(self, message: Any) -> object:  # noqa: PLR0911, PLR0912 - one case per message type
         core = self._core
         match message:
-            case Completed(worker, task_id, run, value, finished_at, idle):
-                core.completed(
-                    worker, task_id, run, value, finished_at=finished_at, now=self._clock.now(), idle=idle
-                )
-            case Failed(worker, task_id, run, error, finished_at, idle):
-                core.failed(
-                    worker, task_id, run, error, finished_at=finished_at, now=self._clock.now(), idle=idle
-                )
+            case Drain():
+                now = self._clock.now()
+                with core.batch(now=now):
+                    for command in self._schedules.drain():
+                        self._schedule(command, now)
+                    for report in self._reports.drain():
+                        self._record(report, now)
+            case Completed() | Failed():
+                self._record(message, self._clock.now())
             case Tick():
                 self._ticks += 1
                 self._armed = None  # the timer disarms itself when it fires
                 core.tick(now=self._clock.now())
             case Schedule():
-                try:
-                    core.schedule(message, now=self._clock.now())
-                except (DuplicateTaskError, SchedulerShutdownError) as error:
-                    logger.warning("Schedule rejected: %s", error)
-                    return False
-                return True
+                return self._schedule(message, self._clock.now())
             case Cancel(task_id):
                 return core.cancel(task_id, now=self._clock.now())
             case QueryTask(task_id):
@@ -189,6 +192,29 @@ class SchedulerActor(SimpleQueueActor):
             case _:
                 logger.warning("scheduler ignored an unexpected message: %r", message)
         return None
+
+    def _schedule(self, command: Schedule, now: float) -> bool:
+        try:
+            self._core.schedule(command, now=now)
+        except (DuplicateTaskError, SchedulerShutdownError) as error:
+            logger.warning("Schedule rejected: %s", error)
+            return False
+        return True
+
+    def _record(self, report: Completed | Failed, now: float) -> None:
+        worker, task_id, run, finished_at, idle = (
+            report.worker,
+            report.task_id,
+            report.run,
+            report.finished_at,
+            report.idle,
+        )
+        if isinstance(report, Completed):
+            self._core.completed(
+                worker, task_id, run, report.value, finished_at=finished_at, now=now, idle=idle
+            )
+        else:
+            self._core.failed(worker, task_id, run, report.error, finished_at=finished_at, now=now, idle=idle)
 
     # -- carrying out decisions (scheduler thread) ------------------------------------------
 
@@ -250,7 +276,9 @@ class SchedulerActor(SimpleQueueActor):
     # -- the worker pool (scheduler thread) -------------------------------------------------
 
     def _start_worker(self, index: int) -> pykka.ActorRef[WorkerActor]:
-        return WorkerActor.start(index, self.actor_ref, self._clock, self._bus, self._started_threads)
+        return WorkerActor.start(
+            index, self.actor_ref, self._clock, self._bus, self._reports, self._started_threads
+        )
 
     def _on_worker_exited(self, index: int, reason: str) -> None:
         if self._core.closed or index >= len(self._workers) or self._workers[index].is_alive():

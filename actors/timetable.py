@@ -22,11 +22,13 @@ is those claims, and taking one is atomic.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import heapq
 import itertools
 import math
 from collections import OrderedDict, deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -234,6 +236,7 @@ class Timetable:
         self._history: OrderedDict[TaskId, _Task] = OrderedDict()  # retired records
         self._history_limit = history
         self._effects = Effects()
+        self._deferred = False  # inside batch(): hand out work once, at the end
 
     @property
     def wanted(self) -> frozenset[EventKind]:
@@ -250,6 +253,16 @@ class Timetable:
         self._want_cancelled = EventKind.CANCELLED in kinds
 
     # -- commands ---------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def batch(self, *, now: float) -> Iterator[None]:
+        """Apply several commands and reports, then release due tasks and hand out work once."""
+        self._deferred = True
+        try:
+            yield
+        finally:
+            self._deferred = False
+            self._release(now)
 
     def schedule(self, cmd: Schedule, *, now: float) -> None:
         """Add a task; hand it to a worker at once if it is due and one is idle.
@@ -444,6 +457,8 @@ class Timetable:
     # -- internals --------------------------------------------------------------------------
 
     def _release(self, now: float) -> None:
+        if self._deferred:
+            return
         heap = self._heap
         ready = self._ready
         want_due = self._want_due

@@ -10,8 +10,10 @@ import pykka
 
 from actors.base import SimpleQueueActor
 from actors.clock import Clock
+from actors.outbox import Outbox
 from messages import (
     Completed,
+    Drain,
     EventKind,
     Failed,
     Publish,
@@ -22,6 +24,8 @@ from messages import (
 )
 
 logger = logging.getLogger(__name__)
+
+_DRAIN = Drain()
 
 
 class WorkerActor(SimpleQueueActor):
@@ -43,17 +47,21 @@ class WorkerActor(SimpleQueueActor):
         scheduler: pykka.ActorRef[Any],
         clock: Clock,
         bus: pykka.ActorRef[Any] | None = None,
+        reports: Outbox[Completed | Failed] | None = None,
         started_threads: list[threading.Thread] | None = None,
     ) -> None:
         """Create worker number ``index`` reporting to ``scheduler`` (runs on the caller's thread).
 
-        ``bus`` receives the ``STARTED`` events the scheduler asks for.
+        ``bus`` receives the ``STARTED`` events the scheduler asks for. Reports go through
+        ``reports`` (the scheduler is told ``Drain()`` when it must take them), or are told
+        to the scheduler one by one without it.
         """
         super().__init__()
         self._index = index
         self._scheduler = scheduler
         self._clock = clock
         self._bus = bus
+        self._reports = reports
         self._started_threads = started_threads
 
     def on_start(self) -> None:
@@ -72,10 +80,13 @@ class WorkerActor(SimpleQueueActor):
             run = runs[index]
             report_type, outcome, finished_at = self._run(run)
             index = _next_claimed(runs, index + 1)
-            self._tell(
-                self._scheduler,
-                report_type(self._index, run.task_id, run.run, outcome, finished_at, index is None),
-            )
+            self._report(report_type(self._index, run.task_id, run.run, outcome, finished_at, index is None))
+
+    def _report(self, report: Completed | Failed) -> None:
+        if self._reports is None:
+            self._tell(self._scheduler, report)
+        elif self._reports.put(report):
+            self._tell(self._scheduler, _DRAIN)
 
     def _run(self, run: RunTask) -> tuple[type[Completed] | type[Failed], Any, float]:
         if run.announce and self._bus is not None:

@@ -6,6 +6,7 @@ Nothing here starts a thread, reads a clock or imports ``actors``.
 from messages.commands import (
     Cancel,
     Claim,
+    Drain,
     FinalState,
     FinalStateSink,
     Flush,
@@ -42,6 +43,7 @@ __all__ = [
     "Cancel",
     "Claim",
     "Completed",
+    "Drain",
     "EventKind",
     "Failed",
     "FinalState",

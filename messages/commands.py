@@ -105,6 +105,12 @@ class Tick:
 
 @final
 @dataclass(frozen=True, slots=True)
+class Drain:
+    """Take and handle everything in the scheduler's outboxes (facade schedules, worker reports)."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
 class QueryTask:
     """Reply: the task's ``TaskInfo``; ``UnknownTaskError`` if it is neither live nor in history."""
 

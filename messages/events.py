@@ -22,7 +22,7 @@ class EventKind(enum.Enum):
     DUE = "due"
     """The run's time has come; it waits for a free worker."""
     STARTED = "started"
-    """The run was handed to an idle worker; the task's status is now ``RUNNING``."""
+    """A worker started the run (published by that worker); the task's status is ``RUNNING``."""
     COMPLETED = "completed"
     """The run returned normally."""
     FAILED = "failed"
@@ -60,7 +60,8 @@ class TaskEvent:
         kind: What happened.
         task_id: The task it happened to.
         name: The task's name (its function's qualified name unless one was given).
-        at: Clock time at which the scheduler saw it happen.
+        at: Clock time at which it happened (read by the scheduler, or by the worker for
+            ``STARTED``; ``COMPLETED`` and ``FAILED`` carry the run's finish time).
         run: The 1-based number of the run it concerns; ``None`` for a ``CANCELLED``
             that did not end a run.
         due_at: That run's due time; ``None`` where ``run`` is ``None``.
@@ -116,7 +117,7 @@ class SchedulerStats:
 
     Attributes:
         live_tasks: Tasks not yet in a terminal status.
-        running: Runs in progress.
+        running: Runs a worker has started and not yet reported.
         heap_size: Heap entries, stale (cancelled) ones included.
         workers: Size of the worker pool.
         ticks: ``Tick`` messages handled.

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from actors.errors import DuplicateTaskError, SchedulerShutdownError, WorkerLostError
 from actors.timetable import BATCH, COMPACT_MIN_STALE, Timetable
@@ -242,7 +242,12 @@ class TimetableMachine(RuleBasedStateMachine):
                 task = self.model.live_task(msg.task_id)
                 assert task is not None
                 assert task["state"] == "waiting"
-                assert (msg.run, msg.due_at, msg.announce, msg.name) == (task["runs"] + 1, task["due_at"], True, "noop")
+                assert (msg.run, msg.due_at, msg.announce, msg.name) == (
+                    task["runs"] + 1,
+                    task["due_at"],
+                    True,
+                    "noop",
+                )
                 assert (msg.task_id, msg.run) not in held_elsewhere
                 assert not msg.claim.taken
             orders = [self.fifo(m) for m in batch]
@@ -290,20 +295,58 @@ class TimetableMachine(RuleBasedStateMachine):
         self.table.tick(now=self.now)
         self.apply()
 
-    @rule(pick=st.integers(0, 2))
-    def receive(self, pick: int) -> None:
-        """A worker that was handed runs starts the first one it can claim."""
-        ready = [w for w in range(self.workers) if w not in self.pool.current and self.pool.held(w)]
-        if not ready:
-            return
-        worker = ready[pick % len(ready)]
-        self.start_run(worker, self.pool.start(worker), self.now)
+    @rule(
+        ids=st.lists(st.sampled_from(IDS), min_size=2, max_size=5, unique=True),
+        offset=st.integers(-1, 2),
+        recurring=st.booleans(),
+    )
+    def burst(self, ids: list[str], offset: int, recurring: bool) -> None:
+        """Several tasks due at the same time: backlogs, batches and FIFO ties."""
+        for task_id in ids:
+            if self.model.closed or self.model.live_task(task_id) is not None:
+                continue
+            trigger: Any = FixedDelay(1, self.now + offset) if recurring else Once(self.now + offset)
+            self.model.schedule(task_id, trigger, None)
+            self.seen_ids.add(task_id)
+            self.table.schedule(make(task_id, trigger), now=self.now)
+            self.apply()
 
-    @precondition(lambda self: self.pool.current)
+    @rule(
+        ids=st.lists(st.sampled_from(IDS), max_size=4, unique=True),
+        offset=st.integers(-1, 1),
+        finishes=st.integers(0, 3),
+        fail=st.booleans(),
+    )
+    def drain(self, ids: list[str], offset: int, finishes: int, fail: bool) -> None:
+        """What the scheduler does with its outboxes: schedules and reports applied in one batch."""
+        with self.table.batch(now=self.now):
+            for task_id in ids:
+                if self.model.closed or self.model.live_task(task_id) is not None:
+                    continue
+                trigger = Once(self.now + offset)
+                self.model.schedule(task_id, trigger, None)
+                self.seen_ids.add(task_id)
+                self.table.schedule(make(task_id, trigger), now=self.now)
+            for worker in sorted(self.pool.current)[:finishes]:
+                msg = self.pool.current[worker]
+                self.errors += 1
+                error = RuntimeError(self.errors) if fail else None
+                self.pool.finish(worker, at=self.now, now=self.now, error=error)
+                self.start_run(worker, self.pool.current.get(worker), self.now)
+                self.model.finish(msg.task_id, error, self.now)
+            assert not self.table.take_effects().dispatches  # nothing handed out before the end
+        self.apply()
+
     @rule(pick=st.integers(0, 2), ok=st.booleans(), took=st.sampled_from([0, 0.5, 1, 3]), late=st.booleans())
-    def finish(self, pick: int, ok: bool, took: float, late: bool) -> None:
-        workers = sorted(self.pool.current)
+    def work(self, pick: int, ok: bool, took: float, late: bool) -> None:
+        """A worker with runs to do starts the next one it can claim, or finishes the one it runs."""
+        workers = [w for w in range(self.workers) if self.pool.busy(w)]
+        if not workers:
+            return
         worker = workers[pick % len(workers)]
+        if worker not in self.pool.current:
+            self.start_run(worker, self.pool.start(worker), self.now)
+            return
         msg = self.pool.current[worker]
         task = self.model.live_task(msg.task_id)
         assert task is not None

@@ -7,7 +7,7 @@ import pytest
 from actors.errors import DuplicateTaskError, SchedulerShutdownError, UnknownTaskError, WorkerLostError
 from actors.timetable import BATCH, COMPACT_MIN_STALE, Timetable
 from messages import EventKind, FixedDelay, FixedRate, Once, TaskStatus
-from tests.unit.helpers import Pool, Sink, dispatched, events, make, take, timetable
+from tests.unit.helpers import Pool, Sink, dispatched, events, make, timetable
 
 DUE, STARTED, COMPLETED, FAILED, CANCELLED = (
     EventKind.DUE,
@@ -70,7 +70,7 @@ def test_one_time_runs_once_at_its_due_time() -> None:
     assert dispatched(effects) == [(0, "a", 1)]
     assert events(effects) == [(DUE, "a", 1)]  # STARTED is the worker's to publish
     assert (effects.events[0].at, effects.events[0].due_at) == (10.0, 10.0)
-    (_, msg), = effects.dispatches
+    ((_, msg),) = effects.dispatches
     assert (msg.due_at, msg.announce, msg.name) == (10.0, True, "noop")
     # handed but not started: still SCHEDULED, though the worker is busy
     assert (status(table, "a"), table.running_count, table.busy) == (TaskStatus.SCHEDULED, 0, True)
@@ -104,7 +104,7 @@ def test_run_task_carries_fn_args_kwargs() -> None:
 
     table = timetable(1, wanted=frozenset())
     table.schedule(make("a", Once(0.0), fn=fn, args=(1, 2), kwargs={"x": 3}), now=0.0)
-    (_, msg), = table.take_effects().dispatches
+    ((_, msg),) = table.take_effects().dispatches
     assert (msg.task_id, msg.run, msg.fn, msg.args, dict(msg.kwargs)) == ("a", 1, fn, (1, 2), {"x": 3})
     assert (msg.announce, msg.name) == (False, None)  # nobody listens for STARTED
     assert not msg.claim.taken
@@ -753,7 +753,9 @@ def test_final_states_handed_over_once_per_task() -> None:
     table.shut_down(now=2.0)
     table.shut_down(now=3.0)
     finished = table.take_effects().finished
-    got = [(sink, final.snapshot().task_id, final.snapshot().status, value) for sink, final, value in finished]
+    got = [
+        (sink, final.snapshot().task_id, final.snapshot().status, value) for sink, final, value in finished
+    ]
     assert got == [
         (sinks["done"], "done", TaskStatus.COMPLETED, "result"),
         (sinks["cancelled"], "cancelled", TaskStatus.CANCELLED, None),
@@ -850,7 +852,8 @@ def test_worker_lost_fails_the_started_run_and_worker_is_not_reused() -> None:
     assert {w for w, _, _ in dispatched(pool.take())} == {1 - worker}
     table.add_worker(worker, now=3.0)
     new = dispatched(pool.take())
-    assert new and {w for w, _, _ in new} == {worker}  # the replacement takes over part of the backlog
+    assert new
+    assert {w for w, _, _ in new} == {worker}
     table.add_worker(worker, now=3.0)  # busy: not idle twice
     assert not pool.take()
     assert sorted(t for _, t, _ in pool.run_everything(3.0)) == ["b0", "b1", "b2"]
@@ -942,3 +945,56 @@ def test_worker_lost_recurring_due_at_once_is_not_given_to_the_lost_worker() -> 
     assert events(effects) == [(FAILED, "r", 1), (DUE, "r", 2)]
     table.add_worker(0, now=1.0)
     assert dispatched(pool.take()) == [(0, "r", 2)]
+
+
+# -- batch(): several commands and reports, one hand-out -------------------------------------------
+
+
+def test_batch_hands_out_once_at_the_end() -> None:
+    table, pool = setup(2)
+    with table.batch(now=1.0):
+        for name in "abcd":
+            table.schedule(make(name, Once(0.0)), now=1.0)
+        effects = pool.take()
+        assert not effects.dispatches
+        assert not effects.events  # nothing released yet either
+    effects = pool.take()
+    assert events(effects) == [(DUE, name, 1) for name in "abcd"]
+    batches: dict[int, list[str]] = {}
+    for worker, task, _ in dispatched(effects):
+        batches.setdefault(worker, []).append(task)
+    assert sorted(batches.values()) == [["a", "c"], ["b", "d"]]  # dealt evenly, FIFO per worker
+    assert sorted(t for _, t, _ in pool.run_everything(1.0)) == ["a", "b", "c", "d"]
+
+
+def test_batch_releases_in_due_order() -> None:
+    table, pool = setup(1)
+    with table.batch(now=10.0):
+        table.schedule(make("late", Once(5.0)), now=10.0)
+        table.schedule(make("early", Once(1.0)), now=10.0)
+    assert [t for _, t, _ in dispatched(pool.take())] == ["early", "late"]
+
+
+def test_batch_with_reports_gives_freed_workers_new_work() -> None:
+    table, pool = setup(1)
+    table.schedule(make("a", FixedRate(1.0, 0.0)), now=0.0)
+    pool.take()
+    pool.start(0)
+    with table.batch(now=1.0):
+        pool.finish(0, at=1.0)  # idle now, and "a" is due again at 1.0
+        table.schedule(make("b", Once(0.5)), now=1.0)
+        assert not table.take_effects().dispatches
+    effects = pool.take()
+    assert [t for _, t, _ in dispatched(effects)] == ["b", "a"]  # "b" was due first
+    assert [(k, t, r) for k, t, r in events(effects) if k is DUE] == [(DUE, "b", 1), (DUE, "a", 2)]
+
+
+def test_batch_releases_even_when_the_body_raises() -> None:
+    table, pool = setup(1)
+    with pytest.raises(DuplicateTaskError), table.batch(now=0.0):
+        table.schedule(make("a", Once(0.0)), now=0.0)
+        table.schedule(make("a", Once(0.0)), now=0.0)
+    assert dispatched(pool.take()) == [(0, "a", 1)]
+    table.schedule(make("b", Once(0.0)), now=0.0)  # no longer deferred
+    table.cancel("a", now=0.0)
+    assert [t for _, t, _ in pool.run_everything(0.0)] == ["b"]

@@ -76,12 +76,20 @@ def next_fixed_rate(first_at: float, interval: float, ran_at: float, finished_at
         slot += 1
     while slot - 1 > ran_slot and first_at + (slot - 1) * interval >= finished_at:
         slot -= 1
+    # An interval below the float spacing at this magnitude must still move time forward.
+    if first_at + slot * interval <= ran_at:
+        slot = max(slot, ran_slot + math.ceil(math.ulp(ran_at) / interval))
+        while first_at + slot * interval <= ran_at:
+            slot += 1
     return first_at + slot * interval
 
 
 def next_fixed_delay(delay: float, finished_at: float) -> float:
-    """Return when a fixed-delay task runs next: ``delay`` seconds after its run finished."""
-    return finished_at + delay
+    """Return when a fixed-delay task runs next: ``delay`` seconds after its run finished.
+
+    Always strictly later than ``finished_at``, even for a delay below the float spacing there.
+    """
+    return max(finished_at + delay, math.nextafter(finished_at, math.inf))
 
 
 def default_name(fn: object) -> str:
@@ -395,8 +403,9 @@ class Timetable:
     def take_effects(self) -> Effects:
         """Return what should happen because of the calls since the last ``take_effects``."""
         effects = self._effects
-        if effects.events or effects.dispatches or effects.finished:
-            self._effects = Effects()
+        if not (effects.events or effects.dispatches or effects.finished):
+            return Effects()  # never hand out the live object: later effects would show in it
+        self._effects = Effects()
         return effects
 
     def info(self, task_id: TaskId) -> TaskInfo:
@@ -528,15 +537,25 @@ class Timetable:
         return None
 
     def _steal(self) -> bool:
-        """Move half the unstarted runs of the fullest batch back to the ready FIFO."""
-        batch = max(self._batches.values(), key=len, default=None)
-        if batch is None or len(batch) < 2:
+        """Move unstarted runs of the batch with the most to spare back to the ready FIFO.
+
+        A batch can spare its unstarted runs, less one if it has not started any (its worker
+        is about to); half of that spare (rounded up) is taken, from the back.
+        """
+        victim: deque[_Task] | None = None
+        most = 0
+        for batch in self._batches.values():
+            unstarted = sum(not task.started() for task in batch)
+            spare = unstarted if unstarted < len(batch) else unstarted - 1
+            if spare > most:
+                victim, most = batch, spare
+        if victim is None:
             return False
         stolen: list[_Task] = []
-        for _ in range(len(batch) // 2):
-            if not self._revoke_claim(batch[-1]):
-                break  # the worker has started it, so it has started everything before it
-            stolen.append(batch.pop())
+        for _ in range((most + 1) // 2):
+            if not self._revoke_claim(victim[-1]):
+                break  # its worker just started it, and so everything before it
+            stolen.append(victim.pop())
         self._ready.extendleft(stolen)  # reversed twice: original order, at the front
         return bool(stolen)
 

@@ -175,3 +175,17 @@ def test_seed_table_fixed_rate() -> None:
 
 def test_seed_table_fixed_delay() -> None:
     assert run_starts(FixedDelay(30 * MS, FIRST)) == pytest.approx([0, 30, 60, 140, 170], abs=1e-9)
+
+
+@pytest.mark.parametrize(("first_at", "interval"), [(1000.0, 1e-14), (1e9, 1e-12), (0.0, 5e-324)])
+def test_fixed_rate_below_float_spacing_still_moves_forward(first_at: float, interval: float) -> None:
+    ran_at = first_at
+    for _ in range(3):
+        nxt = next_fixed_rate(first_at, interval, ran_at, ran_at)
+        assert nxt > ran_at
+        ran_at = nxt
+
+
+@pytest.mark.parametrize(("finished_at", "delay"), [(1000.0, 1e-14), (1e9, 1e-12)])
+def test_fixed_delay_below_float_spacing_still_moves_forward(finished_at: float, delay: float) -> None:
+    assert next_fixed_delay(delay, finished_at) > finished_at

@@ -11,6 +11,7 @@ FIFO order, are at most ``BATCH`` long, and while any worker is idle no due run 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -20,7 +21,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from actors.errors import DuplicateTaskError, SchedulerShutdownError, WorkerLostError
 from actors.timetable import BATCH, COMPACT_MIN_STALE, Timetable
-from messages import EventKind, FixedDelay, FixedRate, Once, RunTask, TaskStatus
+from messages import EventKind, FixedDelay, FixedRate, Once, RunTask, TaskEvent, TaskStatus
 from tests.unit.helpers import ALL_KINDS, Pool, make
 
 IDS = ["a", "b", "c", "d", "e", "f"]
@@ -216,18 +217,20 @@ class TimetableMachine(RuleBasedStateMachine):
     def held(self) -> dict[int, list[RunTask]]:
         return {w: self.pool.held(w) for w in range(self.workers)}
 
-    def apply(self) -> None:
+    def apply(self, earlier: Sequence[TaskEvent] = ()) -> None:
         """Take the Timetable's effects, check them against the model, hand runs to the pool."""
         self.model.release(self.now)
         effects = self.table.take_effects()
         assert not effects.finished  # no sinks given
-        got = [(e.kind, e.task_id, e.run, e.at, e.due_at) for e in effects.events]
+        got = [(e.kind, e.task_id, e.run, e.at, e.due_at) for e in [*earlier, *effects.events]]
         due_times = [e[4] for e in got if e[0] is EventKind.DUE]
         assert due_times == sorted(due_times)  # one release: earliest due first
         self.real_events.extend(got)
         for box in self.pool.inbox.values():  # forget runs the timetable took back
             for msg in [m for m in box if m.claim.taken]:
                 box.remove(msg)
+        handed = [(m.task_id, m.run) for _, m in effects.dispatches]
+        assert len(handed) == len(set(handed)), "a run handed out twice"
         batches: dict[int, list[RunTask]] = {}
         for worker, msg in effects.dispatches:
             batches.setdefault(worker, []).append(msg)
@@ -254,7 +257,7 @@ class TimetableMachine(RuleBasedStateMachine):
             assert orders == sorted(orders), "a batch out of FIFO order"
         self.pool.receive(effects)
 
-    def start_run(self, worker: int, msg: RunTask | None, at: float) -> None:
+    def start_run(self, msg: RunTask | None, at: float) -> None:
         if msg is not None:
             self.model.start(msg.task_id, msg.run, at)
 
@@ -288,6 +291,16 @@ class TimetableMachine(RuleBasedStateMachine):
         expected = self.model.cancel(task_id, self.now)
         assert self.table.cancel(task_id, now=self.now) is expected
         self.apply()
+
+    @rule(pick=st.integers(0, 5), started=st.booleans())
+    def cancel_handed(self, pick: int, started: bool) -> None:
+        """Cancel a run a worker holds: one it runs, or one it has not started yet."""
+        if started:
+            runs = [self.pool.current[w] for w in sorted(self.pool.current)]
+        else:
+            runs = [m for msgs in self.held().values() for m in msgs]
+        if runs:
+            self.cancel(runs[pick % len(runs)].task_id)
 
     @rule(step=st.sampled_from([0, 0.5, 1, 2, 5]))
     def advance_and_tick(self, step: float) -> None:
@@ -332,10 +345,13 @@ class TimetableMachine(RuleBasedStateMachine):
                 self.errors += 1
                 error = RuntimeError(self.errors) if fail else None
                 self.pool.finish(worker, at=self.now, now=self.now, error=error)
-                self.start_run(worker, self.pool.current.get(worker), self.now)
+                self.start_run(self.pool.current.get(worker), self.now)
                 self.model.finish(msg.task_id, error, self.now)
-            assert not self.table.take_effects().dispatches  # nothing handed out before the end
-        self.apply()
+            so_far = self.table.take_effects()
+            assert not so_far.dispatches  # nothing handed out before the end
+            assert not [e for e in so_far.events if e.kind is EventKind.DUE]  # nor released
+            earlier = list(so_far.events)  # a copy: an empty Effects may be the live one
+        self.apply(earlier)
 
     @rule(pick=st.integers(0, 2), ok=st.booleans(), took=st.sampled_from([0, 0.5, 1, 3]), late=st.booleans())
     def work(self, pick: int, ok: bool, took: float, late: bool) -> None:
@@ -345,7 +361,7 @@ class TimetableMachine(RuleBasedStateMachine):
             return
         worker = workers[pick % len(workers)]
         if worker not in self.pool.current:
-            self.start_run(worker, self.pool.start(worker), self.now)
+            self.start_run(self.pool.start(worker), self.now)
             return
         msg = self.pool.current[worker]
         task = self.model.live_task(msg.task_id)
@@ -360,7 +376,7 @@ class TimetableMachine(RuleBasedStateMachine):
             self.errors += 1
             error = RuntimeError(self.errors)
         self.pool.finish(worker, at=finished_at, now=self.now, value=None, error=error)
-        self.start_run(worker, self.pool.current.get(worker), finished_at)  # claimed before reporting
+        self.start_run(self.pool.current.get(worker), finished_at)  # claimed before reporting
         self.model.finish(msg.task_id, error, finished_at)
         self.apply()
 
@@ -474,6 +490,7 @@ test_timetable_matches_model = TimetableMachine.TestCase
 
 
 @pytest.mark.stress
+@pytest.mark.timeout(1800)
 def test_timetable_matches_model_stress() -> None:
     from hypothesis.stateful import run_state_machine_as_test
 

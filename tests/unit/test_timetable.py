@@ -303,6 +303,23 @@ def test_new_worker_takes_half_of_a_backlog() -> None:
     assert [m.task_id for m in pool.held(0)] == [f"t{i:02}" for i in range(1, BATCH // 2)]
 
 
+def test_idle_worker_takes_from_the_batch_with_most_to_spare() -> None:
+    table, pool = setup(3)
+    for i in range(7):
+        table.schedule(make(f"t{i}", Once(1.0)), now=0.0)
+    table.tick(now=1.0)
+    pool.take()
+    assert [m.task_id for m in pool.held(0)] == ["t0", "t3", "t6"]
+    assert [m.task_id for m in pool.held(1)] == ["t1", "t4"]
+    assert [m.task_id for m in pool.held(2)] == ["t2", "t5"]
+    pool.start(0)  # worker 0 spares t3 and t6; worker 1, not started yet, spares only t4
+    pool.start(2)
+    pool.finish(2, at=1.1)
+    pool.take()
+    pool.finish(2, at=1.2)  # worker 2 falls idle
+    assert dispatched(pool.take()) == [(2, "t6", 1)]
+
+
 def test_due_task_can_be_cancelled_while_waiting_and_never_runs() -> None:
     table, pool = setup(1)
     table.schedule(make("busy", Once(0.0)), now=0.0)
@@ -991,10 +1008,24 @@ def test_batch_with_reports_gives_freed_workers_new_work() -> None:
 
 def test_batch_releases_even_when_the_body_raises() -> None:
     table, pool = setup(1)
-    with pytest.raises(DuplicateTaskError), table.batch(now=0.0):
-        table.schedule(make("a", Once(0.0)), now=0.0)
-        table.schedule(make("a", Once(0.0)), now=0.0)
+
+    def schedule_then_fail() -> None:
+        with table.batch(now=0.0):
+            table.schedule(make("a", Once(0.0)), now=0.0)
+            raise ZeroDivisionError
+
+    with pytest.raises(ZeroDivisionError):
+        schedule_then_fail()
     assert dispatched(pool.take()) == [(0, "a", 1)]
-    table.schedule(make("b", Once(0.0)), now=0.0)  # no longer deferred
-    table.cancel("a", now=0.0)
-    assert [t for _, t, _ in pool.run_everything(0.0)] == ["b"]
+    table.schedule(make("b", Once(0.0)), now=0.0)  # not deferred any more
+    assert events(pool.take()) == [(DUE, "b", 1)]
+    assert [t for _, t, _ in pool.run_everything(0.0)] == ["a", "b"]
+
+
+def test_effects_taken_earlier_never_change() -> None:
+    table = timetable(1)
+    empty = table.take_effects()
+    table.schedule(make("a", Once(0.0)), now=0.0)
+    later = table.take_effects()
+    assert dispatched(later) == [(0, "a", 1)]
+    assert not empty

@@ -198,6 +198,7 @@ class SchedulerActor(SimpleQueueActor):
             self._core.schedule(command, now=now)
         except (DuplicateTaskError, SchedulerShutdownError) as error:
             logger.warning("Schedule rejected: %s", error)
+            self._core.refuse(command)
             return False
         return True
 

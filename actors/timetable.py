@@ -289,6 +289,15 @@ class Timetable:
         if task.due_at <= now:
             self._release(now)
 
+    def refuse(self, cmd: Schedule) -> None:
+        """Give a refused ``Schedule``'s sink a final state (``CANCELLED``): no one waits for ever."""
+        sink = cmd.sink
+        if sink is not None:
+            task = _Task(cmd)
+            task.state = _State.CANCELLED
+            task.retire()
+            self._effects.finished.append((sink, task, None))
+
     def cancel(self, task_id: TaskId, *, now: float) -> bool:
         """Cancel a task; return whether that prevented a run that would otherwise happen.
 

@@ -125,3 +125,15 @@ def test_worker_rejects_nothing_it_does_not_know(make_scheduler) -> None:
 @pytest.mark.parametrize("kind", list(EventKind))
 def test_every_event_kind_is_named(kind: EventKind) -> None:
     assert kind.value == kind.name.lower()
+
+
+def test_a_refused_schedule_tells_its_handle(make_scheduler) -> None:
+    from concurrent.futures import CancelledError
+
+    s = make_scheduler()
+    s.ref.tell(Schedule(task_id="task-1", fn=print, trigger=Once(5000.0)))  # takes a minted-looking id
+    handle = s.schedule_once(lambda: "never", delay=1)  # minted "task-1": refused as a duplicate
+    assert handle.task_id == "task-1"
+    with pytest.raises(CancelledError):
+        handle.result(timeout=5)
+    assert s.cancel("task-1") is True  # the first one is untouched

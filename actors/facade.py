@@ -55,6 +55,7 @@ STOP_GRACE: Final = 2.0
 
 _MINTED_ID: Final = re.compile(r"task-\d+")
 _DRAIN: Final = Drain()
+_CLOCK_METHODS: Final = ("now", "wall", "sleep_time", "watch")
 
 AnyListener = Callable[[TaskEvent], object] | pykka.ActorRef[Any]
 
@@ -78,13 +79,17 @@ class Scheduler:
 
         Raises:
             ValueError: ``workers < 1`` or ``history < 0``.
-            TypeError: ``workers`` or ``history`` is not an int.
+            TypeError: ``workers`` or ``history`` is not an int, or ``clock`` is not a ``Clock``.
         """
         for label, value, least in (("workers", workers, 1), ("history", history, 0)):
             if isinstance(value, bool) or not isinstance(value, int):
                 raise TypeError(f"{label} must be an int, got {value!r}")
             if value < least:
                 raise ValueError(f"{label} must be at least {least}, got {value!r}")
+        if clock is not None:
+            missing = [name for name in _CLOCK_METHODS if not callable(getattr(clock, name, None))]
+            if missing:
+                raise TypeError(f"clock must be a Clock (missing {', '.join(missing)}), got {clock!r}")
         self._clock: Clock = clock if clock is not None else MonotonicClock()
         # Every thread the actors start appends itself here, so shutdown can join them all.
         self._threads: list[threading.Thread] = []
@@ -104,6 +109,7 @@ class Scheduler:
         self._lock = threading.Lock()
         self._closed = False
         self._drained: Future[None] = Future()
+        self._forced_stop = False  # a shutdown ran out of time and stopped the scheduler anyway
         self._task_ids = itertools.count(1)
         self._subscription_ids = itertools.count(1)
 
@@ -300,23 +306,22 @@ class Scheduler:
         """
         if not (callable(listener) or isinstance(listener, pykka.ActorRef)):
             raise TypeError(f"listener must be callable or a pykka ActorRef, got {listener!r}")
-        wanted = frozenset(EventKind) if kinds is None else frozenset(kinds)
+        try:
+            wanted = frozenset(EventKind) if kinds is None else frozenset(kinds)
+        except TypeError as error:
+            raise TypeError(f"kinds must be an iterable of EventKind members, got {kinds!r}") from error
         if not wanted:
             raise ValueError("kinds must name at least one EventKind")
         for kind in wanted:
             if not isinstance(kind, EventKind):
                 raise TypeError(f"kinds must be EventKind members, got {kind!r}")
         subscription_id = next(self._subscription_ids)
-        with self._lock:
-            if self._closed:
-                raise SchedulerShutdownError("scheduler is shut down")
-            self._ref.tell(Subscribe(subscription_id, listener, wanted))
+        self._send(Subscribe(subscription_id, listener, wanted))
         return Subscription(subscription_id, self)
 
     def _unsubscribe(self, subscription_id: int) -> None:
-        with self._lock:
-            if not self._closed:
-                self._ref.tell(Unsubscribe(subscription_id))
+        with contextlib.suppress(SchedulerShutdownError):
+            self._send(Unsubscribe(subscription_id))
 
     def settle(self, timeout: float = 10.0) -> None:
         """Block until nothing due at ``clock.now()`` is unfinished and every event so far was delivered.
@@ -328,12 +333,12 @@ class Scheduler:
         Raises:
             TimeoutError: not settled within ``timeout`` seconds.
         """
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + _check_timeout(timeout)
         settled: Future[None] = Future()
-        with self._lock:
-            if self._closed:
-                return
-            self._ref.tell(Settle(settled))
+        try:
+            self._send(Settle(settled))
+        except SchedulerShutdownError:
+            return  # nothing will run any more
         try:
             settled.result(timeout=max(0.0, deadline - time.monotonic()))
             self._bus.ask(Flush(), timeout=max(0.0, deadline - time.monotonic()))
@@ -360,15 +365,18 @@ class Scheduler:
         step = require_finite("seconds", seconds)
         if step < 0:
             raise ValueError(f"time can't go backwards: advance({seconds!r})")
+        _check_timeout(timeout)
         target = clock.now() + step
         self.settle(timeout)
         while True:
             due = self._query(QueryNextDue()) if not self._closed else None
             if due is None or due > target:
                 break
-            clock.advance_to(due)
+            if due > clock.now():  # a run may have moved the clock past it already
+                clock.advance_to(due)
             self.settle(timeout)
-        clock.advance_to(target)
+        if target > clock.now():  # ... or past the end of the window
+            clock.advance_to(target)
         self.settle(timeout)
 
     # -- shutdown ---------------------------------------------------------------------------
@@ -393,12 +401,14 @@ class Scheduler:
                     self._drained.set_result(None)
         if not wait:
             return
-        deadline = None if timeout is None else time.monotonic() + timeout
+        deadline = None if timeout is None else time.monotonic() + _check_timeout(timeout)
         try:
-            self._drained.result(timeout=_remaining(deadline))
+            if not (self._forced_stop or self._ref.actor_stopped.is_set()):  # else never "drained"
+                self._drained.result(timeout=_remaining(deadline))
         except TimeoutError:
             # Out of time: stop anyway (its on_stop stops the workers and the bus), and give
             # the threads that are not stuck in a task a moment to end.
+            self._forced_stop = True
             _stop_quietly(self._ref)
             deadline = time.monotonic() + STOP_GRACE
         # Workers last: a worker stuck in a task must not eat the others' share of the wait.
@@ -416,6 +426,16 @@ class Scheduler:
         self.shutdown(wait=True)
 
     # -- helpers ----------------------------------------------------------------------------
+
+    def _send(self, message: object) -> None:
+        """Tell the scheduler ``message``, unless it is shut down (``SchedulerShutdownError``)."""
+        with self._lock:
+            if self._closed:
+                raise SchedulerShutdownError("scheduler is shut down")
+            try:
+                self._ref.tell(message)
+            except pykka.ActorDeadError as error:
+                raise SchedulerShutdownError("scheduler is shut down") from error
 
     def _query(self, message: object) -> Any:
         try:
@@ -437,6 +457,14 @@ class Scheduler:
     def __repr__(self) -> str:
         state = "shut down" if self._closed else "running"
         return f"<Scheduler {state} clock={self._clock!r}>"
+
+
+def _check_timeout(timeout: float) -> float:
+    """Return ``timeout`` if it is a finite number of seconds, at least 0."""
+    seconds = require_finite("timeout", timeout)
+    if seconds < 0:
+        raise ValueError(f"timeout must not be negative, got {timeout!r}")
+    return seconds
 
 
 def _remaining(deadline: float | None) -> float | None:

@@ -39,6 +39,7 @@ from messages import (
     SchedulerStats,
     Settle,
     Shutdown,
+    Started,
     Subscribe,
     Tick,
     Unsubscribe,
@@ -93,7 +94,7 @@ class SchedulerActor(SimpleQueueActor):
         self._started_threads = started_threads
         self._timer = TimerThread(clock, self.actor_ref) if timer else None
         self._schedules: Outbox[Schedule] = schedules if schedules is not None else Outbox()
-        self._reports: Outbox[Completed | Failed] = Outbox()  # the workers put their reports here
+        self._reports: Outbox[Started | Completed | Failed] = Outbox()  # the workers' reports
         self._armed: float | None = None  # the deadline the timer was last given
         self._subscriptions: dict[int, frozenset[EventKind]] = {}
         self._settle_waiters: list[Waiter] = []
@@ -155,7 +156,7 @@ class SchedulerActor(SimpleQueueActor):
                         self._schedule(command, now)
                     for report in self._reports.drain():
                         self._record(report, now)
-            case Completed() | Failed():
+            case Started() | Completed() | Failed():
                 self._record(message, self._clock.now())
             case Tick():
                 self._ticks += 1
@@ -202,20 +203,15 @@ class SchedulerActor(SimpleQueueActor):
             return False
         return True
 
-    def _record(self, report: Completed | Failed, now: float) -> None:
-        worker, task_id, run, finished_at, idle = (
-            report.worker,
-            report.task_id,
-            report.run,
-            report.finished_at,
-            report.idle,
-        )
-        if isinstance(report, Completed):
-            self._core.completed(
-                worker, task_id, run, report.value, finished_at=finished_at, now=now, idle=idle
-            )
-        else:
-            self._core.failed(worker, task_id, run, report.error, finished_at=finished_at, now=now, idle=idle)
+    def _record(self, report: Started | Completed | Failed, now: float) -> None:
+        core = self._core
+        match report:
+            case Started(worker, task_id, run, started_at):
+                core.started(worker, task_id, run, started_at=started_at)
+            case Completed(worker, task_id, run, value, finished_at, idle):
+                core.completed(worker, task_id, run, value, finished_at=finished_at, now=now, idle=idle)
+            case Failed(worker, task_id, run, error, finished_at, idle):
+                core.failed(worker, task_id, run, error, finished_at=finished_at, now=now, idle=idle)
 
     # -- carrying out decisions (scheduler thread) ------------------------------------------
 
@@ -277,9 +273,7 @@ class SchedulerActor(SimpleQueueActor):
     # -- the worker pool (scheduler thread) -------------------------------------------------
 
     def _start_worker(self, index: int) -> pykka.ActorRef[WorkerActor]:
-        return WorkerActor.start(
-            index, self.actor_ref, self._clock, self._bus, self._reports, self._started_threads
-        )
+        return WorkerActor.start(index, self.actor_ref, self._clock, self._reports, self._started_threads)
 
     def _on_worker_exited(self, index: int, reason: str) -> None:
         if self._core.closed or index >= len(self._workers) or self._workers[index].is_alive():

@@ -68,20 +68,37 @@ def next_fixed_rate(first_at: float, interval: float, ran_at: float, finished_at
     Slot k is due at ``first_at + k * interval``, computed rather than accumulated so it never
     drifts. The next run is the first slot after the one that ran which is not already past
     when the run finished (a slot exactly at ``finished_at`` counts); missed slots are skipped.
+    Where floats cannot resolve that grid any more (an interval below their spacing, or a
+    first slot astronomically far back), the grid restarts at the slot that ran.
     """
-    ran_slot = round((ran_at - first_at) / interval)
-    slot = max(ran_slot + 1, math.ceil((finished_at - first_at) / interval))
-    # The division may round either way; settle the slot against the same product used for due times.
-    while first_at + slot * interval < finished_at:
-        slot += 1
-    while slot - 1 > ran_slot and first_at + (slot - 1) * interval >= finished_at:
-        slot -= 1
-    # An interval below the float spacing at this magnitude must still move time forward.
-    if first_at + slot * interval <= ran_at:
-        slot = max(slot, ran_slot + math.ceil(math.ulp(ran_at) / interval))
-        while first_at + slot * interval <= ran_at:
+    try:
+        ran_slot = round((ran_at - first_at) / interval)
+        slot = max(ran_slot + 1, math.ceil((finished_at - first_at) / interval))
+    except (OverflowError, ValueError):  # the quotient is not finite: no grid to speak of
+        return _restarted_grid(interval, ran_at, finished_at)
+    # The division may round either way by a slot; settle it against the product used for due times.
+    for _ in range(3):
+        if first_at + slot * interval < finished_at:
             slot += 1
-    return first_at + slot * interval
+        elif slot - 1 > ran_slot and first_at + (slot - 1) * interval >= finished_at:
+            slot -= 1
+        else:
+            break
+    due_at = first_at + slot * interval
+    if due_at > ran_at and due_at >= finished_at:
+        return due_at
+    return _restarted_grid(interval, ran_at, finished_at)
+
+
+def _restarted_grid(interval: float, ran_at: float, finished_at: float) -> float:
+    """Return the first slot after ``ran_at`` of a grid anchored there that is not past at ``finished_at``."""
+    due_at = ran_at + interval
+    if due_at < finished_at:
+        try:
+            due_at = ran_at + math.ceil((finished_at - ran_at) / interval) * interval
+        except (OverflowError, ValueError):
+            due_at = finished_at
+    return max(due_at, finished_at, math.nextafter(ran_at, math.inf))
 
 
 def next_fixed_delay(delay: float, finished_at: float) -> float:
@@ -201,8 +218,7 @@ class Effects:
     """What the owner of a ``Timetable`` must now do, in this order.
 
     Attributes:
-        events: Events to publish (only the kinds in ``Timetable.wanted``). ``STARTED`` is not
-            among them: the worker publishes it when it really starts the run.
+        events: Events to publish (only the kinds in ``Timetable.wanted``).
         dispatches: ``(worker, RunTask)`` pairs, in order; consecutive runs for one worker
             form its batch.
         finished: ``(sink, final, value)``: hand each final state to its sink.
@@ -367,6 +383,16 @@ class Timetable:
         self._fail_run(task, error, finished_at)
         self._release(now)
 
+    def started(self, worker: int, task_id: TaskId, run: int, *, started_at: float) -> None:
+        """Record that ``worker`` started run ``run`` of ``task_id`` (publishes ``STARTED``)."""
+        batch = self._batches.get(worker)
+        if not batch or not self._want_started:
+            return
+        for task in batch:  # the run is near the front: at most the one before it is unreported
+            if task.task_id == task_id and task.run_count + 1 == run:
+                self._emit(EventKind.STARTED, task, started_at, run)
+                return
+
     def worker_lost(self, worker: int, error: BaseException, *, now: float) -> None:
         """Forget ``worker`` until ``add_worker``.
 
@@ -529,8 +555,6 @@ class Timetable:
                             task.args,
                             task.kwargs,
                             claim,
-                            task.due_at,
-                            task.label() if want_started else None,
                             want_started,
                         ),
                     )

@@ -14,12 +14,10 @@ from actors.outbox import Outbox
 from messages import (
     Completed,
     Drain,
-    EventKind,
     Failed,
-    Publish,
     RunBatch,
     RunTask,
-    TaskEvent,
+    Started,
     WorkerExited,
 )
 
@@ -46,21 +44,18 @@ class WorkerActor(SimpleQueueActor):
         index: int,
         scheduler: pykka.ActorRef[Any],
         clock: Clock,
-        bus: pykka.ActorRef[Any] | None = None,
-        reports: Outbox[Completed | Failed] | None = None,
+        reports: Outbox[Started | Completed | Failed] | None = None,
         started_threads: list[threading.Thread] | None = None,
     ) -> None:
         """Create worker number ``index`` reporting to ``scheduler`` (runs on the caller's thread).
 
-        ``bus`` receives the ``STARTED`` events the scheduler asks for. Reports go through
-        ``reports`` (the scheduler is told ``Drain()`` when it must take them), or are told
-        to the scheduler one by one without it.
+        Reports go through ``reports`` (the scheduler is told ``Drain()`` when it must take
+        them), or are told to the scheduler one by one without it.
         """
         super().__init__()
         self._index = index
         self._scheduler = scheduler
         self._clock = clock
-        self._bus = bus
         self._reports = reports
         self._started_threads = started_threads
 
@@ -82,23 +77,15 @@ class WorkerActor(SimpleQueueActor):
             index = _next_claimed(runs, index + 1)
             self._report(report_type(self._index, run.task_id, run.run, outcome, finished_at, index is None))
 
-    def _report(self, report: Completed | Failed) -> None:
+    def _report(self, report: Started | Completed | Failed) -> None:
         if self._reports is None:
             self._tell(self._scheduler, report)
         elif self._reports.put(report):
             self._tell(self._scheduler, _DRAIN)
 
     def _run(self, run: RunTask) -> tuple[type[Completed] | type[Failed], Any, float]:
-        if run.announce and self._bus is not None:
-            started = TaskEvent(
-                kind=EventKind.STARTED,
-                task_id=run.task_id,
-                name=run.name or "",
-                at=self._clock.now(),
-                run=run.run,
-                due_at=run.due_at,
-            )
-            self._tell(self._bus, Publish((started,)))
+        if run.announce:
+            self._report(Started(self._index, run.task_id, run.run, self._clock.now()))
         try:
             value = run.fn(*run.args, **run.kwargs)
         except BaseException as error:  # SystemExit too: a task never takes the worker down

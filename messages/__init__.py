@@ -35,7 +35,7 @@ from messages.events import (
     TaskInfo,
     TaskStatus,
 )
-from messages.reports import Completed, Failed, WorkerExited
+from messages.reports import Completed, Failed, Started, WorkerExited
 from messages.triggers import FixedDelay, FixedRate, Once, Trigger
 
 __all__ = [
@@ -64,6 +64,7 @@ __all__ = [
     "SchedulerStats",
     "Settle",
     "Shutdown",
+    "Started",
     "Subscribe",
     "TaskEvent",
     "TaskId",

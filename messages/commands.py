@@ -12,7 +12,7 @@ from types import MappingProxyType
 from typing import Any, Protocol, final
 
 from messages.events import EventKind, TaskEvent, TaskId, TaskInfo
-from messages.triggers import Trigger
+from messages.triggers import FixedDelay, FixedRate, Once, Trigger
 
 EMPTY_KWARGS: Mapping[str, Any] = MappingProxyType({})
 
@@ -78,8 +78,12 @@ class Schedule:
             raise TypeError(f"task_id must be a str, got {self.task_id!r}")
         if not isinstance(self.args, tuple):
             raise TypeError(f"args must be a tuple, got {self.args!r}")
+        if not isinstance(self.trigger, Once | FixedRate | FixedDelay):
+            raise TypeError(f"trigger must be a Once, FixedRate or FixedDelay, got {self.trigger!r}")
         if not isinstance(self.kwargs, Mapping):
             raise TypeError(f"kwargs must be a mapping, got {self.kwargs!r}")
+        if self.kwargs and not all(isinstance(key, str) for key in self.kwargs):
+            raise TypeError(f"kwargs keys must be str, got {list(self.kwargs)!r}")
         if self.name is not None and not isinstance(self.name, str):
             raise TypeError(f"name must be a str, got {self.name!r}")
         limit = self.max_consecutive_failures
@@ -203,8 +207,8 @@ class Claim:
 class RunTask:
     """One run handed to a worker, which runs it only if it can ``claim.take()`` it first.
 
-    ``announce`` asks the worker to publish the ``STARTED`` event (with ``name`` and
-    ``due_at``) when it starts the run.
+    ``announce`` asks the worker to report ``Started`` when it starts the run (someone
+    listens for ``STARTED`` events).
     """
 
     task_id: TaskId
@@ -213,8 +217,6 @@ class RunTask:
     args: tuple[Any, ...]
     kwargs: Mapping[str, Any] = field(compare=False)
     claim: Claim = field(compare=False, repr=False)
-    due_at: float
-    name: str | None = None
     announce: bool = False
 
 

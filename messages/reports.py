@@ -10,6 +10,17 @@ from messages.events import TaskId
 
 @final
 @dataclass(frozen=True, slots=True)
+class Started:
+    """Worker ``worker`` started run ``run`` of ``task_id`` at ``started_at`` (sent only when asked)."""
+
+    worker: int
+    task_id: TaskId
+    run: int
+    started_at: float
+
+
+@final
+@dataclass(frozen=True, slots=True)
 class Completed:
     """Worker ``worker`` finished run ``run`` of ``task_id``, which returned ``value``.
 

@@ -68,10 +68,10 @@ def test_one_time_runs_once_at_its_due_time() -> None:
     table.tick(now=10.0)
     effects = pool.take()
     assert dispatched(effects) == [(0, "a", 1)]
-    assert events(effects) == [(DUE, "a", 1)]  # STARTED is the worker's to publish
+    assert events(effects) == [(DUE, "a", 1)]  # STARTED comes once the worker says it started
     assert (effects.events[0].at, effects.events[0].due_at) == (10.0, 10.0)
     ((_, msg),) = effects.dispatches
-    assert (msg.due_at, msg.announce, msg.name) == (10.0, True, "noop")
+    assert msg.announce
     # handed but not started: still SCHEDULED, though the worker is busy
     assert (status(table, "a"), table.running_count, table.busy) == (TaskStatus.SCHEDULED, 0, True)
     assert not table.is_settled(10.0)
@@ -106,7 +106,7 @@ def test_run_task_carries_fn_args_kwargs() -> None:
     table.schedule(make("a", Once(0.0), fn=fn, args=(1, 2), kwargs={"x": 3}), now=0.0)
     ((_, msg),) = table.take_effects().dispatches
     assert (msg.task_id, msg.run, msg.fn, msg.args, dict(msg.kwargs)) == ("a", 1, fn, (1, 2), {"x": 3})
-    assert (msg.announce, msg.name) == (False, None)  # nobody listens for STARTED
+    assert msg.announce is False  # nobody listens for STARTED
     assert not msg.claim.taken
 
 
@@ -571,8 +571,9 @@ def test_event_name_is_given_name() -> None:
     table = timetable(1)
     table.schedule(make("a", Once(0.0), name="nice"), now=0.0)
     effects = table.take_effects()
-    assert {e.name for e in effects.events} == {"nice"}
-    assert effects.dispatches[0][1].name == "nice"
+    table.started(0, "a", 1, started_at=0.0)
+    effects.events += table.take_effects().events
+    assert [e.name for e in effects.events] == ["nice", "nice"]  # DUE, STARTED
     assert table.info("a").name == "nice"
 
 
@@ -1029,3 +1030,18 @@ def test_effects_taken_earlier_never_change() -> None:
     later = table.take_effects()
     assert dispatched(later) == [(0, "a", 1)]
     assert not empty
+
+
+def test_started_report_publishes_started_for_the_current_run_only() -> None:
+    table, pool = setup(1)
+    table.schedule(make("a", Once(1.0)), now=0.0)
+    table.tick(now=1.0)
+    pool.take()
+    pool.start(0)
+    table.started(0, "a", 2, started_at=1.25)  # a stale run number: ignored
+    table.started(1, "a", 1, started_at=1.25)  # not this worker's run: ignored
+    assert events(pool.take()) == []
+    table.started(0, "a", 1, started_at=1.25)
+    effects = pool.take()
+    assert events(effects) == [(STARTED, "a", 1)]
+    assert (effects.events[0].at, effects.events[0].due_at) == (1.25, 1.0)

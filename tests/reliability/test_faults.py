@@ -1,0 +1,446 @@
+"""Faults: tasks that raise or hang, listeners that raise, block or die, workers that die.
+
+Each test checks the fault is contained: the faulty run ends as documented, every other task
+and listener carries on, and the scheduler still serves new work afterwards.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pykka
+import pytest
+from pykka.messages import ProxyCall
+
+from actors import FakeClock, Scheduler, SchedulerShutdownError, WorkerActor, WorkerLostError
+from messages import Cancel, EventKind, FinalState, Once, Schedule, TaskEvent, TaskStatus
+from tests.conftest import EventRecorder
+from tests.reliability.helpers import Listener, new_threads
+
+WAIT = 5.0  # seconds any wait in this file may take before the test fails
+
+
+class Gate:
+    """A task body that says it started, then blocks until opened (with a timeout)."""
+
+    def __init__(self) -> None:
+        self.started = threading.Event()
+        self.opened = threading.Event()
+
+    def __call__(self) -> str:
+        self.started.set()
+        if not self.opened.wait(WAIT * 4):
+            raise TimeoutError("gate never opened")
+        return "gate"
+
+
+class SabotageClock(FakeClock):
+    """A ``FakeClock`` whose ``now()`` raises once, on a thread chosen by ``sabotage_this_thread``.
+
+    A task calls ``sabotage_this_thread()`` and returns; the worker's next ``clock.now()`` (to
+    stamp the report) then raises inside the worker's ``on_receive``: a fault in the worker
+    itself, which pykka turns into the actor's death (``on_failure``).
+    """
+
+    def __init__(self, start: float) -> None:
+        super().__init__(start)
+        self._victim: int | None = None
+
+    def sabotage_this_thread(self) -> None:
+        self._victim = threading.get_ident()
+
+    def now(self) -> float:
+        if self._victim is not None and self._victim == threading.get_ident():
+            self._victim = None
+            raise RuntimeError("clock exploded inside the worker")
+        return super().now()
+
+
+def live_workers() -> list[pykka.ActorRef[Any]]:
+    return pykka.ActorRegistry.get_by_class(WorkerActor)
+
+
+def kill(ref: pykka.ActorRef[Any], how: str) -> None:
+    """Stop a worker from outside: politely (``stop``) or by making pykka fail it (``crash``)."""
+    if how == "stop":
+        ref.stop(block=False)
+    else:  # a told ProxyCall that raises: pykka logs it, fails the actor and calls on_failure
+        ref.tell(ProxyCall(attr_path=("no_such_method",), args=(), kwargs={}))
+
+
+# -- tasks that raise ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "error",
+    [RuntimeError("boom"), SystemExit(3), KeyboardInterrupt("interrupted")],
+    ids=["Exception", "SystemExit", "KeyboardInterrupt"],
+)
+def test_a_raising_task_is_a_failed_run_and_nothing_else(
+    make_scheduler: Callable[..., Scheduler], recorder: EventRecorder, error: BaseException
+) -> None:
+    s = make_scheduler(workers=2)
+    s.subscribe(recorder)
+    before = s.schedule_once(lambda: "before", 0)
+
+    def bad() -> None:
+        raise error
+
+    failing = s.schedule_once(bad, 0)
+    recurring = s.schedule_at_fixed_rate(bad, 1.0)
+    after = s.schedule_once(lambda: "after", 0)
+    s.advance(2)
+
+    failed = [e for e in recorder.events if e.task_id == failing.task_id and e.kind is EventKind.FAILED]
+    assert len(failed) == 1
+    assert failed[0].error is error
+    assert failing.info().status is TaskStatus.FAILED
+    assert failing.info().last_error is error
+    with pytest.raises(type(error)):
+        failing.result(timeout=WAIT)
+    # A recurring task keeps its schedule through failures (no limit given): runs at 0, 1, 2.
+    assert s.info(recurring.task_id).failure_count == 3
+    assert s.info(recurring.task_id).status is TaskStatus.SCHEDULED
+    assert before.result(timeout=WAIT) == "before"
+    assert after.result(timeout=WAIT) == "after"
+    assert s.schedule_once(lambda: "later", 0).result(timeout=WAIT) == "later"
+    assert len(live_workers()) == 2
+
+
+# -- a task that never returns -------------------------------------------------------------
+
+
+def test_a_hung_task_holds_one_worker_and_shutdown_still_returns(clock: FakeClock) -> None:
+    threads_before = threading.enumerate()
+    s = Scheduler(workers=2, clock=clock)  # not make_scheduler: this test shuts it down itself
+    hung = Gate()
+    try:
+        stuck = s.schedule_once(hung, 0)
+        assert hung.started.wait(WAIT)
+        others = [s.schedule_once(lambda i=i: i, 0) for i in range(20)]
+        assert [h.result(timeout=WAIT) for h in others] == list(range(20))
+        pending = s.schedule_once(lambda: None, 60)
+
+        started = time.monotonic()
+        s.shutdown(wait=True, timeout=0.5)
+        took = time.monotonic() - started
+        # It gives up waiting for the hung run after 0.5 s, then gives the other threads a
+        # grace period to end (spent joining the hung worker: about 2.5 s in all).
+        assert took < 4.0, f"shutdown(timeout=0.5) took {took:.2f} s"
+        assert pending.info().status is TaskStatus.CANCELLED
+        assert not stuck.done()  # still running: a hung task cannot be interrupted
+        survivors = new_threads(threads_before)
+        assert len(survivors) == 1, survivors  # only the worker running the hung task
+        with pytest.raises(SchedulerShutdownError):
+            s.schedule_once(lambda: None, 0)
+    finally:
+        hung.opened.set()
+    for thread in new_threads(threads_before):
+        thread.join(WAIT)
+    assert not new_threads(threads_before)
+    assert not live_workers()
+    assert not stuck.done()  # its report found the scheduler gone: the final state is never known
+
+
+# Regression: after a shutdown that timed out, every later shutdown(wait=True) used to wait its
+# whole timeout for a 'drained' signal that never came; without a timeout (e.g. leaving a `with
+# Scheduler()` block) it hung for ever.
+def test_shutdown_after_a_timed_out_shutdown_returns_promptly(clock: FakeClock) -> None:
+    threads_before = threading.enumerate()
+    s = Scheduler(workers=1, clock=clock)
+    hung = Gate()
+    try:
+        s.schedule_once(hung, 0)
+        assert hung.started.wait(WAIT)
+        s.shutdown(wait=True, timeout=0.1)
+    finally:
+        hung.opened.set()
+    for thread in new_threads(threads_before):
+        thread.join(WAIT)
+    started = time.monotonic()
+    s.shutdown(wait=True, timeout=0.6)  # nothing is left to wait for
+    assert time.monotonic() - started < 0.5
+
+
+# -- listeners -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("error", [RuntimeError, SystemExit, KeyboardInterrupt])
+def test_a_raising_listener_does_not_disturb_the_others(
+    make_scheduler: Callable[..., Scheduler], error: type[BaseException]
+) -> None:
+    s = make_scheduler(workers=2)
+    first, last = Listener(), Listener()
+    calls = []
+
+    def bad(event: TaskEvent) -> None:
+        calls.append(event)
+        raise error("listener failed")
+
+    s.subscribe(first)
+    s.subscribe(bad)
+    s.subscribe(last)
+    handles = [s.schedule_once(lambda: None, 0) for _ in range(10)]
+    s.settle()
+    assert all(h.done() for h in handles)
+    assert len(first.events) == 30  # DUE, STARTED, COMPLETED each
+    assert first.events == last.events == calls
+    assert s.schedule_once(lambda: "still", 0).result(timeout=WAIT) == "still"
+
+
+def test_a_blocking_listener_delays_events_but_not_tasks(make_scheduler: Callable[..., Scheduler]) -> None:
+    s = make_scheduler(workers=2)
+    release = threading.Event()
+    blocked = threading.Event()
+    slow: list[TaskEvent] = []
+    fast = Listener()
+
+    def blocking(event: TaskEvent) -> None:
+        blocked.set()
+        release.wait(WAIT * 4)
+        slow.append(event)
+
+    s.subscribe(blocking)
+    s.subscribe(fast)
+    try:
+        handles = [s.schedule_once(lambda i=i: i, 0) for i in range(50)]
+        assert blocked.wait(WAIT)
+        # Every task runs and ends while the listener blocks the bus.
+        assert [h.result(timeout=WAIT) for h in handles] == list(range(50))
+        assert s.stats().live_tasks == 0
+    finally:
+        release.set()
+    s.settle()
+    assert len(slow) == 150
+    assert slow == fast.events
+
+
+class Collector(pykka.ThreadingActor):
+    """A listener actor: keeps the events it is told; ``ask("events")`` returns them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.events: list[TaskEvent] = []
+
+    def on_receive(self, message: Any) -> Any:
+        if isinstance(message, TaskEvent):
+            self.events.append(message)
+            return None
+        return list(self.events)
+
+
+def test_a_stopped_listener_actor_is_dropped_and_the_rest_carry_on(
+    make_scheduler: Callable[..., Scheduler], caplog: pytest.LogCaptureFixture
+) -> None:
+    s = make_scheduler(workers=2)
+    collector = Collector.start()
+    everything = Listener()
+    try:
+        s.subscribe(collector)
+        s.subscribe(everything)
+        s.schedule_once(lambda: None, 0, task_id="one")
+        s.settle()
+        assert [e.kind for e in collector.ask("events", timeout=WAIT)] == [
+            EventKind.DUE,
+            EventKind.STARTED,
+            EventKind.COMPLETED,
+        ]
+    finally:
+        collector.stop()
+    with caplog.at_level(logging.WARNING, logger="actors"):
+        s.schedule_once(lambda: None, 0, task_id="two")
+        s.settle()
+        s.schedule_once(lambda: None, 0, task_id="three")
+        s.settle()
+    assert [e.task_id for e in everything.events] == ["one"] * 3 + ["two"] * 3 + ["three"] * 3
+    dropped = [r for r in caplog.records if "has stopped" in r.getMessage()]
+    assert len(dropped) == 1  # told once, then unsubscribed
+
+
+# -- workers that die ----------------------------------------------------------------------
+
+
+def test_a_worker_dying_mid_run_fails_that_run_with_worker_lost(recorder: EventRecorder) -> None:
+    clock = SabotageClock(1000.0)
+    with Scheduler(workers=1, clock=clock) as s:
+        s.subscribe(recorder)
+        original = live_workers()
+        ran: list[str] = []
+
+        def doomed() -> None:
+            ran.append("doomed")
+            clock.sabotage_this_thread()
+
+        victim = s.schedule_once(doomed, 1, task_id="victim")
+        # Due with it, so in the same batch: handed to the dying worker but never started.
+        batched = s.schedule_once(lambda: ran.append("batched"), 1, task_id="batched")
+        s.advance(1)
+
+        info = victim.info()
+        assert info.status is TaskStatus.FAILED
+        assert isinstance(info.last_error, WorkerLostError)
+        assert "worker 0" in str(info.last_error)
+        failed = [e for e in recorder.events if e.kind is EventKind.FAILED]
+        assert [(e.task_id, type(e.error)) for e in failed] == [("victim", WorkerLostError)]
+        with pytest.raises(WorkerLostError):
+            victim.result(timeout=0)
+        # The run it held but had not started is not lost: it runs once, on the replacement.
+        assert batched.result(timeout=WAIT) is None
+        assert ran == ["doomed", "batched"]
+        replacement = live_workers()
+        assert len(replacement) == 1
+        assert replacement != original
+        assert s.schedule_once(lambda: "served", 0).result(timeout=WAIT) == "served"
+
+
+def test_a_recurring_task_survives_the_loss_of_its_worker(recorder: EventRecorder) -> None:
+    clock = SabotageClock(1000.0)
+    with Scheduler(workers=2, clock=clock) as s:
+        s.subscribe(recorder)
+        runs: list[float] = []
+
+        def tick() -> None:
+            runs.append(clock.now())
+            if len(runs) == 2:
+                clock.sabotage_this_thread()
+
+        handle = s.schedule_at_fixed_rate(tick, 1.0, task_id="tick")
+        s.advance(3)
+        assert runs == [1000.0, 1001.0, 1002.0, 1003.0]
+        ends = [(e.kind, e.run) for e in recorder.events if e.kind in (EventKind.COMPLETED, EventKind.FAILED)]
+        assert ends == [
+            (EventKind.COMPLETED, 1),
+            (EventKind.FAILED, 2),
+            (EventKind.COMPLETED, 3),
+            (EventKind.COMPLETED, 4),
+        ]
+        info = handle.info()
+        assert (info.status, info.run_count, info.failure_count) == (TaskStatus.SCHEDULED, 4, 1)
+        assert isinstance(info.last_error, WorkerLostError)
+        assert len(live_workers()) == 2
+
+
+@pytest.mark.parametrize("how", ["stop", "crash"])
+def test_a_worker_killed_while_running_finishes_the_run_and_loses_no_backlog(
+    make_scheduler: Callable[..., Scheduler], how: str
+) -> None:
+    s = make_scheduler(workers=1)
+    gate = Gate()
+    ran: list[str] = []
+    first = s.schedule_once(gate, 0)
+    assert gate.started.wait(WAIT)
+    backlog = [s.schedule_once(lambda name=name: ran.append(name), 0) for name in "bcdefg"]
+    [worker] = live_workers()
+    kill(worker, how)  # queued behind the running batch
+    gate.opened.set()
+    assert first.result(timeout=WAIT) == "gate"
+    assert worker.actor_stopped.wait(WAIT)
+    s.settle()
+    assert ran == list("bcdefg")  # each exactly once, in order
+    assert all(h.info().status is TaskStatus.COMPLETED for h in backlog)
+    assert len(live_workers()) == 1
+    assert s.schedule_once(lambda: "served", 0).result(timeout=WAIT) == "served"
+
+
+@pytest.mark.parametrize("how", ["stop", "crash"])
+def test_a_worker_killed_while_idle_is_replaced(make_scheduler: Callable[..., Scheduler], how: str) -> None:
+    s = make_scheduler(workers=2)
+    for worker in live_workers():
+        kill(worker, how)
+        assert worker.actor_stopped.wait(WAIT)
+    handles = [s.schedule_once(lambda i=i: i, 0) for i in range(20)]
+    s.settle()
+    assert [h.result(timeout=WAIT) for h in handles] == list(range(20))
+    assert len(live_workers()) == 2
+
+
+# -- regressions ---------------------------------------------------------------------------
+
+
+class StallingSink:
+    """A final-state sink (called on the scheduler thread) that stalls until ``until`` is set."""
+
+    def __init__(self, until: threading.Event) -> None:
+        self.until = until
+
+    def task_finished(self, final: FinalState, value: object) -> None:
+        self.until.wait(1.0)
+
+
+# Regression: the worker used to publish STARTED straight to the bus, so it could overtake the
+# previous run's COMPLETED (published by the scheduler): events of one worker arrived out of order.
+def test_events_of_one_worker_arrive_in_the_order_they_happened(
+    make_scheduler: Callable[..., Scheduler], clock: FakeClock
+) -> None:
+    s = make_scheduler(workers=1)
+    events = Listener()
+    s.subscribe(events)
+    second_started = threading.Event()
+
+    def watch(event: TaskEvent) -> None:
+        if event.task_id == "second":
+            second_started.set()
+
+    s.subscribe(watch, [EventKind.STARTED])
+    # A task whose cancellation keeps the scheduler busy (in its sink) for a moment.
+    s.ref.tell(
+        Schedule(
+            task_id="staller",
+            fn=lambda: None,
+            trigger=Once(clock.now() + 3600),
+            sink=StallingSink(second_started),
+        )
+    )
+
+    def first() -> None:
+        s.ref.tell(Cancel("staller"))  # the scheduler stalls just before it reads this run's report
+
+    s.schedule_once(first, 1, task_id="first")
+    s.schedule_once(lambda: None, 1, task_id="second")  # same batch, right after "first"
+    s.advance(1)
+    order = [(e.kind, e.task_id) for e in events.events if e.task_id in ("first", "second")]
+    assert order.index((EventKind.COMPLETED, "first")) < order.index((EventKind.STARTED, "second")), order
+
+
+# Regression: Scheduler.advance used to raise ValueError ('time can't go backwards') when a run
+# took the fake clock past the end of the window.
+def test_advance_survives_a_run_that_overruns_the_window(
+    make_scheduler: Callable[..., Scheduler], clock: FakeClock
+) -> None:
+    s = make_scheduler(workers=1)
+    slow = s.schedule_once(lambda: clock.advance(10), 1)
+    later = s.schedule_once(lambda: None, 8)
+    s.advance(5)
+    assert slow.done()
+    assert later.done()  # due at 1008, inside the time the slow run took
+    assert clock.now() == 1011.0
+
+
+# Regression: once the SchedulerActor was dead, facade calls used to leak pykka.ActorDeadError
+# instead of SchedulerShutdownError (settle returns, as after shutdown).
+def test_a_dead_scheduler_actor_is_reported_as_shut_down(make_scheduler: Callable[..., Scheduler]) -> None:
+    s = make_scheduler(workers=1)
+    kill(s.ref, "crash")
+    assert s.ref.actor_stopped.wait(WAIT)
+    problems = []
+    calls: list[tuple[str, Callable[[], object]]] = [
+        ("schedule_once", lambda: s.schedule_once(lambda: None, 0)),
+        ("subscribe", lambda: s.subscribe(lambda e: None)),
+        ("advance", lambda: s.advance(1)),
+    ]
+    for name, call in calls:
+        try:
+            call()
+        except SchedulerShutdownError:
+            pass
+        except Exception as error:
+            problems.append((name, type(error).__name__))
+    try:
+        s.settle()
+    except Exception as error:
+        problems.append(("settle", type(error).__name__))
+    assert not problems

@@ -48,7 +48,7 @@ class Listener(Protocol):
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Schedule:
-    """Add a task. Reply (when asked): the task id; ``DuplicateTaskError`` if the id is live.
+    """Add a task. Reply (when asked): ``True`` if accepted, ``False`` if refused (the id is live, or shutting down).
 
     Attributes:
         task_id: The new task's id; must not belong to a task that is still live.
@@ -116,7 +116,7 @@ class Drain:
 @final
 @dataclass(frozen=True, slots=True)
 class QueryTask:
-    """Reply: the task's ``TaskInfo``; ``UnknownTaskError`` if it is neither live nor in history."""
+    """Reply: the task's ``TaskInfo``, or ``None`` if it is neither live nor in the history."""
 
     task_id: TaskId
 

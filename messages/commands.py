@@ -48,7 +48,10 @@ class Listener(Protocol):
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Schedule:
-    """Add a task. Reply (when asked): ``True`` if accepted, ``False`` if refused (the id is live, or shutting down).
+    """Add a task. Reply (when asked): ``True`` if accepted, ``False`` if refused.
+
+    A refused ``Schedule`` (its id is live, or the scheduler is shutting down) is logged, and
+    its ``sink`` is handed a ``CANCELLED`` final state.
 
     Attributes:
         task_id: The new task's id; must not belong to a task that is still live.

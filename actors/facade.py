@@ -264,6 +264,8 @@ class Scheduler:
         ``CANCELLED``, and no further run). ``False`` for a running one-time task (it just
         finishes), and for unknown, finished or already-cancelled ids, and after shutdown.
         """
+        if not isinstance(task_id, str):  # callers without type checking: no task has such an id
+            return False  # type: ignore[unreachable]
         with self._lock:
             if self._closed:
                 return False
@@ -277,7 +279,7 @@ class Scheduler:
             UnknownTaskError: no such task (or it left the ``history``).
             SchedulerShutdownError: the scheduler has stopped.
         """
-        info = self._query(QueryTask(task_id))
+        info = self._query(QueryTask(task_id)) if isinstance(task_id, str) else None
         if info is None:
             raise UnknownTaskError(f"no task with id {task_id!r}")
         assert isinstance(info, TaskInfo)

@@ -22,7 +22,7 @@ class EventKind(enum.Enum):
     DUE = "due"
     """The run's time has come; it waits for a free worker."""
     STARTED = "started"
-    """A worker started the run (published by that worker); the task's status is ``RUNNING``."""
+    """A worker started the run; the task's status is ``RUNNING``."""
     COMPLETED = "completed"
     """The run returned normally."""
     FAILED = "failed"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import queue
 from typing import TYPE_CHECKING, Any
 
@@ -28,3 +29,9 @@ class SimpleQueueActor(pykka.ThreadingActor):
     def _create_actor_inbox() -> ActorInbox:
         inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
         return inbox
+
+
+def stop_quietly(ref: pykka.ActorRef[Any]) -> None:
+    """Ask an actor to stop after the messages already in its inbox; do nothing if it is gone."""
+    with contextlib.suppress(pykka.ActorDeadError):
+        ref.stop(block=False)

@@ -14,6 +14,7 @@ from typing import Any, Final
 
 import pykka
 
+from actors.base import stop_quietly
 from actors.clock import Clock, FakeClock, MonotonicClock
 from actors.errors import DuplicateTaskError, SchedulerShutdownError, UnknownTaskError
 from actors.event_bus import EventBus
@@ -411,7 +412,7 @@ class Scheduler:
             # Out of time: stop anyway (its on_stop stops the workers and the bus), and give
             # the threads that are not stuck in a task a moment to end.
             self._forced_stop = True
-            _stop_quietly(self._ref)
+            stop_quietly(self._ref)
             deadline = time.monotonic() + STOP_GRACE
         # Workers last: a worker stuck in a task must not eat the others' share of the wait.
         threads = sorted(self._threads, key=lambda thread: thread.name.startswith(WorkerActor.__name__))
@@ -471,8 +472,3 @@ def _check_timeout(timeout: float) -> float:
 
 def _remaining(deadline: float | None) -> float | None:
     return None if deadline is None else max(0.0, deadline - time.monotonic())
-
-
-def _stop_quietly(ref: pykka.ActorRef[Any]) -> None:
-    with contextlib.suppress(pykka.ActorDeadError):
-        ref.stop(block=False)

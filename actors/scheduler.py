@@ -8,14 +8,13 @@ dict" gives: no other thread ever touches that state, so it needs no lock.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 from typing import Any
 
 import pykka
 
-from actors.base import SimpleQueueActor
+from actors.base import SimpleQueueActor, stop_quietly
 from actors.clock import Clock
 from actors.errors import DuplicateTaskError, SchedulerShutdownError, WorkerLostError
 from actors.outbox import Outbox
@@ -123,8 +122,8 @@ class SchedulerActor(SimpleQueueActor):
         if self._timer is not None:
             self._timer.stop(timeout=1.0)
         for worker in self._workers:
-            _tell_stop(worker)
-        _tell_stop(self._bus)
+            stop_quietly(worker)
+        stop_quietly(self._bus)
 
     def on_failure(self, *_: object) -> None:
         """Never expected (handlers catch everything); clean up as ``on_stop`` would."""
@@ -286,8 +285,3 @@ class SchedulerActor(SimpleQueueActor):
         self._core.worker_lost(index, WorkerLostError(f"worker {index} {reason} during the run"), now=now)
         self._workers[index] = self._start_worker(index)
         self._core.add_worker(index, now=now)
-
-
-def _tell_stop(ref: pykka.ActorRef[Any]) -> None:
-    with contextlib.suppress(pykka.ActorDeadError):
-        ref.stop(block=False)

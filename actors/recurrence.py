@@ -1,0 +1,64 @@
+"""When a task runs next: the fixed-rate and fixed-delay arithmetic (pure functions of time).
+
+Like the timetable, this reads no clock: every time comes in as an argument.
+"""
+
+from __future__ import annotations
+
+import math
+
+from messages import Once, Trigger
+
+__all__ = ["first_due_at", "next_fixed_delay", "next_fixed_rate"]
+
+
+def first_due_at(trigger: Trigger) -> float:
+    """Return the due time of a trigger's first run."""
+    return trigger.at if isinstance(trigger, Once) else trigger.first_at
+
+
+def next_fixed_rate(first_at: float, interval: float, ran_at: float, finished_at: float) -> float:
+    """Return the next fixed-rate slot after the slot ``ran_at``, given the run finished at ``finished_at``.
+
+    Slot k is due at ``first_at + k * interval``, computed rather than accumulated so it never
+    drifts. The next run is the first slot after the one that ran which is not already past
+    when the run finished (a slot exactly at ``finished_at`` counts); missed slots are skipped.
+    Where floats cannot resolve that grid any more (an interval below their spacing, or a
+    first slot astronomically far back), the grid restarts at the slot that ran.
+    """
+    try:
+        ran_slot = round((ran_at - first_at) / interval)
+        slot = max(ran_slot + 1, math.ceil((finished_at - first_at) / interval))
+    except (OverflowError, ValueError):  # the quotient is not finite: no grid to speak of
+        return _restarted_grid(interval, ran_at, finished_at)
+    # The division may round either way by a slot; settle it against the product used for due times.
+    for _ in range(3):
+        if first_at + slot * interval < finished_at:
+            slot += 1
+        elif slot - 1 > ran_slot and first_at + (slot - 1) * interval >= finished_at:
+            slot -= 1
+        else:
+            break
+    due_at = first_at + slot * interval
+    if due_at > ran_at and due_at >= finished_at:
+        return due_at
+    return _restarted_grid(interval, ran_at, finished_at)
+
+
+def _restarted_grid(interval: float, ran_at: float, finished_at: float) -> float:
+    """Return the first slot after ``ran_at`` of a grid anchored there that is not past at ``finished_at``."""
+    due_at = ran_at + interval
+    if due_at < finished_at:
+        try:
+            due_at = ran_at + math.ceil((finished_at - ran_at) / interval) * interval
+        except (OverflowError, ValueError):
+            due_at = finished_at
+    return max(due_at, finished_at, math.nextafter(ran_at, math.inf))
+
+
+def next_fixed_delay(delay: float, finished_at: float) -> float:
+    """Return when a fixed-delay task runs next: ``delay`` seconds after its run finished.
+
+    Always strictly later than ``finished_at``, even for a delay below the float spacing there.
+    """
+    return max(finished_at + delay, math.nextafter(finished_at, math.inf))

@@ -441,12 +441,7 @@ class Scheduler:
                 raise SchedulerShutdownError("scheduler is shut down") from error
 
     def _query(self, message: object) -> Any:
-        try:
-            return self._ref.ask(message, timeout=ASK_TIMEOUT)
-        except pykka.ActorDeadError as error:
-            raise SchedulerShutdownError("scheduler is shut down") from error
-        except pykka.Timeout as error:
-            raise TimeoutError(f"scheduler did not answer {message!r} within {ASK_TIMEOUT} s") from error
+        return self._get(self._ref.ask(message, block=False))
 
     @staticmethod
     def _get(reply: pykka.Future[Any]) -> Any:

@@ -349,12 +349,11 @@ class Timetable:
         if worker in self._idle:
             self._idle.remove(worker)
         batch = self._batches.pop(worker, deque())
-        unstarted = [task for task in batch if self._revoke_claim(task)]
+        self._requeue_unstarted(batch)
         for task in batch:
             if task.claim is not None:  # started: its outcome is unknown, so it failed
                 task.claim = None
                 self._fail_run(task, error, now)
-        self._ready.extendleft(reversed(unstarted))
         self._release(now)
 
     def add_worker(self, worker: int, *, now: float) -> None:
@@ -572,9 +571,13 @@ class Timetable:
         task.claim = None
         if idle:
             del self._batches[worker]
-            self._ready.extendleft(reversed([t for t in batch if self._revoke_claim(t)]))
+            self._requeue_unstarted(batch)  # normally none: the worker found nothing to claim
             self._idle.append(worker)
         return task
+
+    def _requeue_unstarted(self, batch: deque[_Task]) -> None:
+        """Take back the runs of ``batch`` not yet started; put them at the front of the FIFO, in order."""
+        self._ready.extendleft(reversed([task for task in batch if self._revoke_claim(task)]))
 
     def _fail_run(self, task: _Task, error: BaseException, finished_at: float) -> None:
         run = task.run_count + 1

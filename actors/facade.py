@@ -24,6 +24,7 @@ from actors.scheduler import SchedulerActor
 from actors.worker import WorkerActor
 from messages import (
     Cancel,
+    Cancelled,
     Drain,
     EventKind,
     FixedDelay,
@@ -95,8 +96,9 @@ class Scheduler:
         # Every thread the actors start appends itself here, so shutdown can join them all.
         self._threads: list[threading.Thread] = []
         self._bus = EventBus.start(self._threads)
-        # Minted-id schedules go through this outbox: the scheduler takes them in bulk.
-        self._schedules: Outbox[Schedule] = Outbox()
+        # Minted-id schedules and handles' cancels go through this outbox: the scheduler takes
+        # them in bulk, in the order they were put.
+        self._schedules: Outbox[Schedule | Cancelled] = Outbox()
         self._ref = SchedulerActor.start(
             clock=self._clock,
             bus=self._bus,
@@ -264,6 +266,10 @@ class Scheduler:
         event) and for a recurring task cancelled mid-run (the run finishes, then
         ``CANCELLED``, and no further run). ``False`` for a running one-time task (it just
         finishes), and for unknown, finished or already-cancelled ids, and after shutdown.
+
+        Only the scheduler knows which task has an id, so this asks it and waits for the
+        answer (a round trip between threads). ``TaskHandle.cancel`` decides the same thing
+        on the caller's thread, without waiting.
         """
         if not isinstance(task_id, str):  # callers without type checking: no task has such an id
             return False  # type: ignore[unreachable]
@@ -272,6 +278,17 @@ class Scheduler:
                 return False
             reply = self._ref.ask(Cancel(task_id), block=False)
         return bool(self._get(reply))
+
+    def _report_cancelled(self, handle: TaskHandle) -> None:
+        """Tell the scheduler that ``handle.cancel()`` revoked its task's token (caller's thread)."""
+        with self._lock:
+            if self._closed:
+                return  # the shutdown cancels it anyway, and sees the revoked token
+            try:
+                if self._schedules.put(Cancelled(handle.task_id, handle)):
+                    self._ref.tell(_DRAIN)
+            except pykka.ActorDeadError:
+                pass  # stopped by force: nothing will run it any more
 
     def info(self, task_id: TaskId) -> TaskInfo:
         """Return a snapshot of a live task, or the final state of a recently finished one.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import CancelledError
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from actors.errors import UnknownTaskError
 from messages import FinalState, TaskId, TaskInfo, TaskStatus
@@ -12,52 +12,110 @@ from messages import FinalState, TaskId, TaskInfo, TaskStatus
 if TYPE_CHECKING:
     from actors.facade import Scheduler
 
-# _WAIT_LOCK guards _WAITERS and every handle's _link. Waiting is rare, so all handles share
-# one lock and an Event is made only for a handle someone actually waits on.
-_WAIT_LOCK = threading.Lock()
+# _LOCK guards _WAITERS and every handle's _link (whose token moves only under it). Handles
+# share one lock, and an Event is made only for a handle someone actually waits on, so that a
+# million pending handles stay small.
+_LOCK = threading.Lock()
 _WAITERS: dict[TaskHandle, threading.Event] = {}
+
+
+class _Taken:
+    """``_link`` once the token is taken for good: a one-time run started, or the task is ending."""
+
+    __slots__ = ("scheduler",)
+
+    def __init__(self, scheduler: Scheduler) -> None:
+        self.scheduler = scheduler
+
+
+class _Revoked:
+    """``_link`` once the task was cancelled through its token, until its final state arrives."""
+
+    __slots__ = ("scheduler",)
+
+    def __init__(self, scheduler: Scheduler) -> None:
+        self.scheduler = scheduler
+
+
+_NOT_FREE: Final = (_Taken, _Revoked, tuple)
 
 
 class TaskHandle:
     """A caller's grip on one scheduled task. Every method may be called from any thread.
 
-    The scheduler hands the handle its task's final state (on the scheduler's thread) as
-    soon as the task ends, so a handle answers ``done``/``info``/``result`` after the task
-    has left the scheduler's history too.
+    The handle holds the task's token (see ``messages.TaskSink``), so ``cancel`` is decided
+    on the caller's thread without waiting for the scheduler. The scheduler hands the handle
+    its task's final state (on the scheduler's thread) as soon as the task ends, so a handle
+    answers ``done``/``info``/``result`` after the task has left the scheduler's history too.
     """
 
     # Two slots, not three: a million pending handles must stay small. ``_link`` is the
-    # scheduler while the task lives and ``(final state, value)`` once it has ended.
+    # scheduler while the token is free, ``_Taken``/``_Revoked`` (which keep the scheduler)
+    # once it is taken or revoked, and ``(final state, value)`` once the task has ended.
     __slots__ = ("_link", "task_id")
 
     def __init__(self, task_id: TaskId, scheduler: Scheduler) -> None:
         """Create the handle of task ``task_id`` (done by ``Scheduler``, not by users)."""
         self.task_id = task_id
-        self._link: Scheduler | tuple[FinalState, object] = scheduler
+        self._link: Scheduler | _Taken | _Revoked | tuple[FinalState, object] = scheduler
+
+    # -- the task's token (any thread) and final state (scheduler thread) --------------------
+
+    def take_token(self) -> bool:
+        """Take the token for good (a worker starting a one-time run, or the scheduler ending the task)."""
+        with _LOCK:
+            link = self._link
+            if isinstance(link, _NOT_FREE):
+                return False
+            self._link = _Taken(link)
+            return True
+
+    def revoke_token(self) -> bool:
+        """Cancel through the token (the scheduler, for a ``Cancel`` message or shutdown)."""
+        return self._revoke() is not None
+
+    def token_revoked(self) -> bool:
+        """Whether the task was cancelled through its token."""
+        return isinstance(self._link, _Revoked)
+
+    def _revoke(self) -> Scheduler | None:
+        with _LOCK:
+            link = self._link
+            if isinstance(link, _NOT_FREE):
+                return None
+            self._link = _Revoked(link)
+            event = _WAITERS.pop(self, None)
+        if event is not None:
+            event.set()  # result() raises CancelledError from now on
+        return link
 
     def task_finished(self, final: FinalState, value: object) -> None:
         """Take the task's final state (called once, on the scheduler's thread)."""
-        with _WAIT_LOCK:
+        with _LOCK:
             self._link = (final, value)
             event = _WAITERS.pop(self, None)
         if event is not None:
             event.set()
 
-    @property
-    def _final(self) -> tuple[FinalState, object] | None:
-        link = self._link
-        return link if isinstance(link, tuple) else None
+    # -- the caller's API (any thread) ------------------------------------------------------
 
     def cancel(self) -> bool:
-        """Cancel the task; return whether a run was prevented (see ``Scheduler.cancel``)."""
-        link = self._link
-        if isinstance(link, tuple):
-            return False  # ended; its id may already belong to a newer task
-        return link.cancel(self.task_id)
+        """Cancel the task; return whether a run was prevented (see ``Scheduler.cancel``).
+
+        Decided on the calling thread, without waiting for the scheduler: from the moment it
+        returns ``True`` no run of the task starts, ``done()`` is true and ``result()`` raises
+        ``CancelledError``. The ``CANCELLED`` event and the final state follow shortly, from
+        the scheduler.
+        """
+        scheduler = self._revoke()
+        if scheduler is None:
+            return False  # running (one-time), ended, or cancelled already
+        scheduler._report_cancelled(self)
+        return True
 
     def done(self) -> bool:
         """Whether the task has ended (completed, failed for good, or cancelled)."""
-        return self._final is not None
+        return isinstance(self._link, tuple | _Revoked)
 
     def info(self) -> TaskInfo:
         """Return a snapshot of the task (its final state once it has ended).
@@ -68,11 +126,12 @@ class TaskHandle:
         link = self._link
         if isinstance(link, tuple):
             return link[0].snapshot()
+        scheduler = link.scheduler if isinstance(link, _Taken | _Revoked) else link
         try:
-            return link.info(self.task_id)
+            return scheduler.info(self.task_id)
         except UnknownTaskError:
-            final = self._final  # it ended (and left the history) while we asked
-            if final is None:
+            final = self._link  # it ended (and left the history) while we asked
+            if not isinstance(final, tuple):
                 raise
             return final[0].snapshot()
 
@@ -97,22 +156,19 @@ class TaskHandle:
         return value
 
     def _wait(self, timeout: float | None) -> tuple[FinalState, object]:
-        final = self._final
-        if final is not None:
-            return final
-        with _WAIT_LOCK:
-            final = self._final
-            if final is not None:
-                return final
-            event = _WAITERS.setdefault(self, threading.Event())
-        if not event.wait(timeout):
+        with _LOCK:
+            link = self._link
+            ended = isinstance(link, tuple | _Revoked)
+            event = None if ended else _WAITERS.setdefault(self, threading.Event())
+        if event is not None and not event.wait(timeout):
             raise TimeoutError(f"task {self.task_id!r} did not end within {timeout} s")
-        final = self._final
-        assert final is not None
-        return final
+        link = self._link
+        if isinstance(link, tuple):
+            return link
+        raise CancelledError(f"task {self.task_id!r} was cancelled")
 
     def __repr__(self) -> str:
-        state = "done" if self._final is not None else "pending"
+        state = "done" if self.done() else "pending"
         return f"<TaskHandle {self.task_id!r} {state}>"
 
 

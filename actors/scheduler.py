@@ -23,6 +23,7 @@ from actors.timetable import Effects, Timetable
 from actors.worker import WorkerActor
 from messages import (
     Cancel,
+    Cancelled,
     Completed,
     Drain,
     EventKind,
@@ -38,6 +39,7 @@ from messages import (
     SchedulerStats,
     Settle,
     Shutdown,
+    Skipped,
     Started,
     Subscribe,
     Tick,
@@ -47,6 +49,8 @@ from messages import (
 )
 
 logger = logging.getLogger(__name__)
+
+Report = Started | Completed | Failed | Skipped
 
 
 class SchedulerActor(SimpleQueueActor):
@@ -68,7 +72,7 @@ class SchedulerActor(SimpleQueueActor):
         workers: int = 4,
         history: int = 10_000,
         timer: bool = True,
-        schedules: Outbox[Schedule] | None = None,
+        schedules: Outbox[Schedule | Cancelled] | None = None,
         started_threads: list[threading.Thread] | None = None,
     ) -> None:
         """Create the actor (runs on the caller's thread; workers and timer start in ``on_start``).
@@ -80,8 +84,9 @@ class SchedulerActor(SimpleQueueActor):
             history: How many finished tasks' ``TaskInfo`` to keep.
             timer: Start a timer thread. Without one, only ``Tick`` messages (or ``Settle``)
                 make due tasks run: handy in tests that drive the actor by hand.
-            schedules: Where the ``Scheduler`` facade puts its ``Schedule`` commands; it tells
-                ``Drain()`` when the scheduler must take them (see ``Outbox``).
+            schedules: Where the ``Scheduler`` facade puts its ``Schedule`` commands and its
+                handles' ``Cancelled`` reports; it tells ``Drain()`` when the scheduler must take
+                them (see ``Outbox``).
             started_threads: A list each actor thread appends itself to, so shutdown can join them.
         """
         super().__init__()
@@ -92,8 +97,8 @@ class SchedulerActor(SimpleQueueActor):
         self._workers: list[pykka.ActorRef[WorkerActor]] = []
         self._started_threads = started_threads
         self._timer = TimerThread(clock, self.actor_ref) if timer else None
-        self._schedules: Outbox[Schedule] = schedules if schedules is not None else Outbox()
-        self._reports: Outbox[Started | Completed | Failed] = Outbox()  # the workers' reports
+        self._schedules: Outbox[Schedule | Cancelled] = schedules if schedules is not None else Outbox()
+        self._reports: Outbox[Report] = Outbox()  # the workers' reports
         self._armed: float | None = None  # the deadline the timer was last given
         self._subscriptions: dict[int, frozenset[EventKind]] = {}
         self._settle_waiters: list[Waiter] = []
@@ -152,11 +157,16 @@ class SchedulerActor(SimpleQueueActor):
                 now = self._clock.now()
                 with core.batch(now=now):
                     for command in self._schedules.drain():
-                        self._schedule(command, now)
+                        if isinstance(command, Schedule):
+                            self._schedule(command, now)
+                        else:
+                            core.cancelled(command.task_id, command.sink, now=now)
                     for report in self._reports.drain():
                         self._record(report, now)
-            case Started() | Completed() | Failed():
+            case Started() | Completed() | Failed() | Skipped():
                 self._record(message, self._clock.now())
+            case Cancelled(task_id, sink):
+                core.cancelled(task_id, sink, now=self._clock.now())
             case Tick():
                 self._ticks += 1
                 self._armed = None  # the timer disarms itself when it fires
@@ -202,7 +212,7 @@ class SchedulerActor(SimpleQueueActor):
             return False
         return True
 
-    def _record(self, report: Started | Completed | Failed, now: float) -> None:
+    def _record(self, report: Report, now: float) -> None:
         core = self._core
         match report:
             case Started(worker, task_id, run, started_at):
@@ -211,6 +221,8 @@ class SchedulerActor(SimpleQueueActor):
                 core.completed(worker, task_id, run, value, finished_at=finished_at, now=now, idle=idle)
             case Failed(worker, task_id, run, error, finished_at, idle):
                 core.failed(worker, task_id, run, error, finished_at=finished_at, now=now, idle=idle)
+            case Skipped(worker, task_id, run, idle):
+                core.skipped(worker, task_id, run, now=now, idle=idle)
 
     # -- carrying out decisions (scheduler thread) ------------------------------------------
 

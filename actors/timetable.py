@@ -16,8 +16,14 @@ Due tasks wait in a FIFO for an idle worker. An idle worker is handed a batch of
 round trip per task), and each run in a batch carries a ``Claim``: the worker takes it to start
 the run, the timetable takes it to revoke a run not yet started. When a worker falls idle while
 others still hold unstarted runs, it is given half of the largest such backlog, so a slow task
-never delays another due task while any worker is free. The only state another thread touches
-is those claims, and taking one is atomic.
+never delays another due task while any worker is free.
+
+Whether a task may still run is the one decision made partly elsewhere, so that a caller's
+cancel needs no round trip: each task's sink (its ``TaskHandle``) holds a token. A cancel
+revokes it (on the caller's thread, or here for a ``Cancel`` message); the worker starting a
+one-time run takes it; a recurring run starts only while it is not revoked. Whoever gets the
+token first wins, and the loser learns it here from a ``Cancelled`` or ``Skipped`` report. The
+only state other threads touch is those tokens and the claims, and every step on them is atomic.
 """
 
 from __future__ import annotations
@@ -37,7 +43,6 @@ from messages import (
     Claim,
     EventKind,
     FinalState,
-    FinalStateSink,
     FixedDelay,
     FixedRate,
     Once,
@@ -46,6 +51,7 @@ from messages import (
     TaskEvent,
     TaskId,
     TaskInfo,
+    TaskSink,
     TaskStatus,
 )
 
@@ -173,7 +179,7 @@ class Effects:
 
     events: list[TaskEvent] = field(default_factory=list)
     dispatches: list[tuple[int, RunTask]] = field(default_factory=list)
-    finished: list[tuple[FinalStateSink, FinalState, object]] = field(default_factory=list)
+    finished: list[tuple[TaskSink, FinalState, object]] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return bool(self.events or self.dispatches or self.finished)
@@ -266,24 +272,39 @@ class Timetable:
 
         A task whose run has not started never runs. A running recurring task finishes its
         run and is not rescheduled (``True``); a running one-time task just finishes (``False``).
+        So does a task already cancelled through its token, whose ``Cancelled`` report is
+        still on its way (``False``).
         """
         task = self._tasks.get(task_id)
-        if task is None:
+        if task is None or task.state is _State.RUNNING_CANCELLED or not self._take_cancel(task):
             return False
-        state = task.state
-        if state is _State.HANDED and not self._revoke(task):
-            if task.trigger is None:
-                return False
-            task.state = _State.RUNNING_CANCELLED
-            return True
-        if state is _State.RUNNING_CANCELLED:
-            return False
-        if state is _State.PENDING:
+        self._end_cancelled(task, now)
+        return True
+
+    def cancelled(self, task_id: TaskId, sink: TaskSink, *, now: float) -> None:
+        """Record that a caller cancelled the task whose sink is ``sink`` by revoking its token."""
+        task = self._tasks.get(task_id)
+        if task is not None and task.sink is sink and task.state is not _State.RUNNING_CANCELLED:
+            self._end_cancelled(task, now)
+
+    def _take_cancel(self, task: _Task) -> bool:
+        """Win the right to cancel ``task``: revoke its token; with no sink, its claim decides."""
+        sink = task.sink
+        if sink is not None:
+            return sink.revoke_token()
+        # No token: a one-time run whose claim its worker took is running and cannot be cancelled.
+        return task.trigger is not None or task.state is not _State.HANDED or self._revoke(task)
+
+    def _end_cancelled(self, task: _Task, now: float) -> None:
+        """End a task whose cancel has won, or mark it to end when its worker reports."""
+        if task.state is _State.HANDED and not self._revoke(task):
+            task.state = _State.RUNNING_CANCELLED  # its worker runs it, or skips it, then reports
+            return
+        if task.state is _State.PENDING:
             self._stale += 1
         self._finish(task, _State.CANCELLED, now, None)
         self._compact_if_stale()
         self._release(now)  # a revoke may have left a worker idle
-        return True
 
     def tick(self, *, now: float) -> None:
         """Move every task due at ``now`` to the ready FIFO and hand out as much as workers allow."""
@@ -330,6 +351,14 @@ class Timetable:
         self._fail_run(task, error, finished_at)
         self._release(now)
 
+    def skipped(self, worker: int, task_id: TaskId, run: int, *, now: float, idle: bool = True) -> None:
+        """Record that ``worker`` did not start run ``run`` of ``task_id``: it was cancelled."""
+        task = self._take_report(worker, task_id, run, idle=idle)
+        if task is None:
+            return
+        self._finish(task, _State.CANCELLED, now, None)
+        self._release(now)
+
     def started(self, worker: int, task_id: TaskId, run: int, *, started_at: float) -> None:
         """Record that ``worker`` started run ``run`` of ``task_id`` (publishes ``STARTED``)."""
         batch = self._batches.get(worker)
@@ -369,12 +398,14 @@ class Timetable:
         then end ``CANCELLED``.
         """
         self.closed = True
+        deferred, self._deferred = self._deferred, True  # hand the workers nothing more
         for task in list(self._tasks.values()):
-            if task.state is _State.HANDED and not self._revoke(task):
-                if task.trigger is not None:
-                    task.state = _State.RUNNING_CANCELLED
-            elif task.state is not _State.RUNNING_CANCELLED:
-                self._finish(task, _State.CANCELLED, now, None)
+            if task.state is _State.RUNNING_CANCELLED:
+                continue
+            if self._take_cancel(task) or (task.sink is not None and task.sink.token_revoked()):
+                self._end_cancelled(task, now)
+            # else: a worker has started its one-time run, which finishes as usual
+        self._deferred = deferred
         self._heap.clear()
         self._ready.clear()
         self._stale = 0
@@ -502,6 +533,8 @@ class Timetable:
                             task.kwargs,
                             claim,
                             want_started,
+                            task.sink,
+                            task.trigger is None,
                         ),
                     )
                 )
@@ -595,12 +628,15 @@ class Timetable:
     def _after_run(self, task: _Task, finished_at: float, value: object, *, failed: bool) -> None:
         trigger = task.trigger
         failures = task.failures
-        if task.state is _State.RUNNING_CANCELLED:
-            self._finish(task, _State.CANCELLED, finished_at, None)
+        sink = task.sink
+        if task.state is _State.RUNNING_CANCELLED or (sink is not None and sink.token_revoked()):
+            self._finish(task, _State.CANCELLED, finished_at, None)  # cancelled mid-run
         elif trigger is None:
             self._finish(task, _State.FAILED if failed else _State.COMPLETED, finished_at, value)
         elif failed and failures and failures.limit is not None and failures.consecutive >= failures.limit:
-            self._finish(task, _State.FAILED, finished_at, None)
+            # Ending it takes the token, unless a cancel just took it first.
+            won = sink is None or sink.take_token()
+            self._finish(task, _State.FAILED if won else _State.CANCELLED, finished_at, None)
         else:
             if isinstance(trigger, FixedRate):
                 due_at = next_fixed_rate(trigger.first_at, trigger.interval, task.due_at, finished_at)

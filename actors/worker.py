@@ -17,6 +17,7 @@ from messages import (
     Failed,
     RunBatch,
     RunTask,
+    Skipped,
     Started,
     WorkerExited,
 )
@@ -31,8 +32,9 @@ class WorkerActor(SimpleQueueActor):
 
     The scheduler hands a ``RunBatch`` only to an idle worker. The worker runs each run whose
     claim it can take (the scheduler may have taken some back meanwhile, to cancel them or to
-    give them to an idle worker) and reports each with ``Completed`` or ``Failed``; before
-    reporting a run it claims the next one, so the report can say whether it is now idle.
+    give them to an idle worker) and reports each with ``Completed`` or ``Failed``, or with
+    ``Skipped`` when the task's token shows it was cancelled before the run could start.
+    Before reporting a run it claims the next one, so the report can say whether it is now idle.
     Whatever a task raises (``BaseException`` included: ``SystemExit``, ``KeyboardInterrupt``...)
     becomes a ``Failed`` report: nothing escapes ``on_receive``, so a task can never kill this
     actor or, through pykka's ``stop_all``, any other. Its thread is a daemon: a task that never
@@ -44,7 +46,7 @@ class WorkerActor(SimpleQueueActor):
         index: int,
         scheduler: pykka.ActorRef[Any],
         clock: Clock,
-        reports: Outbox[Started | Completed | Failed] | None = None,
+        reports: Outbox[Started | Completed | Failed | Skipped] | None = None,
         started_threads: list[threading.Thread] | None = None,
     ) -> None:
         """Create worker number ``index`` reporting to ``scheduler`` (runs on the caller's thread).
@@ -73,11 +75,18 @@ class WorkerActor(SimpleQueueActor):
         index = _next_claimed(runs, 0)
         while index is not None:
             run = runs[index]
-            report_type, outcome, finished_at = self._run(run)
-            index = _next_claimed(runs, index + 1)
-            self._report(report_type(self._index, run.task_id, run.run, outcome, finished_at, index is None))
+            token = run.token
+            # A one-time run takes its task's token; a recurring run needs it not revoked.
+            if token is None or (token.take_token() if run.once else not token.token_revoked()):
+                report_type, outcome, finished_at = self._run(run)
+                index = _next_claimed(runs, index + 1)
+                idle = index is None
+                self._report(report_type(self._index, run.task_id, run.run, outcome, finished_at, idle))
+            else:
+                index = _next_claimed(runs, index + 1)
+                self._report(Skipped(self._index, run.task_id, run.run, index is None))
 
-    def _report(self, report: Started | Completed | Failed) -> None:
+    def _report(self, report: Started | Completed | Failed | Skipped) -> None:
         if self._reports is None:
             self._tell(self._scheduler, report)
         elif self._reports.put(report):

@@ -8,7 +8,6 @@ from messages.commands import (
     Claim,
     Drain,
     FinalState,
-    FinalStateSink,
     Flush,
     Listener,
     Publish,
@@ -22,6 +21,7 @@ from messages.commands import (
     Settle,
     Shutdown,
     Subscribe,
+    TaskSink,
     Tick,
     Unsubscribe,
     Waiter,
@@ -35,19 +35,19 @@ from messages.events import (
     TaskInfo,
     TaskStatus,
 )
-from messages.reports import Completed, Failed, Started, WorkerExited
+from messages.reports import Cancelled, Completed, Failed, Skipped, Started, WorkerExited
 from messages.triggers import FixedDelay, FixedRate, Once, Trigger
 
 __all__ = [
     "TERMINAL_STATUSES",
     "Cancel",
+    "Cancelled",
     "Claim",
     "Completed",
     "Drain",
     "EventKind",
     "Failed",
     "FinalState",
-    "FinalStateSink",
     "FixedDelay",
     "FixedRate",
     "Flush",
@@ -64,11 +64,13 @@ __all__ = [
     "SchedulerStats",
     "Settle",
     "Shutdown",
+    "Skipped",
     "Started",
     "Subscribe",
     "TaskEvent",
     "TaskId",
     "TaskInfo",
+    "TaskSink",
     "TaskStatus",
     "Tick",
     "Trigger",

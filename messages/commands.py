@@ -24,11 +24,30 @@ class FinalState(Protocol):
         """Return the task's final ``TaskInfo``."""
 
 
-class FinalStateSink(Protocol):
-    """Receives a task's final state once, on the scheduler's thread (``TaskHandle`` is one)."""
+class TaskSink(Protocol):
+    """The caller's side of one task (``TaskHandle`` is one): its token and its final state.
+
+    The token is what lets a cancel be decided on the caller's thread, with no round trip:
+    it is taken exactly once, either by a cancel (``revoke_token``) or for good by whoever
+    makes the task's fate certain (``take_token``: the worker starting a one-time run, the
+    scheduler ending a recurring task after too many failures). Each token method is atomic
+    and may be called from any thread.
+    """
+
+    def take_token(self) -> bool:
+        """Take the token for good; ``False`` if the task was cancelled (or it was taken already)."""
+
+    def revoke_token(self) -> bool:
+        """Cancel through the token; ``False`` if it was taken or revoked already."""
+
+    def token_revoked(self) -> bool:
+        """Whether the task was cancelled through its token."""
 
     def task_finished(self, final: FinalState, value: object) -> None:
-        """Take the task's final state and, for a completed one-time task, its return value."""
+        """Take the task's final state and, for a completed one-time task, its return value.
+
+        Called once, on the scheduler's thread.
+        """
 
 
 class Waiter(Protocol):
@@ -62,7 +81,8 @@ class Schedule:
         name: A label for events and snapshots; defaults to ``fn``'s qualified name.
         max_consecutive_failures: For recurring tasks: stop with status ``FAILED`` after
             this many failed runs in a row. ``None`` means never stop.
-        sink: Told the task's final state (the facade passes the ``TaskHandle``).
+        sink: Holds the task's cancel token and is told its final state (the facade passes
+            the ``TaskHandle``). Without one, only ``Cancel`` messages cancel the task.
     """
 
     task_id: TaskId
@@ -72,7 +92,7 @@ class Schedule:
     kwargs: Mapping[str, Any] = field(default_factory=lambda: EMPTY_KWARGS, compare=False)
     name: str | None = None
     max_consecutive_failures: int | None = None
-    sink: FinalStateSink | None = field(default=None, compare=False, repr=False)
+    sink: TaskSink | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not callable(self.fn):
@@ -210,8 +230,10 @@ class Claim:
 class RunTask:
     """One run handed to a worker, which runs it only if it can ``claim.take()`` it first.
 
-    ``announce`` asks the worker to report ``Started`` when it starts the run (someone
-    listens for ``STARTED`` events).
+    Having claimed it, the worker checks the task's ``token`` (if any) before starting: a
+    one-time run takes it, a recurring run only checks that it was not revoked. A run whose
+    task was cancelled meanwhile is reported ``Skipped`` instead. ``announce`` asks the worker
+    to report ``Started`` when it starts the run (someone listens for ``STARTED`` events).
     """
 
     task_id: TaskId
@@ -221,6 +243,8 @@ class RunTask:
     kwargs: Mapping[str, Any] = field(compare=False)
     claim: Claim = field(compare=False, repr=False)
     announce: bool = False
+    token: TaskSink | None = field(default=None, compare=False, repr=False)
+    once: bool = True
 
 
 @final

@@ -1,11 +1,14 @@
-"""Reports: what workers tell the scheduler has happened (past-tense names)."""
+"""Reports: what workers and task handles tell the scheduler has happened (past-tense names)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import final
+from typing import TYPE_CHECKING, final
 
 from messages.events import TaskId
+
+if TYPE_CHECKING:
+    from messages.commands import TaskSink
 
 
 @final
@@ -49,6 +52,34 @@ class Failed:
     error: BaseException = field(compare=False)
     finished_at: float
     idle: bool = True
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """Worker ``worker`` claimed run ``run`` of ``task_id`` but did not start it: it was cancelled.
+
+    ``idle`` as in ``Completed``.
+    """
+
+    worker: int
+    task_id: TaskId
+    run: int
+    idle: bool = True
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Cancelled:
+    """A caller cancelled task ``task_id`` by revoking the token of ``sink`` (its handle).
+
+    The decision is made: the scheduler only does the bookkeeping (events, final state). It
+    ignores the report if the task has ended meanwhile, or if its id now belongs to another
+    task (``sink`` tells them apart).
+    """
+
+    task_id: TaskId
+    sink: TaskSink = field(compare=False, repr=False)
 
 
 @final

@@ -1,4 +1,7 @@
-"""Cancellation: before a run, during a run, while waiting for a worker, and the no-ops."""
+"""Cancellation: before a run, during a run, while waiting for a worker, and the no-ops.
+
+Both ways: ``TaskHandle.cancel`` (decided on the caller's thread) and ``Scheduler.cancel`` (by id).
+"""
 
 from __future__ import annotations
 
@@ -100,3 +103,107 @@ def test_cancel_churn_keeps_the_heap_bounded(make_scheduler) -> None:
     stats = s.stats()
     assert stats.live_tasks == 0
     assert stats.heap_size <= 2 * 64 + 2
+
+
+# -- TaskHandle.cancel: decided on the caller's thread ---------------------------------------
+
+
+def test_handle_cancel_is_done_at_once(make_scheduler, clock: FakeClock, recorder) -> None:
+    s = make_scheduler()
+    s.subscribe(recorder)
+    ran: list[float] = []
+    handle = s.schedule_once(lambda: ran.append(clock.now()), delay=5)
+    assert handle.cancel() is True
+    assert handle.done()  # before the scheduler has heard of it, as concurrent.futures does
+    with pytest.raises(CancelledError):
+        handle.result(timeout=0)
+    assert handle.info().status is TaskStatus.CANCELLED  # this thread's cancel is seen first
+    assert handle.cancel() is False
+    assert s.cancel(handle.task_id) is False
+    s.advance(10)
+    assert ran == []
+    assert recorder.kinds() == [EventKind.CANCELLED]
+
+
+def test_handle_cancel_wakes_a_waiter(make_scheduler) -> None:
+    s = make_scheduler()
+    handle = s.schedule_once(lambda: None, delay=60)
+    outcome: list[BaseException] = []
+    waiting = threading.Event()
+
+    def wait() -> None:
+        waiting.set()
+        try:
+            handle.result(timeout=10)
+        except BaseException as error:
+            outcome.append(error)
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    assert waiting.wait(5)
+    assert handle.cancel() is True
+    waiter.join(10)
+    assert not waiter.is_alive()
+    assert [type(error) for error in outcome] == [CancelledError]
+
+
+def test_handle_cancel_of_a_running_one_time_task_returns_false(make_scheduler, recorder) -> None:
+    s = make_scheduler()
+    s.subscribe(recorder)
+    gate = Gate(result="done")
+    handle = s.schedule_once(gate, delay=0)
+    gate.wait_started()
+    assert handle.cancel() is False
+    assert not handle.done()
+    gate.open()
+    assert handle.result(timeout=5) == "done"
+    s.settle()
+    assert recorder.kinds() == [EventKind.DUE, EventKind.STARTED, EventKind.COMPLETED]
+
+
+def test_handle_cancel_during_a_recurring_run(make_scheduler, recorder) -> None:
+    s = make_scheduler()
+    s.subscribe(recorder)
+    gate = Gate()
+    handle = s.schedule_at_fixed_rate(gate, 1.0)
+    gate.wait_started()
+    assert handle.cancel() is True
+    gate.open()
+    s.advance(10)
+    assert recorder.kinds() == [EventKind.DUE, EventKind.STARTED, EventKind.COMPLETED, EventKind.CANCELLED]
+    info = handle.info()
+    assert (info.status, info.run_count) == (TaskStatus.CANCELLED, 1)
+
+
+def test_handle_cancel_of_a_run_waiting_in_a_batch(make_scheduler, clock: FakeClock, recorder) -> None:
+    """Runs handed to a busy worker but not started yet are cancelled for good by their handles."""
+    s = make_scheduler(workers=1)
+    s.subscribe(recorder)
+    gate = Gate()
+    s.schedule_once(gate, delay=1, task_id="first")
+    ran: list[int] = []
+    handles = [s.schedule_once(lambda n=n: ran.append(n), delay=1, task_id=f"t{n}") for n in range(5)]
+    clock.advance(1)
+    gate.wait_started()
+    assert all(handle.cancel() for handle in handles[1::2])
+    gate.open()
+    s.settle()
+    assert ran == [0, 2, 4]
+    assert [h.info().status for h in handles] == [
+        TaskStatus.COMPLETED,
+        TaskStatus.CANCELLED,
+        TaskStatus.COMPLETED,
+        TaskStatus.CANCELLED,
+        TaskStatus.COMPLETED,
+    ]
+    assert recorder.kinds().count(EventKind.CANCELLED) == 2
+
+
+def test_handle_cancel_after_the_end_returns_false(make_scheduler) -> None:
+    s = make_scheduler()
+    handle = s.schedule_once(lambda: 1, delay=0)
+    assert handle.result(timeout=5) == 1
+    assert handle.cancel() is False
+    s.shutdown()
+    assert handle.cancel() is False  # the scheduler is gone; the handle still answers
+    assert handle.info().status is TaskStatus.COMPLETED

@@ -2,7 +2,8 @@
 
 Each thread schedules its share of the tasks (one-time, fixed-rate and fixed-delay; some fail,
 some recurring ones stop themselves with ``max_consecutive_failures``), cancels some at random
-(and every recurring one a little later), and queries ``info``/``stats``/``tasks`` as it goes.
+(and every recurring one a little later; half by id, half through the handle, which decides on
+the caller's thread and so races the workers for real), and queries ``info``/``stats``/``tasks`` as it goes.
 Then every recurring task still live is cancelled, every handle waited for, and the scheduler
 shut down. Checked for every task: exactly one terminal state; the runs the task itself
 counted equal ``run_count`` and the runs the listener saw (numbered 1..n, each started and
@@ -144,10 +145,10 @@ def storm(total: int, workers: int = 4) -> None:
                         recurring.append(handle.task_id)
                     if rng.random() < 0.15:  # cancel a recent one of mine: pending, running or ended
                         victim = mine[-rng.randint(1, min(len(mine), 30))]
-                        tasks[victim].cancels.append(s.cancel(victim))
+                        tasks[victim].cancels.append(cancel(s, tasks[victim], rng))
                     if len(recurring) > 20:  # keep some 20 recurring tasks per thread alive
                         victim = recurring.pop(rng.randrange(len(recurring)))
-                        tasks[victim].cancels.append(s.cancel(victim))
+                        tasks[victim].cancels.append(cancel(s, tasks[victim], rng))
                     if i % 50 == 0:
                         query(s, tasks[rng.choice(mine)])
                     if i % 2000 == 0:
@@ -204,6 +205,11 @@ def storm(total: int, workers: int = 4) -> None:
         rss_mib_after_storm=round(loaded_rss),
         peak_rss_mib=round(peak_rss_mib()),
     )
+
+
+def cancel(s: Scheduler, task: Task, rng: random.Random) -> bool:
+    """Cancel by id (decided on the scheduler's thread) or by handle (decided on this one)."""
+    return s.cancel(task.handle.task_id) if rng.random() < 0.5 else task.handle.cancel()
 
 
 def check_task(task_id: str, task: Task, ledger: Ledger) -> TaskStatus:

@@ -367,6 +367,15 @@ class StallingSink:
     def __init__(self, until: threading.Event) -> None:
         self.until = until
 
+    def take_token(self) -> bool:
+        return True
+
+    def revoke_token(self) -> bool:
+        return True
+
+    def token_revoked(self) -> bool:
+        return False
+
     def task_finished(self, final: FinalState, value: object) -> None:
         self.until.wait(1.0)
 

@@ -43,10 +43,33 @@ def dispatched(effects: Effects) -> list[tuple[int, str, int]]:
     return [(worker, msg.task_id, msg.run) for worker, msg in effects.dispatches]
 
 
-class Sink:
-    """A FinalStateSink that records the final ``TaskInfo`` and value of every call."""
+class Token:
+    """A task's token for the single-threaded tests: free, taken for good, or revoked."""
 
     def __init__(self) -> None:
+        self.state = "free"
+
+    def take_token(self) -> bool:
+        if self.state != "free":
+            return False
+        self.state = "taken"
+        return True
+
+    def revoke_token(self) -> bool:
+        if self.state != "free":
+            return False
+        self.state = "revoked"
+        return True
+
+    def token_revoked(self) -> bool:
+        return self.state == "revoked"
+
+
+class Sink(Token):
+    """A TaskSink that records the final ``TaskInfo`` and value of every call."""
+
+    def __init__(self) -> None:
+        super().__init__()
         self.calls: list[tuple[TaskInfo, object]] = []
 
     def task_finished(self, final: Any, value: object) -> None:
@@ -69,6 +92,7 @@ class Pool:
         self.inbox: dict[int, deque[RunTask]] = {}
         self.current: dict[int, RunTask] = {}  # worker -> the run it has claimed and runs
         self.started: list[tuple[int, str, int]] = []  # (worker, task_id, run), in start order
+        self.skipped: list[tuple[str, int, float]] = []  # (task_id, run, now) reported Skipped
 
     def take(self) -> Effects:
         """Take the timetable's effects (sinks told) and deliver its dispatches to the inboxes."""
@@ -92,18 +116,30 @@ class Pool:
         while box:
             msg = box.popleft()
             if msg.claim.take():
-                self.current[worker] = msg
-                self.started.append((worker, msg.task_id, msg.run))
                 return msg
         return None
 
-    def start(self, worker: int) -> RunTask | None:
-        """``worker`` receives its batch and starts the first run it can claim."""
-        assert worker not in self.current
-        return self._claim_next(worker)
+    def _begin(self, worker: int, msg: RunTask | None, now: float) -> RunTask | None:
+        """As the worker does with a claimed run: start it if its token allows, else skip it."""
+        while msg is not None:
+            token = msg.token
+            if token is None or (token.take_token() if msg.once else not token.token_revoked()):
+                self.current[worker] = msg
+                self.started.append((worker, msg.task_id, msg.run))
+                return msg
+            following = self._claim_next(worker)
+            self.table.skipped(worker, msg.task_id, msg.run, now=now, idle=following is None)
+            self.skipped.append((msg.task_id, msg.run, now))
+            msg = following
+        return None
 
-    def start_all(self) -> list[RunTask]:
-        return [msg for w in sorted(self.inbox) if w not in self.current and (msg := self.start(w))]
+    def start(self, worker: int, now: float = 0.0) -> RunTask | None:
+        """``worker`` receives its batch and starts the first run it can claim (skipping cancelled ones)."""
+        assert worker not in self.current
+        return self._begin(worker, self._claim_next(worker), now)
+
+    def start_all(self, now: float = 0.0) -> list[RunTask]:
+        return [msg for w in sorted(self.inbox) if w not in self.current and (msg := self.start(w, now))]
 
     def finish(
         self,
@@ -114,14 +150,16 @@ class Pool:
         value: object = None,
         error: BaseException | None = None,
     ) -> RunTask:
-        """``worker`` ends its run at ``at``, claims its next run, then reports (at ``now``)."""
+        """``worker`` ends its run at ``at``, claims its next run, reports (at ``now``), starts the next."""
         msg = self.current.pop(worker)
-        idle = self._claim_next(worker) is None
+        following = self._claim_next(worker)
+        idle = following is None
         now = at if now is None else now
         if error is None:
             self.table.completed(worker, msg.task_id, msg.run, value, finished_at=at, now=now, idle=idle)
         else:
             self.table.failed(worker, msg.task_id, msg.run, error, finished_at=at, now=now, idle=idle)
+        self._begin(worker, following, now)
         return msg
 
     def lose(self, worker: int) -> None:
@@ -134,7 +172,7 @@ class Pool:
         first = len(self.started)
         self.take()
         while True:
-            self.start_all()
+            self.start_all(now)
             if not self.current:
                 return self.started[first:]
             for worker in sorted(self.current):

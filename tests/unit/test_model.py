@@ -6,6 +6,10 @@ due times, and the exact events. Which worker gets which run is the Timetable's 
 test plays the workers with ``Pool`` (claims taken in order, the next one claimed before a
 report) and checks every choice: batches go only to idle workers, hold only waiting runs in
 FIFO order, are at most ``BATCH`` long, and while any worker is idle no due run waits.
+
+In half the examples every task has a sink holding its token, and a caller may revoke it
+(``TaskHandle.cancel``) at any step; the ``Cancelled`` report reaches the timetable later, at a
+step of its own, so every interleaving with runs, reports, cancels and shutdown is explored.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from actors.errors import DuplicateTaskError, SchedulerShutdownError, WorkerLostError
 from actors.timetable import BATCH, COMPACT_MIN_STALE, Timetable
 from messages import EventKind, FixedDelay, FixedRate, Once, RunTask, TaskEvent, TaskStatus
-from tests.unit.helpers import ALL_KINDS, Pool, make
+from tests.unit.helpers import ALL_KINDS, Pool, Sink, make
 
 IDS = ["a", "b", "c", "d", "e", "f"]
 TERMINAL = {"completed", "failed", "cancelled"}
@@ -99,7 +103,7 @@ class Model:
             task["fifo"] = next(self.counter)
             self.emit(EventKind.DUE, task, now, task["runs"] + 1)
 
-    def schedule(self, task_id: str, trigger: Any, max_failures: int | None) -> str | None:
+    def schedule(self, task_id: str, trigger: Any, max_failures: int | None, sink: Sink | None) -> str | None:
         if self.closed:
             return "shutdown"
         if self.live_task(task_id) is not None:
@@ -115,6 +119,8 @@ class Model:
             "last_error": None,
             "slot": 0,
             "cancel_after_run": False,
+            "sink": sink,
+            "revoked": False,  # the caller revoked its token; the timetable may not know yet
         }
         self.tasks.append(task)
         self.push(task, first)
@@ -127,9 +133,33 @@ class Model:
         task["state"] = "running"
         task["started_at"] = at
 
+    def caller_cancel(self, task_id: str) -> bool:
+        task = self.live_task(task_id)
+        if task is None or task["sink"] is None or task["revoked"] or task["cancel_after_run"]:
+            return False  # the scheduler's own cancel (a Cancel message, shutdown) revoked it too
+        if isinstance(task["trigger"], Once) and task["state"] == "running":
+            return False  # its worker took the token
+        task["revoked"] = True
+        return True
+
+    def deliver_cancelled(self, task_id: str, sink: Sink, now: float) -> None:
+        task = self.live_task(task_id)
+        if task is None or task["sink"] is not sink or task["cancel_after_run"]:
+            return
+        if task["state"] in ("pending", "waiting"):
+            self.end(task, "cancelled", now)
+        else:
+            task["cancel_after_run"] = True
+
+    def skip(self, task_id: str, run: int, now: float) -> None:
+        task = self.live_task(task_id)
+        assert task is not None
+        assert (task["state"], task["runs"] + 1, task["revoked"]) == ("waiting", run, True)
+        self.end(task, "cancelled", now)
+
     def cancel(self, task_id: str, now: float) -> bool:
         task = self.live_task(task_id)
-        if task is None:
+        if task is None or task["revoked"]:
             return False
         if task["state"] in ("pending", "waiting"):
             self.end(task, "cancelled", now)
@@ -155,7 +185,7 @@ class Model:
             self.emit(EventKind.FAILED, task, finished_at, run)
         trigger = task["trigger"]
         limit = task["max_failures"]
-        if task["cancel_after_run"]:
+        if task["cancel_after_run"] or task["revoked"]:
             self.end(task, "cancelled", finished_at)
         elif isinstance(trigger, Once):
             self.end(task, "completed" if error is None else "failed", finished_at)
@@ -195,13 +225,16 @@ class TimetableMachine(RuleBasedStateMachine):
         self.seen_ids: set[str] = set()
         self.real_events: list[Event] = []
         self.lost: set[int] = set()
+        self.tokens = False  # whether tasks get sinks (and so tokens)
+        self.reports: list[tuple[str, Sink]] = []  # Cancelled reports on their way
         self.table: Timetable
         self.pool: Pool
         self.model: Model
 
-    @initialize(workers=st.integers(1, 3), history=st.integers(0, 4))
-    def start_up(self, workers: int, history: int) -> None:
+    @initialize(workers=st.integers(1, 3), history=st.integers(0, 4), tokens=st.booleans())
+    def start_up(self, workers: int, history: int, tokens: bool) -> None:
         self.workers = workers
+        self.tokens = tokens
         self.table = Timetable(workers=workers, history=history)
         self.table.wanted = ALL_KINDS
         self.pool = Pool(self.table)
@@ -221,7 +254,11 @@ class TimetableMachine(RuleBasedStateMachine):
         """Take the Timetable's effects, check them against the model, hand runs to the pool."""
         self.model.release(self.now)
         effects = self.table.take_effects()
-        assert not effects.finished  # no sinks given
+        for sink, final, value in effects.finished:
+            assert isinstance(sink, Sink)
+            task = next(t for t in self.model.tasks if t["sink"] is sink)
+            assert final.snapshot().status == STATUS[task["state"]]
+            sink.task_finished(final, value)
         got = [(e.kind, e.task_id, e.run, e.at, e.due_at) for e in [*earlier, *effects.events]]
         due_times = [e[4] for e in got if e[0] is EventKind.DUE]
         assert due_times == sorted(due_times)  # one release: earliest due first
@@ -253,8 +290,15 @@ class TimetableMachine(RuleBasedStateMachine):
         self.pool.receive(effects)
 
     def start_run(self, msg: RunTask | None, at: float) -> None:
+        """Mirror what the pool just did: the runs it skipped (reported ``Skipped``), the run it started."""
+        for task_id, run, now in self.pool.skipped:
+            self.model.skip(task_id, run, now)
+        self.pool.skipped.clear()
         if msg is not None:
             self.model.start(msg.task_id, msg.run, at)
+
+    def new_sink(self) -> Sink | None:
+        return Sink() if self.tokens else None
 
     # -- rules
 
@@ -268,8 +312,9 @@ class TimetableMachine(RuleBasedStateMachine):
             trigger = FixedRate(spec[2], at)
         else:
             trigger = FixedDelay(spec[2], at)
-        expected = self.model.schedule(task_id, trigger, max_failures)
-        cmd = make(task_id, trigger, max_consecutive_failures=max_failures)
+        sink = self.new_sink()
+        expected = self.model.schedule(task_id, trigger, max_failures, sink)
+        cmd = make(task_id, trigger, max_consecutive_failures=max_failures, sink=sink)
         if expected == "shutdown":
             with pytest.raises(SchedulerShutdownError):
                 self.table.schedule(cmd, now=self.now)
@@ -286,6 +331,29 @@ class TimetableMachine(RuleBasedStateMachine):
         expected = self.model.cancel(task_id, self.now)
         assert self.table.cancel(task_id, now=self.now) is expected
         self.apply()
+
+    @rule(pick=st.integers(0, 5))
+    def caller_cancel(self, pick: int) -> None:
+        """A caller revokes a live task's token (``TaskHandle.cancel``); the report goes on its way."""
+        live = self.model.live()
+        if not live:
+            return
+        task = live[pick % len(live)]
+        task_id, sink = task["id"], task["sink"]
+        expected = self.model.caller_cancel(task_id)
+        assert (sink is not None and sink.revoke_token()) is expected
+        if expected:
+            assert sink is not None
+            self.reports.append((task_id, sink))
+
+    @rule(count=st.integers(1, 3))
+    def deliver_cancelled(self, count: int) -> None:
+        """The oldest ``Cancelled`` reports reach the timetable."""
+        for task_id, sink in self.reports[:count]:
+            self.model.deliver_cancelled(task_id, sink, self.now)
+            self.table.cancelled(task_id, sink, now=self.now)
+            self.apply()
+        del self.reports[:count]
 
     @rule(pick=st.integers(0, 5), started=st.booleans())
     def cancel_handed(self, pick: int, started: bool) -> None:
@@ -314,9 +382,10 @@ class TimetableMachine(RuleBasedStateMachine):
             if self.model.closed or self.model.live_task(task_id) is not None:
                 continue
             trigger: Any = FixedDelay(1, self.now + offset) if recurring else Once(self.now + offset)
-            self.model.schedule(task_id, trigger, None)
+            sink = self.new_sink()
+            self.model.schedule(task_id, trigger, None, sink)
             self.seen_ids.add(task_id)
-            self.table.schedule(make(task_id, trigger), now=self.now)
+            self.table.schedule(make(task_id, trigger, sink=sink), now=self.now)
             self.apply()
 
     @rule(
@@ -332,16 +401,17 @@ class TimetableMachine(RuleBasedStateMachine):
                 if self.model.closed or self.model.live_task(task_id) is not None:
                     continue
                 trigger = Once(self.now + offset)
-                self.model.schedule(task_id, trigger, None)
+                sink = self.new_sink()
+                self.model.schedule(task_id, trigger, None, sink)
                 self.seen_ids.add(task_id)
-                self.table.schedule(make(task_id, trigger), now=self.now)
+                self.table.schedule(make(task_id, trigger, sink=sink), now=self.now)
             for worker in sorted(self.pool.current)[:finishes]:
                 msg = self.pool.current[worker]
                 self.errors += 1
                 error = RuntimeError(self.errors) if fail else None
                 self.pool.finish(worker, at=self.now, now=self.now, error=error)
-                self.start_run(self.pool.current.get(worker), self.now)
                 self.model.finish(msg.task_id, error, self.now)
+                self.start_run(self.pool.current.get(worker), self.now)
             so_far = self.table.take_effects()
             assert not so_far.dispatches  # nothing handed out before the end
             assert not [e for e in so_far.events if e.kind is EventKind.DUE]  # nor released
@@ -356,7 +426,8 @@ class TimetableMachine(RuleBasedStateMachine):
             return
         worker = workers[pick % len(workers)]
         if worker not in self.pool.current:
-            self.start_run(self.pool.start(worker), self.now)
+            self.start_run(self.pool.start(worker, self.now), self.now)
+            self.apply()  # runs it skipped ended the tasks and may have freed the worker
             return
         msg = self.pool.current[worker]
         task = self.model.live_task(msg.task_id)
@@ -371,8 +442,9 @@ class TimetableMachine(RuleBasedStateMachine):
             self.errors += 1
             error = RuntimeError(self.errors)
         self.pool.finish(worker, at=finished_at, now=self.now, value=None, error=error)
-        self.start_run(self.pool.current.get(worker), finished_at)  # claimed before reporting
         self.model.finish(msg.task_id, error, finished_at)
+        self.model.release(self.now)  # as the timetable did on the report, before any skip
+        self.start_run(self.pool.current.get(worker), finished_at)  # claimed before reporting
         self.apply()
 
     @rule(worker=st.integers(0, 3), task_id=st.sampled_from(IDS), run=st.integers(0, 4), ok=st.booleans())
@@ -479,7 +551,7 @@ class TimetableMachine(RuleBasedStateMachine):
 
 
 TimetableMachine.TestCase.settings = settings(
-    max_examples=200, stateful_step_count=40, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=400, stateful_step_count=40, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 test_timetable_matches_model = TimetableMachine.TestCase
 

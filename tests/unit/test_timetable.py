@@ -430,6 +430,175 @@ def test_cancel_running_one_time_returns_false_and_it_completes() -> None:
     assert status(table, "a") is TaskStatus.COMPLETED
 
 
+# -- cancels decided through the task's token (``TaskHandle.cancel`` on a caller's thread) ---------
+
+
+def test_token_revoked_while_pending_then_reported() -> None:
+    table, pool = setup(1)
+    sink = Sink()
+    table.schedule(make("a", Once(10.0), sink=sink), now=0.0)
+    assert sink.revoke_token()
+    assert status(table, "a") is TaskStatus.SCHEDULED  # the report is on its way
+    table.cancelled("a", sink, now=1.0)
+    effects = pool.take()
+    assert events(effects) == [(CANCELLED, "a", None)]
+    assert effects.events[0].at == 1.0
+    assert [info.status for info, _ in sink.calls] == [TaskStatus.CANCELLED]
+    table.tick(now=20.0)
+    assert not pool.take().dispatches
+    assert table.next_due() is None
+
+
+@pytest.mark.parametrize("report_first", [True, False])
+def test_token_revoked_after_the_worker_claimed_the_run(report_first: bool) -> None:
+    """The worker claimed the run but had not taken the token: it skips the run, never starts it."""
+    table, pool = setup(1)
+    sink = Sink()
+    table.schedule(make("a", Once(0.0), sink=sink), now=0.0)
+    table.schedule(make("b", Once(0.0)), now=0.0)  # waits: the only worker holds "a"
+    (run_a,) = [run for _, run in pool.take().dispatches]
+    assert run_a.claim.take()  # the worker claims "a" (played by hand here)...
+    assert sink.revoke_token()  # ... and a caller's cancel revokes its token first
+    if report_first:
+        table.cancelled("a", sink, now=0.1)
+        assert not pool.take()  # the claim is the worker's: it waits for its report
+        assert status(table, "a") is TaskStatus.RUNNING
+    assert not run_a.token.take_token()  # type: ignore[union-attr]
+    table.skipped(0, "a", 1, now=0.2, idle=True)
+    if not report_first:
+        table.cancelled("a", sink, now=0.3)  # late: the task has ended, nothing happens
+    effects = pool.take()
+    assert events(effects) == [(CANCELLED, "a", None)]
+    assert effects.events[0].at == 0.2
+    assert dispatched(effects) == [(0, "b", 1)]  # the worker is free again
+    info = table.info("a")
+    assert (info.status, info.run_count) == (TaskStatus.CANCELLED, 0)
+    assert sink.calls == [(info, None)]
+    assert pool.run_everything(1.0) == [(0, "b", 1)]
+
+
+def test_token_taken_by_the_worker_means_a_one_time_cancel_loses() -> None:
+    table, pool = setup(1)
+    sink = Sink()
+    table.schedule(make("a", Once(0.0), sink=sink), now=0.0)
+    pool.take()
+    pool.start(0)
+    assert not sink.revoke_token()
+    assert table.cancel("a", now=0.5) is False
+    pool.finish(0, at=1.0, value=7)
+    assert events(pool.take()) == [(COMPLETED, "a", 1)]
+    assert sink.calls == [(table.info("a"), 7)]
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_recurring_token_revoked_mid_run_ends_it_when_the_run_ends(fails: bool) -> None:
+    table, pool = setup(1)
+    sink = Sink()
+    table.schedule(make("r", FixedRate(1.0, 0.0), sink=sink), now=0.0)
+    pool.take()
+    pool.start(0)
+    assert sink.revoke_token()  # the run goes on; no further run
+    pool.finish(0, at=0.5, error=ValueError() if fails else None)
+    effects = pool.take()
+    assert events(effects) == [(FAILED if fails else COMPLETED, "r", 1), (CANCELLED, "r", None)]
+    assert not effects.dispatches
+    table.cancelled("r", sink, now=0.6)  # the report arrives after the end: ignored
+    assert not pool.take()
+    assert table.next_due() is None
+    assert status(table, "r") is TaskStatus.CANCELLED
+
+
+def test_recurring_token_revoked_mid_run_reported_before_the_run_ends() -> None:
+    table, pool = setup(1)
+    sink = Sink()
+    table.schedule(make("r", FixedDelay(1.0, 0.0), sink=sink), now=0.0)
+    pool.take()
+    pool.start(0)
+    assert sink.revoke_token()
+    table.cancelled("r", sink, now=0.2)
+    assert not pool.take()
+    assert status(table, "r") is TaskStatus.RUNNING
+    pool.finish(0, at=0.5)
+    assert events(pool.take()) == [(COMPLETED, "r", 1), (CANCELLED, "r", None)]
+
+
+def test_recurring_run_handed_after_its_token_was_revoked_is_skipped() -> None:
+    table, pool = setup(1)
+    sink = Sink()
+    table.schedule(make("r", FixedDelay(1.0, 0.0), sink=sink), now=0.0)
+    pool.run_everything(0.0)  # run 1
+    table.tick(now=1.0)
+    pool.take()  # run 2 handed
+    assert sink.revoke_token()
+    assert pool.start(0, now=1.1) is None
+    assert events(pool.take()) == [(CANCELLED, "r", None)]
+    assert table.info("r").run_count == 1
+
+
+def test_failure_limit_loses_to_a_revoked_token() -> None:
+    """Cancel and the last allowed failure race: the cancel took the token, so it ends CANCELLED."""
+    table, pool = setup(1)
+    sink = Sink()
+    table.schedule(make("r", FixedRate(1.0, 0.0), max_consecutive_failures=1, sink=sink), now=0.0)
+    pool.take()
+    pool.start(0)
+    assert sink.revoke_token()
+    pool.finish(0, at=0.5, error=ValueError())
+    assert events(pool.take()) == [(FAILED, "r", 1), (CANCELLED, "r", None)]
+    assert status(table, "r") is TaskStatus.CANCELLED
+
+
+def test_failure_limit_takes_the_token() -> None:
+    table, pool = setup(1)
+    sink = Sink()
+    table.schedule(make("r", FixedRate(1.0, 0.0), max_consecutive_failures=1, sink=sink), now=0.0)
+    pool.take()
+    pool.start(0)
+    pool.finish(0, at=0.5, error=ValueError())
+    assert events(pool.take()) == [(FAILED, "r", 1)]
+    assert status(table, "r") is TaskStatus.FAILED
+    assert not sink.revoke_token()  # a cancel after that loses
+
+
+def test_cancel_message_loses_to_a_revoked_token_and_the_report_ends_the_task() -> None:
+    table, pool = setup(1)
+    sink = Sink()
+    table.schedule(make("a", Once(10.0), sink=sink), now=0.0)
+    assert sink.revoke_token()
+    assert table.cancel("a", now=1.0) is False  # cancelled already, by the caller
+    assert not pool.take()
+    table.cancelled("a", sink, now=2.0)
+    assert events(pool.take()) == [(CANCELLED, "a", None)]
+
+
+def test_cancelled_report_for_a_reused_id_is_ignored() -> None:
+    table, pool = setup(1)
+    old, new = Sink(), Sink()
+    table.schedule(make("a", Once(0.0), sink=old), now=0.0)
+    pool.run_everything(0.0)
+    table.schedule(make("a", Once(10.0), sink=new), now=1.0)
+    table.cancelled("a", old, now=2.0)  # a stale report about the old task
+    assert not pool.take()
+    assert status(table, "a") is TaskStatus.SCHEDULED
+
+
+def test_shut_down_sees_revoked_and_taken_tokens() -> None:
+    table, pool = setup(2)
+    revoked, running, pending = Sink(), Sink(), Sink()
+    table.schedule(make("revoked", Once(5.0), sink=revoked), now=0.0)
+    table.schedule(make("running", Once(0.0), sink=running), now=0.0)
+    table.schedule(make("pending", Once(5.0), sink=pending), now=0.0)
+    pool.take()
+    pool.start_all()
+    assert revoked.revoke_token()
+    table.shut_down(now=1.0)
+    assert events(pool.take()) == [(CANCELLED, "revoked", None), (CANCELLED, "pending", None)]
+    assert status(table, "running") is TaskStatus.RUNNING
+    table.cancelled("revoked", revoked, now=1.5)  # after shutdown: already ended
+    pool.finish(1 if 1 in pool.current else 0, at=2.0)
+    assert events(pool.take()) == [(COMPLETED, "running", 1)]
+
+
 def test_cancel_unknown_or_finished() -> None:
     table, pool = setup(1)
     assert table.cancel("nope", now=0.0) is False

@@ -18,7 +18,7 @@ from actors.base import stop_quietly
 from actors.clock import Clock, FakeClock, MonotonicClock
 from actors.errors import DuplicateTaskError, SchedulerShutdownError, UnknownTaskError
 from actors.event_bus import EventBus
-from actors.handles import Subscription, TaskHandle
+from actors.handles import Subscription, TaskHandle, TokenMarks
 from actors.outbox import Outbox
 from actors.scheduler import SchedulerActor
 from actors.worker import WorkerActor
@@ -114,6 +114,7 @@ class Scheduler:
         self._drained: Future[None] = Future()
         self._forced_stop = False  # a shutdown ran out of time and stopped the scheduler anyway
         self._task_ids = itertools.count(1)
+        self._marks = TokenMarks(self)  # what a handle's token becomes when taken or revoked
         self._subscription_ids = itertools.count(1)
 
     # -- properties -------------------------------------------------------------------------

@@ -40,6 +40,17 @@ class _Revoked:
 _NOT_FREE: Final = (_Taken, _Revoked, tuple)
 
 
+class TokenMarks:
+    """One scheduler's ``_Taken`` and ``_Revoked`` marks, shared by its handles (no allocation per move)."""
+
+    __slots__ = ("revoked", "taken")
+
+    def __init__(self, scheduler: Scheduler) -> None:
+        """Make the marks of ``scheduler`` (done once, by ``Scheduler``)."""
+        self.taken = _Taken(scheduler)
+        self.revoked = _Revoked(scheduler)
+
+
 class TaskHandle:
     """A caller's grip on one scheduled task. Every method may be called from any thread.
 
@@ -67,7 +78,7 @@ class TaskHandle:
             link = self._link
             if isinstance(link, _NOT_FREE):
                 return False
-            self._link = _Taken(link)
+            self._link = link._marks.taken
             return True
 
     def revoke_token(self) -> bool:
@@ -83,7 +94,7 @@ class TaskHandle:
             link = self._link
             if isinstance(link, _NOT_FREE):
                 return None
-            self._link = _Revoked(link)
+            self._link = link._marks.revoked
             event = _WAITERS.pop(self, None)
         if event is not None:
             event.set()  # result() raises CancelledError from now on

@@ -141,7 +141,7 @@ class SchedulerActor(SimpleQueueActor):
         try:
             reply = self._handle(message)
             effects = self._core.take_effects()
-            while effects.events or effects.dispatches or effects.finished:
+            while effects.events or effects.batches or effects.finished:
                 self._carry_out(effects)  # rarely makes more: only when a worker is found dead
                 effects = self._core.take_effects()
             self._after_message()
@@ -157,12 +157,13 @@ class SchedulerActor(SimpleQueueActor):
                 now = self._clock.now()
                 with core.batch(now=now):
                     for command in self._schedules.drain():
-                        if isinstance(command, Schedule):
+                        if type(command) is Schedule:
                             self._schedule(command, now)
                         else:
                             core.cancelled(command.task_id, command.sink, now=now)
+                    record = self._record
                     for report in self._reports.drain():
-                        self._record(report, now)
+                        record(report, now)
             case Started() | Completed() | Failed() | Skipped():
                 self._record(message, self._clock.now())
             case Cancelled(task_id, sink):
@@ -214,38 +215,54 @@ class SchedulerActor(SimpleQueueActor):
 
     def _record(self, report: Report, now: float) -> None:
         core = self._core
-        match report:
-            case Started(worker, task_id, run, started_at):
-                core.started(worker, task_id, run, started_at=started_at)
-            case Completed(worker, task_id, run, value, finished_at, idle):
-                core.completed(worker, task_id, run, value, finished_at=finished_at, now=now, idle=idle)
-            case Failed(worker, task_id, run, error, finished_at, idle):
-                core.failed(worker, task_id, run, error, finished_at=finished_at, now=now, idle=idle)
-            case Skipped(worker, task_id, run, idle):
-                core.skipped(worker, task_id, run, now=now, idle=idle)
+        kind = type(report)  # not ``match``: its class patterns cost every task a few µs
+        if kind is Completed:
+            assert isinstance(report, Completed)
+            core.completed(
+                report.worker,
+                report.task_id,
+                report.run,
+                report.value,
+                finished_at=report.finished_at,
+                now=now,
+                idle=report.idle,
+            )
+        elif kind is Failed:
+            assert isinstance(report, Failed)
+            core.failed(
+                report.worker,
+                report.task_id,
+                report.run,
+                report.error,
+                finished_at=report.finished_at,
+                now=now,
+                idle=report.idle,
+            )
+        elif kind is Skipped:
+            assert isinstance(report, Skipped)
+            core.skipped(report.worker, report.task_id, report.run, now=now, idle=report.idle)
+        else:
+            assert isinstance(report, Started)
+            core.started(report.worker, report.task_id, report.run, started_at=report.started_at)
 
     # -- carrying out decisions (scheduler thread) ------------------------------------------
 
     def _carry_out(self, effects: Effects) -> None:
         if effects.events:
             self._bus.tell(Publish(tuple(effects.events)))
-        if effects.dispatches:
-            self._hand_batches(effects.dispatches)
+        for worker, runs in effects.batches:
+            self._hand_batch(worker, runs)
         for sink, final, value in effects.finished:
             try:
                 sink.task_finished(final, value)
             except Exception:
                 logger.exception("final-state sink %r raised", sink)
 
-    def _hand_batches(self, dispatches: list[tuple[int, RunTask]]) -> None:
-        batches: dict[int, list[RunTask]] = {}
-        for worker, run in dispatches:
-            batches.setdefault(worker, []).append(run)
-        for worker, runs in batches.items():
-            try:
-                self._workers[worker].tell(RunBatch(tuple(runs)))
-            except pykka.ActorDeadError:
-                self._replace_worker(worker, "was dead when handed a task")
+    def _hand_batch(self, worker: int, runs: list[RunTask]) -> None:
+        try:
+            self._workers[worker].tell(RunBatch(tuple(runs)))
+        except pykka.ActorDeadError:
+            self._replace_worker(worker, "was dead when handed a task")
 
     def _after_message(self) -> None:
         core = self._core

@@ -122,8 +122,13 @@ class _Task:
         self.args = cmd.args
         self.kwargs = cmd.kwargs
         # A one-time task keeps no trigger: its due time is all there is to it.
-        self.trigger: FixedRate | FixedDelay | None = None if isinstance(trigger, Once) else trigger
-        self.due_at = first_due_at(trigger)
+        self.trigger: FixedRate | FixedDelay | None
+        if type(trigger) is Once:
+            self.trigger = None
+            self.due_at = trigger.at
+        else:
+            self.trigger = trigger
+            self.due_at = first_due_at(trigger)
         self.name = cmd.name
         self.sink = cmd.sink
         self.state = _State.PENDING
@@ -172,17 +177,21 @@ class Effects:
 
     Attributes:
         events: Events to publish (only the kinds in ``Timetable.wanted``).
-        dispatches: ``(worker, RunTask)`` pairs, in order; consecutive runs for one worker
-            form its batch.
+        batches: ``(worker, runs)``: hand each idle worker its batch, in order.
         finished: ``(sink, final, value)``: hand each final state to its sink.
     """
 
     events: list[TaskEvent] = field(default_factory=list)
-    dispatches: list[tuple[int, RunTask]] = field(default_factory=list)
+    batches: list[tuple[int, list[RunTask]]] = field(default_factory=list)
     finished: list[tuple[TaskSink, FinalState, object]] = field(default_factory=list)
 
+    @property
+    def dispatches(self) -> list[tuple[int, RunTask]]:
+        """Every run handed out, as ``(worker, run)`` pairs in order."""
+        return [(worker, run) for worker, runs in self.batches for run in runs]
+
     def __bool__(self) -> bool:
-        return bool(self.events or self.dispatches or self.finished)
+        return bool(self.events or self.batches or self.finished)
 
 
 class Timetable:
@@ -255,7 +264,7 @@ class Timetable:
         task = _Task(cmd)
         self._tasks[task.task_id] = task
         heapq.heappush(self._heap, (task.due_at, next(self._seq), task))
-        if task.due_at <= now:
+        if task.due_at <= now and not self._deferred:
             self._release(now)
 
     def refuse(self, cmd: Schedule) -> None:
@@ -331,7 +340,8 @@ class Timetable:
         if self._want_completed:
             self._emit(EventKind.COMPLETED, task, finished_at, run)
         self._after_run(task, finished_at, value, failed=False)
-        self._release(now)
+        if not self._deferred:
+            self._release(now)
 
     def failed(
         self,
@@ -415,7 +425,7 @@ class Timetable:
     def take_effects(self) -> Effects:
         """Return what should happen because of the calls since the last ``take_effects``."""
         effects = self._effects
-        if not (effects.events or effects.dispatches or effects.finished):
+        if not (effects.events or effects.batches or effects.finished):
             return Effects()  # never hand out the live object: later effects would show in it
         self._effects = Effects()
         return effects
@@ -512,32 +522,32 @@ class Timetable:
                 if task is None:
                     break
                 batch.append(task)
-        dispatches = self._effects.dispatches
+        handed = self._effects.batches
         want_started = self._want_started
+        handed_state = _State.HANDED
         for worker, batch in zip(workers, batches, strict=True):
             if not batch:
                 idle.append(worker)
                 continue
             self._batches[worker] = deque(batch)
+            runs: list[RunTask] = []
             for task in batch:
-                task.state = _State.HANDED
+                task.state = handed_state
                 claim = task.claim = Claim()
-                dispatches.append(
-                    (
-                        worker,
-                        RunTask(
-                            task.task_id,
-                            task.run_count + 1,
-                            task.fn,
-                            task.args,
-                            task.kwargs,
-                            claim,
-                            want_started,
-                            task.sink,
-                            task.trigger is None,
-                        ),
+                runs.append(
+                    RunTask(
+                        task.task_id,
+                        task.run_count + 1,
+                        task.fn,
+                        task.args,
+                        task.kwargs,
+                        claim,
+                        want_started,
+                        task.sink,
+                        task.trigger is None,
                     )
                 )
+            handed.append((worker, runs))
         return True
 
     def _next_ready(self) -> _Task | None:

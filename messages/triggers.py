@@ -51,7 +51,9 @@ class Once:
     at: float
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "at", require_finite("at", self.at))
+        at = self.at
+        if type(at) is not float or at - at != 0.0:  # not a finite float already: check, convert
+            object.__setattr__(self, "at", require_finite("at", at))
 
 
 @final

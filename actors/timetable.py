@@ -58,7 +58,7 @@ from messages import (
 COMPACT_MIN_STALE: Final = 64
 """Below this many stale heap entries, compaction is not worth a rebuild."""
 
-BATCH: Final = 16
+BATCH: Final = 64
 """Most runs handed to one idle worker at once (only when more are due than workers are idle)."""
 
 

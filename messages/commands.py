@@ -12,6 +12,7 @@ from types import MappingProxyType
 from typing import Any, Protocol, final
 
 from messages.events import EventKind, TaskEvent, TaskId, TaskInfo
+from messages.frozen import slot_setters
 from messages.triggers import FixedDelay, FixedRate, Once, Trigger
 
 EMPTY_KWARGS: Mapping[str, Any] = MappingProxyType({})
@@ -66,7 +67,7 @@ class Listener(Protocol):
 
 
 @final
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Schedule:
     """Add a task. Reply (when asked): ``True`` if accepted, ``False`` if refused.
 
@@ -95,7 +96,32 @@ class Schedule:
     max_consecutive_failures: int | None = None
     sink: TaskSink | None = field(default=None, compare=False, repr=False)
 
-    def __post_init__(self) -> None:
+    def __init__(  # one per task: written out for speed (see messages.frozen)
+        self,
+        *,
+        task_id: TaskId,
+        fn: Callable[..., object],
+        trigger: Trigger,
+        args: tuple[Any, ...] = (),
+        kwargs: Mapping[str, Any] = EMPTY_KWARGS,
+        name: str | None = None,
+        max_consecutive_failures: int | None = None,
+        sink: TaskSink | None = None,
+    ) -> None:
+        set_task_id, set_fn, set_trigger, set_args, set_kwargs, set_name, set_limit, set_sink = (
+            _SCHEDULE_SETTERS
+        )
+        set_task_id(self, task_id)
+        set_fn(self, fn)
+        set_trigger(self, trigger)
+        set_args(self, args)
+        set_kwargs(self, kwargs)
+        set_name(self, name)
+        set_limit(self, max_consecutive_failures)
+        set_sink(self, sink)
+        self._check()
+
+    def _check(self) -> None:
         if (  # the common case, checked fast: it costs every task once
             type(self.task_id) is str
             and type(self.trigger) in _TRIGGER_TYPES
@@ -125,6 +151,9 @@ class Schedule:
             raise TypeError(f"max_consecutive_failures must be an int, got {limit!r}")
         if limit is not None and limit < 1:
             raise ValueError(f"max_consecutive_failures must be at least 1, got {limit!r}")
+
+
+_SCHEDULE_SETTERS = slot_setters(Schedule)
 
 
 @final
@@ -238,7 +267,7 @@ class Claim:
 
 
 @final
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class RunTask:
     """One run handed to a worker, which runs it only if it can ``claim.take()`` it first.
 
@@ -257,6 +286,34 @@ class RunTask:
     announce: bool = False
     token: TaskSink | None = field(default=None, compare=False, repr=False)
     once: bool = True
+
+    def __init__(  # one per run: written out for speed (see messages.frozen)
+        self,
+        task_id: TaskId,
+        run: int,
+        fn: Callable[..., object],
+        args: tuple[Any, ...],
+        kwargs: Mapping[str, Any],
+        claim: Claim,
+        announce: bool = False,
+        token: TaskSink | None = None,
+        once: bool = True,
+    ) -> None:
+        set_task_id, set_run, set_fn, set_args, set_kwargs, set_claim, set_announce, set_token, set_once = (
+            _RUN_TASK_SETTERS
+        )
+        set_task_id(self, task_id)
+        set_run(self, run)
+        set_fn(self, fn)
+        set_args(self, args)
+        set_kwargs(self, kwargs)
+        set_claim(self, claim)
+        set_announce(self, announce)
+        set_token(self, token)
+        set_once(self, once)
+
+
+_RUN_TASK_SETTERS = slot_setters(RunTask)
 
 
 @final

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, final
 
 from messages.events import TaskId
+from messages.frozen import slot_setters
 
 if TYPE_CHECKING:
     from messages.commands import TaskSink
@@ -23,7 +24,7 @@ class Started:
 
 
 @final
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Completed:
     """Worker ``worker`` finished run ``run`` of ``task_id``, which returned ``value``.
 
@@ -37,9 +38,23 @@ class Completed:
     finished_at: float
     idle: bool = True
 
+    def __init__(  # one per run: written out for speed (see messages.frozen)
+        self, worker: int, task_id: TaskId, run: int, value: object, finished_at: float, idle: bool = True
+    ) -> None:
+        set_worker, set_task_id, set_run, set_value, set_finished_at, set_idle = _COMPLETED_SETTERS
+        set_worker(self, worker)
+        set_task_id(self, task_id)
+        set_run(self, run)
+        set_value(self, value)
+        set_finished_at(self, finished_at)
+        set_idle(self, idle)
+
+
+_COMPLETED_SETTERS = slot_setters(Completed)
+
 
 @final
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Failed:
     """Worker ``worker`` finished run ``run`` of ``task_id``, which raised ``error``.
 
@@ -52,6 +67,26 @@ class Failed:
     error: BaseException = field(compare=False)
     finished_at: float
     idle: bool = True
+
+    def __init__(  # as Completed's
+        self,
+        worker: int,
+        task_id: TaskId,
+        run: int,
+        error: BaseException,
+        finished_at: float,
+        idle: bool = True,
+    ) -> None:
+        set_worker, set_task_id, set_run, set_error, set_finished_at, set_idle = _FAILED_SETTERS
+        set_worker(self, worker)
+        set_task_id(self, task_id)
+        set_run(self, run)
+        set_error(self, error)
+        set_finished_at(self, finished_at)
+        set_idle(self, idle)
+
+
+_FAILED_SETTERS = slot_setters(Failed)
 
 
 @final

@@ -275,3 +275,36 @@ def test_claims_are_independent_and_not_compared() -> None:
     first.take()
     assert not second.taken
     assert RunTask("t", 1, noop, (), {}, first, 0.0) == RunTask("t", 1, noop, (), {}, second, 0.0)
+
+
+# The per-task messages write their __init__ by hand with slot setters (messages.frozen): each
+# must still set every field, positionally and by keyword, defaults included, and stay frozen.
+HAND_WRITTEN_INIT = [Schedule, RunTask, Completed, Failed]
+
+
+@pytest.mark.parametrize("cls", HAND_WRITTEN_INIT, ids=lambda cls: cls.__name__)
+def test_hand_written_init_sets_every_field_by_name(cls: type) -> None:
+    sample = next(m for m in INSTANCES if type(m) is cls)
+    values = {f.name: getattr(sample, f.name) for f in dataclasses.fields(sample)}  # type: ignore[arg-type]
+    rebuilt = cls(**values)
+    for name, value in values.items():
+        assert getattr(rebuilt, name) is value, name
+    assert dataclasses.replace(sample) == sample  # replace() goes through __init__ too
+
+
+def test_hand_written_init_defaults() -> None:
+    claim = Claim()
+    run = RunTask("t", 2, noop, (1,), {}, claim)
+    assert (run.task_id, run.run, run.args, run.claim, run.announce, run.token, run.once) == (
+        "t",
+        2,
+        (1,),
+        claim,
+        False,
+        None,
+        True,
+    )
+    assert Completed(1, "t", 2, "v", 3.0).idle is True
+    assert Failed(1, "t", 2, RuntimeError(), 3.0, False).idle is False
+    with pytest.raises(TypeError):
+        Schedule("t", noop, Once(0.0))  # type: ignore[misc]  # keyword-only, as before

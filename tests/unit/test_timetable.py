@@ -535,29 +535,21 @@ def test_recurring_run_handed_after_its_token_was_revoked_is_skipped() -> None:
     assert table.info("r").run_count == 1
 
 
-def test_failure_limit_loses_to_a_revoked_token() -> None:
-    """Cancel and the last allowed failure race: the cancel took the token, so it ends CANCELLED."""
+@pytest.mark.parametrize("revoked", [False, True])
+def test_failure_limit_and_a_cancel_race_for_the_token(revoked: bool) -> None:
+    """Ending a task after its last allowed failure takes the token; a cancel that took it first wins."""
     table, pool = setup(1)
     sink = Sink()
     table.schedule(make("r", FixedRate(1.0, 0.0), max_consecutive_failures=1, sink=sink), now=0.0)
     pool.take()
     pool.start(0)
-    assert sink.revoke_token()
+    if revoked:
+        assert sink.revoke_token()
     pool.finish(0, at=0.5, error=ValueError())
-    assert events(pool.take()) == [(FAILED, "r", 1), (CANCELLED, "r", None)]
-    assert status(table, "r") is TaskStatus.CANCELLED
-
-
-def test_failure_limit_takes_the_token() -> None:
-    table, pool = setup(1)
-    sink = Sink()
-    table.schedule(make("r", FixedRate(1.0, 0.0), max_consecutive_failures=1, sink=sink), now=0.0)
-    pool.take()
-    pool.start(0)
-    pool.finish(0, at=0.5, error=ValueError())
-    assert events(pool.take()) == [(FAILED, "r", 1)]
-    assert status(table, "r") is TaskStatus.FAILED
-    assert not sink.revoke_token()  # a cancel after that loses
+    ended = [(CANCELLED, "r", None)] if revoked else []
+    assert events(pool.take()) == [(FAILED, "r", 1), *ended]
+    assert status(table, "r") is (TaskStatus.CANCELLED if revoked else TaskStatus.FAILED)
+    assert not sink.revoke_token()  # a cancel after the end loses
 
 
 def test_cancel_message_loses_to_a_revoked_token_and_the_report_ends_the_task() -> None:

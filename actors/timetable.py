@@ -339,7 +339,10 @@ class Timetable:
             task.failures.consecutive = 0
         if self._want_completed:
             self._emit(EventKind.COMPLETED, task, finished_at, run)
-        self._after_run(task, finished_at, value, failed=False)
+        if task.trigger is None and task.state is _State.HANDED:  # the common case: it just ends
+            self._finish(task, _State.COMPLETED, finished_at, value)  # (its worker took the token)
+        else:
+            self._after_run(task, finished_at, value, failed=False)
         if not self._deferred:
             self._release(now)
 

@@ -23,8 +23,9 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
+from actors.dealer import BATCH
 from actors.errors import DuplicateTaskError, SchedulerShutdownError, WorkerLostError
-from actors.timetable import BATCH, COMPACT_MIN_STALE, Timetable
+from actors.timetable import COMPACT_MIN_STALE, Timetable
 from messages import EventKind, FixedDelay, FixedRate, Once, RunTask, TaskEvent, TaskStatus
 from tests.unit.helpers import ALL_KINDS, Pool, Sink, make
 

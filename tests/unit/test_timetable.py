@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from actors.dealer import BATCH
 from actors.errors import DuplicateTaskError, SchedulerShutdownError, UnknownTaskError, WorkerLostError
-from actors.timetable import BATCH, COMPACT_MIN_STALE, Timetable
+from actors.timetable import COMPACT_MIN_STALE, Timetable
 from messages import EventKind, FixedDelay, FixedRate, Once, TaskStatus
 from tests.unit.helpers import Pool, Sink, dispatched, events, make, timetable
 

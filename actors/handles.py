@@ -58,6 +58,10 @@ class TaskHandle:
     on the caller's thread without waiting for the scheduler. The scheduler hands the handle
     its task's final state (on the scheduler's thread) as soon as the task ends, so a handle
     answers ``done``/``info``/``result`` after the task has left the scheduler's history too.
+
+    Callers use ``cancel``, ``done``, ``info`` and ``result``. ``take_token``, ``revoke_token``,
+    ``token_revoked`` and ``task_finished`` are the ``TaskSink`` side, for the scheduler and its
+    workers.
     """
 
     # Two slots, not three: a million pending handles must stay small. ``_link`` is the
@@ -70,7 +74,7 @@ class TaskHandle:
         self.task_id = task_id
         self._link: Scheduler | _Taken | _Revoked | tuple[FinalState, object] = scheduler
 
-    # -- the task's token (any thread) and final state (scheduler thread) --------------------
+    # -- TaskSink: the token (scheduler and worker threads) and the final state (scheduler) -----
 
     def take_token(self) -> bool:
         """Take the token for good (a worker starting a one-time run, or the scheduler ending the task)."""

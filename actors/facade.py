@@ -248,8 +248,7 @@ class Scheduler:
                 raise SchedulerShutdownError("scheduler is shut down")
             try:
                 if minted:  # a minted id cannot clash: no need to wait for a reply
-                    if self._schedules.put(command):
-                        self._ref.tell(_DRAIN)
+                    self._put(command)
                     return handle
                 reply = self._ref.ask(command, block=False)
             except pykka.ActorDeadError as error:
@@ -285,11 +284,13 @@ class Scheduler:
         with self._lock:
             if self._closed:
                 return  # the shutdown cancels it anyway, and sees the revoked token
-            try:
-                if self._schedules.put(Cancelled(handle.task_id, handle)):
-                    self._ref.tell(_DRAIN)
-            except pykka.ActorDeadError:
-                pass  # stopped by force: nothing will run it any more
+            with contextlib.suppress(pykka.ActorDeadError):  # stopped by force: nothing runs it now
+                self._put(Cancelled(handle.task_id, handle))
+
+    def _put(self, item: Schedule | Cancelled) -> None:
+        """Put ``item`` in the scheduler's outbox, waking it if the outbox was empty (hold ``_lock``)."""
+        if self._schedules.put(item):
+            self._ref.tell(_DRAIN)
 
     def info(self, task_id: TaskId) -> TaskInfo:
         """Return a snapshot of a live task, or the final state of a recently finished one.

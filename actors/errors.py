@@ -25,3 +25,23 @@ class SchedulerShutdownError(SchedulerError, RuntimeError):
 
 class WorkerLostError(SchedulerError):
     """The worker running a task stopped before reporting; the run is marked failed with this."""
+
+
+class StoreError(SchedulerError):
+    """A store cannot be opened, read or written; the message names the file (or server) and why."""
+
+
+class StoreLockedError(StoreError):
+    """Another live scheduler holds this store (one scheduler per SQLite file)."""
+
+
+class ProcessDiedError(WorkerLostError):
+    """The worker process running a task died (``os._exit``, a signal, a crash) before it answered."""
+
+
+class JobFileError(SchedulerError, ValueError):
+    """A job file does not validate. ``problems`` lists every problem found, one line each."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = problems

@@ -113,7 +113,8 @@ class FakeClock:
         """Move time forward by ``seconds`` (both clocks) and wake the watchers; return ``now()``.
 
         Raises:
-            ValueError: ``seconds`` is negative or not finite (time can't go backwards).
+            ValueError: ``seconds`` is negative or not finite (time can't go backwards), or
+                so large the wall reading would pass year 9999. Nothing moves then.
         """
         step = require_finite("seconds", seconds)
         if step < 0:
@@ -129,7 +130,8 @@ class FakeClock:
         """Move time forward to exactly ``when`` and wake the watchers; return ``now()``.
 
         Raises:
-            ValueError: ``when`` is earlier than ``now()`` or not finite.
+            ValueError: ``when`` is earlier than ``now()``, not finite, or so far ahead the
+                wall reading would pass year 9999. Nothing moves then.
         """
         target = require_finite("when", when)
         with self._lock:
@@ -143,9 +145,27 @@ class FakeClock:
 
     def _move_to(self, target: float) -> float:
         # Caller holds _lock. Setting the target itself (not now + step) keeps it exact.
-        self._wall += timedelta(seconds=target - self._now)
+        self._wall = self._wall_at(target)
         self._now = target
         return target
+
+    def _wall_at(self, target: float) -> datetime:
+        """The wall reading at monotonic ``target`` (caller holds ``_lock``).
+
+        Raises:
+            ValueError: it is past what a ``datetime`` can show (year 9999).
+        """
+        try:
+            return self._wall + timedelta(seconds=target - self._now)
+        except OverflowError:
+            raise ValueError(
+                f"moving the clock to {target!r} would move its wall reading past {datetime.max.year}"
+            ) from None
+
+    def check_reachable(self, target: float) -> None:
+        """Raise ``ValueError`` if moving to ``target`` would take the wall reading past year 9999."""
+        with self._lock:
+            self._wall_at(target)
 
     def set_wall(self, when: datetime) -> None:
         """Set the wall-clock reading alone (monotonic time does not move).

@@ -1,14 +1,20 @@
 """The pure core's dealer: due tasks waiting for a worker, the idle workers, and who holds what.
 
-Part of the pure core (see ``actors/timetable.py``): no threads, no clock, no pykka; owned by
-the ``Timetable`` and called only on the scheduler's thread.
+Part of the pure core (see ``actors/timetable.py``): owned by the ``Timetable``, called only on
+the scheduler's thread.
 
-Due tasks wait in a FIFO for an idle worker. An idle worker is handed a batch of up to
-``BATCH`` of them at once when there is a backlog (so a busy pool is not paced by one message
-round trip per task), and each run in a batch carries a ``Claim``: the worker takes it to start
-the run, the dealer takes it to revoke a run not yet started. When a worker falls idle while
-others still hold unstarted runs, it is given half of the largest such backlog, so a slow task
-never delays another due task while any worker is free.
+Due tasks wait in a FIFO for an idle worker. When more runs are due than workers are idle, an
+idle worker is handed a batch of up to ``BATCH`` of them at once, so that a busy pool is not
+paced by one message round trip per run. Each run in a batch carries a ``Claim``
+(``actors/claim.py``): the worker takes it to start the run, the dealer takes it to take back a
+run not yet started. When a worker falls idle while others still hold runs they have not
+started, it is given half of the largest such backlog: so a slow task never delays another
+due task while any worker is free.
+
+The dealer never looks at a claim to see whether it was taken: it only tries to take claims,
+and treats the result of that atomic move as an input, like a report. So what it believes is
+fixed by the messages it has seen: a worker's *current* run is the first run of its batch that
+it has not reported yet (it is running it, or about to), and the others wait their turn.
 """
 
 from __future__ import annotations
@@ -16,16 +22,13 @@ from __future__ import annotations
 from collections import deque
 from typing import Final
 
-from actors.task_record import State, TaskRecord
-from messages import Claim, RunTask, TaskId
+from actors.claim import Claim
+from actors.task_record import TaskRecord
+from actors.task_state import HANDED, READY, move_to
+from messages import RunTask, TaskId
 
 BATCH: Final = 64
-"""Most runs handed to one idle worker at once (only when more are due than workers are idle).
-
-Each batch costs a message to the worker; 64 shares that among four times as many runs as
-16 did (throughput 0.74x -> 0.87x the textbook at 100k tasks), and stealing keeps a large
-batch from delaying anyone.
-"""
+"""Most runs handed to one idle worker at once (only when more are due than workers are idle)."""
 
 
 class Dealer:
@@ -41,11 +44,11 @@ class Dealer:
 
     def queue(self, task: TaskRecord) -> None:
         """Put a task that has fallen due at the back of the FIFO."""
-        task.state = State.READY
+        move_to(task, READY)
         self._ready.append(task)
 
     def deal(self, handed: list[tuple[int, list[RunTask]]], *, announce: bool) -> None:
-        """Hand out work while a worker is idle: first the FIFO, then runs stolen from a backlog.
+        """Hand out work while a worker is idle: first the FIFO, then runs taken back from a backlog.
 
         Appends each ``(worker, runs)`` batch to ``handed``; ``announce`` asks the workers to
         report ``Started``.
@@ -53,9 +56,12 @@ class Dealer:
         while self._idle and (self._hand_out(handed, announce) or self._steal()):
             pass
 
-    def revoke(self, task: TaskRecord) -> bool:
-        """Take back a handed run before its worker starts it; return whether that worked."""
-        if not _revoke_claim(task):
+    def take_back(self, task: TaskRecord) -> bool:
+        """Take back a handed run before its worker starts it; whether that worked.
+
+        Its state is left to the caller (requeue it, or end it).
+        """
+        if not _take_claim(task):
             return False
         for worker, batch in self._batches.items():
             if task in batch:
@@ -65,6 +71,12 @@ class Dealer:
                     self._idle.append(worker)
                 break
         return True
+
+    def requeue(self, tasks: list[TaskRecord]) -> None:
+        """Put runs taken back at the front of the FIFO, in their order."""
+        for task in tasks:
+            move_to(task, READY)
+        self._ready.extendleft(reversed(tasks))
 
     def report(self, worker: int, task_id: TaskId, run: int, *, idle: bool) -> TaskRecord | None:
         """Take the run ``worker`` reports from its batch; ``None`` for a stale report."""
@@ -76,31 +88,36 @@ class Dealer:
             return None
         batch.popleft()
         task.claim = None
-        if idle:
+        if idle:  # it could claim nothing after this run: the rest were taken back already
+            assert not batch, f"worker {worker} reported idle with {len(batch)} runs unclaimed"
             del self._batches[worker]
-            self._requeue_unstarted(batch)  # normally none: the worker found nothing to claim
             self._idle.append(worker)
         return task
 
-    def lose(self, worker: int) -> list[TaskRecord]:
-        """Forget ``worker``: its unstarted runs go back to the front of the FIFO; return its started ones."""
+    def lose(self, worker: int) -> tuple[list[TaskRecord], list[TaskRecord]]:
+        """Forget ``worker``; return its runs it had started and those taken back (not yet started)."""
         if worker in self._idle:
             self._idle.remove(worker)
-        batch = self._batches.pop(worker, deque())
-        self._requeue_unstarted(batch)
-        started = [task for task in batch if task.claim is not None]
+        started: list[TaskRecord] = []
+        taken_back: list[TaskRecord] = []
+        for task in self._batches.pop(worker, ()):
+            (taken_back if _take_claim(task) else started).append(task)
         for task in started:
             task.claim = None
-        return started
+        return started, taken_back
 
     def add(self, worker: int) -> None:
         """Make ``worker`` (new, or a replacement) available."""
         if worker not in self._idle and worker not in self._batches:
             self._idle.append(worker)
 
-    def clear(self) -> None:
-        """Forget every task waiting for a worker (they have all been cancelled)."""
+    def take_back_all(self) -> list[TaskRecord]:
+        """Take every run not yet started off the FIFO and out of the batches (for shutdown); return them."""
+        waiting = [task for task in self._ready if task.state is READY]
         self._ready.clear()
+        for batch in list(self._batches.values()):
+            waiting.extend(task for task in list(batch) if self.take_back(task))
+        return waiting
 
     # -- queries ----------------------------------------------------------------------------
 
@@ -111,6 +128,10 @@ class Dealer:
                 return task
         return None
 
+    def is_current(self, task: TaskRecord) -> bool:
+        """Whether ``task``'s run is its worker's current one (first in its batch, not yet reported)."""
+        return any(batch[0] is task for batch in self._batches.values())
+
     @property
     def busy(self) -> bool:
         """Whether any worker holds a run (started or not) that it has not reported yet."""
@@ -118,15 +139,15 @@ class Dealer:
 
     @property
     def running_count(self) -> int:
-        """Runs a worker has started and not yet reported."""
-        return sum(task.started() for batch in self._batches.values() for task in batch)
+        """Workers on a run: those holding a batch."""
+        return len(self._batches)
 
     # -- internals --------------------------------------------------------------------------
 
     def _hand_out(self, handed: list[tuple[int, list[RunTask]]], announce: bool) -> bool:
         """Deal the FIFO round-robin to the idle workers; return whether any was dealt."""
         ready, idle = self._ready, self._idle
-        while ready and ready[0].state is not State.READY:
+        while ready and ready[0].state is not READY:
             ready.popleft()  # cancelled while it waited
         if not ready:
             return False
@@ -140,7 +161,6 @@ class Dealer:
                 if task is None:
                     break
                 batch.append(task)
-        handed_state = State.HANDED
         for worker, batch in zip(workers, batches, strict=True):
             if not batch:
                 idle.append(worker)
@@ -148,19 +168,20 @@ class Dealer:
             self._batches[worker] = deque(batch)
             runs: list[RunTask] = []
             for task in batch:
-                task.state = handed_state
+                move_to(task, HANDED)
                 claim = task.claim = Claim()
                 runs.append(
                     RunTask(
+                        task,
                         task.task_id,
                         task.run_count + 1,
+                        task.due_at,
                         task.fn,
                         task.args,
                         task.kwargs,
                         claim,
-                        announce,
-                        task.sink,
                         task.trigger is None,
+                        announce,
                     )
                 )
             handed.append((worker, runs))
@@ -170,42 +191,37 @@ class Dealer:
         ready = self._ready
         while ready:
             task = ready.popleft()
-            if task.state is State.READY:
+            if task.state is READY:
                 return task
         return None
 
     def _steal(self) -> bool:
-        """Move unstarted runs of the batch with the most to spare back to the FIFO.
+        """Take back half the waiting runs of the fullest batch (from its back) for the FIFO's front.
 
-        A batch can spare its unstarted runs, less one if it has not started any (its worker
-        is about to); half of that spare (rounded up) is taken, from the back.
+        A batch's first run is its worker's current one; the rest are waiting. A take that
+        fails means the worker has got that far already, and so past everything before it.
         """
         victim: deque[TaskRecord] | None = None
         most = 0
         for batch in self._batches.values():
-            unstarted = sum(not task.started() for task in batch)
-            spare = unstarted if unstarted < len(batch) else unstarted - 1
-            if spare > most:
-                victim, most = batch, spare
+            if len(batch) - 1 > most:
+                victim, most = batch, len(batch) - 1
         if victim is None:
             return False
         stolen: list[TaskRecord] = []
         for _ in range((most + 1) // 2):
-            if not _revoke_claim(victim[-1]):
-                break  # its worker just started it, and so everything before it
+            if not _take_claim(victim[-1]):
+                break
             stolen.append(victim.pop())
-        self._ready.extendleft(stolen)  # reversed twice: original order, at the front
+        stolen.reverse()
+        self.requeue(stolen)
         return bool(stolen)
 
-    def _requeue_unstarted(self, batch: deque[TaskRecord]) -> None:
-        """Take back the runs of ``batch`` not yet started; put them at the front of the FIFO, in order."""
-        self._ready.extendleft(reversed([task for task in batch if _revoke_claim(task)]))
 
-
-def _revoke_claim(task: TaskRecord) -> bool:
+def _take_claim(task: TaskRecord) -> bool:
+    """Take ``task``'s claim from its worker (the worker has not started the run, and now never will)."""
     claim = task.claim
     if claim is None or not claim.take():
         return False
     task.claim = None
-    task.state = State.READY
     return True

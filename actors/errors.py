@@ -45,3 +45,15 @@ class JobFileError(SchedulerError, ValueError):
     def __init__(self, problems: list[str]) -> None:
         super().__init__("\n".join(problems))
         self.problems = problems
+
+
+class InvalidTransitionError(SchedulerError, RuntimeError):
+    """A task was asked to make a move its state does not allow: always a bug in the scheduler."""
+
+
+class WouldDeadlockError(SchedulerError, RuntimeError):
+    """A blocking call was made from a thread it would wait for (a task or listener of this scheduler)."""
+
+
+class SchedulerStartError(SchedulerError, RuntimeError):
+    """The scheduler could not start its threads (for example, the system refused a new thread)."""

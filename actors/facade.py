@@ -4,38 +4,48 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import re
+import logging
 import threading
-import time
+import warnings
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from datetime import datetime
+from types import MappingProxyType
 from typing import Any, Final
 
 import pykka
 
+from actors import stepping
 from actors.base import stop_quietly
-from actors.clock import Clock, FakeClock, MonotonicClock
-from actors.errors import DuplicateTaskError, SchedulerShutdownError, UnknownTaskError
-from actors.event_bus import EventBus
-from actors.handles import Subscription, TaskHandle, TokenMarks
+from actors.clock import Clock, MonotonicClock
+from actors.errors import (
+    DuplicateTaskError,
+    SchedulerShutdownError,
+    SchedulerStartError,
+    UnknownTaskError,
+    WouldDeadlockError,
+)
+from actors.handles import Subscription, TaskHandle
 from actors.outbox import Outbox
-from actors.scheduler import SchedulerActor
-from actors.worker import WorkerActor
+from actors.scheduler import OutboxItem, SchedulerActor, new_id_mint
+from actors.task_record import TaskRecord
+from actors.threads import Role, ThreadRegistry
+from actors.token import FREE, RUNNING
+from actors.validation import MAX_WORKERS, check_clock, check_count, check_task, check_task_id, once_due_at
+from actors.waiting import Deadline, check_timeout, join, result_within
 from messages import (
+    AddTask,
     Cancel,
     Cancelled,
     Drain,
     EventKind,
     FixedDelay,
     FixedRate,
-    Flush,
-    Once,
     QueryNextDue,
     QueryStats,
     QueryTask,
     QueryTasks,
-    Schedule,
     SchedulerStats,
     Settle,
     Shutdown,
@@ -43,21 +53,22 @@ from messages import (
     TaskEvent,
     TaskId,
     TaskInfo,
-    Trigger,
     Unsubscribe,
 )
-from messages.commands import EMPTY_KWARGS
 from messages.triggers import require_finite
+
+logger = logging.getLogger(__name__)
 
 ASK_TIMEOUT: Final = 30.0
 """Seconds any query waits for the scheduler's reply before raising ``TimeoutError``."""
 
-STOP_GRACE: Final = 2.0
-"""Seconds ``shutdown`` still waits, once its timeout has passed, for the threads not running a task."""
+START_TIMEOUT: Final = 60.0
+"""Seconds the constructor waits for the scheduler to start its threads."""
 
-_MINTED_ID: Final = re.compile(r"task-\d+")
+STOP_RESERVE: Final = 0.25
+"""Of a ``shutdown(timeout=T)``, the part kept to stop by force if the tasks do not finish in time."""
+
 _DRAIN: Final = Drain()
-_CLOCK_METHODS: Final = ("now", "wall", "sleep_time", "watch")
 
 AnyListener = Callable[[TaskEvent], object] | pykka.ActorRef[Any]
 
@@ -65,63 +76,80 @@ AnyListener = Callable[[TaskEvent], object] | pykka.ActorRef[Any]
 class Scheduler:
     """Runs one-time and recurring tasks on a pool of worker actors.
 
-    Starts an ``EventBus``, a ``SchedulerActor`` with ``workers`` ``WorkerActor``s, and a timer
-    thread. Every method may be called from any thread at once. Tasks run on worker threads,
-    listeners on the bus thread; the caller's thread only builds and sends messages (the
-    ``schedule_*`` calls with a minted id never wait for the scheduler).
+    Starts a ``SchedulerActor``, which starts ``workers`` ``WorkerActor``s, an ``EventBus`` and
+    a timer thread. Every method may be called from any thread at once, including from a task
+    or a listener of this scheduler (``docs/reliability.md`` lists what each does there).
+    Tasks run on worker threads, listeners on the bus thread; the caller's thread only
+    builds and sends messages (``schedule_*`` with a minted id and ``TaskHandle.cancel`` never
+    wait for the scheduler).
     """
 
     def __init__(self, workers: int = 4, clock: Clock | None = None, history: int = 10_000) -> None:
-        """Start the scheduler.
+        """Start the scheduler; return once its threads run.
 
         Args:
-            workers: How many tasks may run at once (at least 1).
+            workers: How many tasks may run at once (1 to ``MAX_WORKERS``, 1024).
             clock: Where time is read; a ``MonotonicClock`` by default, a ``FakeClock`` in tests.
             history: How many finished tasks ``info`` still knows about (at least 0).
 
         Raises:
-            ValueError: ``workers < 1`` or ``history < 0``.
+            ValueError: ``workers`` out of range, or ``history < 0``.
             TypeError: ``workers`` or ``history`` is not an int, or ``clock`` is not a ``Clock``.
+            SchedulerStartError: the system refused to start a thread.
         """
-        for label, value, least in (("workers", workers, 1), ("history", history, 0)):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"{label} must be an int, got {value!r}")
-            if value < least:
-                raise ValueError(f"{label} must be at least {least}, got {value!r}")
-        if clock is not None:
-            missing = [name for name in _CLOCK_METHODS if not callable(getattr(clock, name, None))]
-            if missing:
-                raise TypeError(f"clock must be a Clock (missing {', '.join(missing)}), got {clock!r}")
-        self._clock: Clock = clock if clock is not None else MonotonicClock()
-        # Every thread the actors start appends itself here, so shutdown can join them all.
-        self._threads: list[threading.Thread] = []
-        self._bus = EventBus.start(self._threads)
-        # Minted-id schedules and handles' cancels go through this outbox: the scheduler takes
-        # them in bulk, in the order they were put.
-        self._schedules: Outbox[Schedule | Cancelled] = Outbox()
+        check_count("workers", workers, 1, MAX_WORKERS)
+        check_count("history", history, 0)
+        self._clock: Clock = check_clock(clock) if clock is not None else MonotonicClock()
+        self._threads = ThreadRegistry()
+        # Tasks with minted ids and handles' cancels go through this outbox: the scheduler
+        # takes them in bulk, in the order they were put.
+        self._outbox: Outbox[OutboxItem] = Outbox()
+        # The scheduler's live tasks by id: written only by its thread, read here to cancel
+        # by id without a round trip (one dict lookup, then the task's token decides).
+        live: dict[TaskId, TaskRecord] = {}
+        self._live: Mapping[TaskId, TaskRecord] = MappingProxyType(live)
+        self._mint = new_id_mint()
+        started: Future[None] = Future()
+        self._stopped: Future[None] = Future()
         self._ref = SchedulerActor.start(
             clock=self._clock,
-            bus=self._bus,
             workers=workers,
             history=history,
-            schedules=self._schedules,
-            started_threads=self._threads,
+            outbox=self._outbox,
+            threads=self._threads,
+            mint=self._mint,
+            started=started,
+            stopped=self._stopped,
+            live=live,
         )
-        # _lock guards _closed, and is held while sending, so that no command can be sent
-        # after the Shutdown message.
+        # _lock guards _closed, and is held while sending, so that nothing is sent after Shutdown.
         self._lock = threading.Lock()
         self._closed = False
         self._drained: Future[None] = Future()
         self._forced_stop = False  # a shutdown ran out of time and stopped the scheduler anyway
-        self._task_ids = itertools.count(1)
-        self._marks = TokenMarks(self)  # what a handle's token becomes when taken or revoked
         self._subscription_ids = itertools.count(1)
+        try:
+            result_within(started, Deadline(START_TIMEOUT))
+        except BaseException as error:
+            self._abort_start()
+            raise SchedulerStartError(
+                f"the scheduler could not start its {workers} workers: {error}"
+            ) from error
+        # A scheduler dropped without shutdown(): stop its threads, and say so, as files do.
+        self._finalizer = weakref.finalize(self, _dropped, self._ref, repr(self))
+
+    def _abort_start(self) -> None:
+        self._closed = True
+        stop_quietly(self._ref)
+        deadline = Deadline(5.0)
+        for thread, _ in self._threads.threads():
+            join(thread, deadline)
 
     # -- properties -------------------------------------------------------------------------
 
     @property
     def ref(self) -> pykka.ActorRef[SchedulerActor]:
-        """The ``SchedulerActor``'s ref, for sending it ``Schedule``, ``Cancel`` and ``Tick``."""
+        """The ``SchedulerActor``'s ref, for sending it ``Schedule``, ``Cancel``, ``Tick`` and queries."""
         return self._ref
 
     @property
@@ -148,24 +176,15 @@ class Scheduler:
         A time already past, or a negative delay, means as soon as possible.
 
         Raises:
-            TypeError: ``fn`` is not callable, or an argument has the wrong type.
+            TypeError: ``fn`` is not callable (or is ``async def``), or an argument has the wrong type.
             ValueError: both or neither of ``delay``/``at``; a NaN or infinite time; a naive
                 ``datetime``; a ``task_id`` of the reserved form ``task-<digits>``.
             DuplicateTaskError: ``task_id`` belongs to a live task.
             SchedulerShutdownError: after ``shutdown``.
         """
-        if (delay is None) == (at is None):
-            raise ValueError("give exactly one of delay and at")
-        if delay is not None:
-            due_at = self._clock.now() + require_finite("delay", delay)
-        elif isinstance(at, datetime):
-            if at.tzinfo is None:
-                raise ValueError(f"at must be an aware datetime (with tzinfo), got {at!r}")
-            due_at = self._clock.now() + (at - self._clock.wall()).total_seconds()
-        else:
-            assert at is not None
-            due_at = require_finite("at", at)
-        return self._submit(fn, Once(due_at), args, kwargs, task_id, name, None)
+        due_at = once_due_at(self._clock, delay, at)
+        kwargs = check_task(fn, args, kwargs, name, None)
+        return self._submit(TaskRecord(task_id or "", fn, args, kwargs, due_at=due_at, name=name), task_id)
 
     def schedule_at_fixed_rate(
         self,
@@ -189,9 +208,8 @@ class Scheduler:
                 ``max_consecutive_failures < 1``; a reserved ``task_id``.
             TypeError, DuplicateTaskError, SchedulerShutdownError: as ``schedule_once``.
         """
-        first_at = self._clock.now() + require_finite("initial_delay", initial_delay)
-        return self._submit(
-            fn, FixedRate(interval, first_at), args, kwargs, task_id, name, max_consecutive_failures
+        return self._schedule_recurring(
+            FixedRate, fn, interval, initial_delay, args, kwargs, task_id, name, max_consecutive_failures
         )
 
     def schedule_with_fixed_delay(
@@ -212,50 +230,64 @@ class Scheduler:
             ValueError: ``delay`` not a finite number > 0; otherwise as ``schedule_at_fixed_rate``.
             TypeError, DuplicateTaskError, SchedulerShutdownError: as ``schedule_once``.
         """
-        first_at = self._clock.now() + require_finite("initial_delay", initial_delay)
-        return self._submit(
-            fn, FixedDelay(delay, first_at), args, kwargs, task_id, name, max_consecutive_failures
+        return self._schedule_recurring(
+            FixedDelay, fn, delay, initial_delay, args, kwargs, task_id, name, max_consecutive_failures
         )
 
-    def _submit(
+    def _schedule_recurring(
         self,
+        kind: type[FixedRate] | type[FixedDelay],
         fn: Callable[..., object],
-        trigger: Trigger,
+        period: float,
+        initial_delay: float,
         args: tuple[Any, ...],
         kwargs: Mapping[str, Any] | None,
         task_id: TaskId | None,
         name: str | None,
         max_consecutive_failures: int | None,
     ) -> TaskHandle:
-        minted = task_id is None
-        if task_id is None:
-            task_id = f"task-{next(self._task_ids)}"
-        elif isinstance(task_id, str) and _MINTED_ID.fullmatch(task_id):
-            raise ValueError(f"task ids of the form 'task-<digits>' are reserved, got {task_id!r}")
-        handle = TaskHandle(task_id, self)
-        command = Schedule(
-            task_id=task_id,
-            fn=fn,
+        first_at = self._clock.now() + require_finite("initial_delay", initial_delay)
+        trigger = kind(period, first_at)
+        kwargs = check_task(fn, args, kwargs, name, max_consecutive_failures)
+        task = TaskRecord(
+            task_id or "",
+            fn,
+            args,
+            kwargs,
+            due_at=trigger.first_at,
             trigger=trigger,
-            args=args,
-            kwargs=EMPTY_KWARGS if kwargs is None else kwargs,
             name=name,
-            max_consecutive_failures=max_consecutive_failures,
-            sink=handle,
+            failure_limit=max_consecutive_failures,
         )
+        return self._submit(task, task_id)
+
+    def _submit(self, task: TaskRecord, task_id: TaskId | None) -> TaskHandle:
+        handle = TaskHandle(task, self)
+        if task_id is None:  # a minted id cannot clash: no need to wait for a reply
+            with self._lock:
+                if self._closed:
+                    raise SchedulerShutdownError("scheduler is shut down")
+                task.task_id = self._mint()
+                self._put(task)
+            return handle
+        check_task_id(task_id)
         with self._lock:
             if self._closed:
                 raise SchedulerShutdownError("scheduler is shut down")
-            try:
-                if minted:  # a minted id cannot clash: no need to wait for a reply
-                    self._put(command)
-                    return handle
-                reply = self._ref.ask(command, block=False)
-            except pykka.ActorDeadError as error:
-                raise SchedulerShutdownError("scheduler is shut down") from error
+            reply = self._ask(AddTask(task))
         if not self._get(reply):
+            if self._closed:
+                raise SchedulerShutdownError("scheduler is shut down")
             raise DuplicateTaskError(f"a live task already has id {task_id!r}")
         return handle
+
+    def _put(self, item: OutboxItem) -> None:
+        """Put ``item`` in the scheduler's outbox, waking it if the outbox was empty (hold ``_lock``)."""
+        if self._outbox.put(item):
+            try:
+                self._ref.tell(_DRAIN)
+            except pykka.ActorDeadError as error:
+                raise SchedulerShutdownError("scheduler is shut down") from error
 
     # -- control and queries ----------------------------------------------------------------
 
@@ -267,30 +299,32 @@ class Scheduler:
         ``CANCELLED``, and no further run). ``False`` for a running one-time task (it just
         finishes), and for unknown, finished or already-cancelled ids, and after shutdown.
 
-        Only the scheduler knows which task has an id, so this asks it and waits for the
-        answer (a round trip between threads). ``TaskHandle.cancel`` decides the same thing
-        on the caller's thread, without waiting.
+        Decided on the calling thread when the scheduler already holds the task (a dict
+        lookup, then the task's token, as ``TaskHandle.cancel``); otherwise (a task just
+        scheduled, still on its way, or an unknown id) this asks the scheduler and waits.
         """
         if not isinstance(task_id, str):  # callers without type checking: no task has such an id
             return False  # type: ignore[unreachable]
+        task = self._live.get(task_id)
+        if task is not None:
+            return self._revoke(task)
         with self._lock:
             if self._closed:
                 return False
-            reply = self._ref.ask(Cancel(task_id), block=False)
+            reply = self._ask(Cancel(task_id))
         return bool(self._get(reply))
 
-    def _report_cancelled(self, handle: TaskHandle) -> None:
-        """Tell the scheduler that ``handle.cancel()`` revoked its task's token (caller's thread)."""
+    def _revoke(self, task: TaskRecord) -> bool:
+        """Cancel ``task`` through its token (caller's thread); if that won, tell the scheduler."""
+        before = task.revoke()
+        if before is not FREE and before is not RUNNING:
+            return False  # a one-time run started, the task is ending or has ended, or was cancelled
         with self._lock:
             if self._closed:
-                return  # the shutdown cancels it anyway, and sees the revoked token
-            with contextlib.suppress(pykka.ActorDeadError):  # stopped by force: nothing runs it now
-                self._put(Cancelled(handle.task_id, handle))
-
-    def _put(self, item: Schedule | Cancelled) -> None:
-        """Put ``item`` in the scheduler's outbox, waking it if the outbox was empty (hold ``_lock``)."""
-        if self._schedules.put(item):
-            self._ref.tell(_DRAIN)
+                return True  # the shutdown ends it anyway: it finds the token revoked
+            with contextlib.suppress(SchedulerShutdownError):  # stopped by force: every task has ended
+                self._put(Cancelled(task, before is RUNNING))
+        return True
 
     def info(self, task_id: TaskId) -> TaskInfo:
         """Return a snapshot of a live task, or the final state of a recently finished one.
@@ -348,26 +382,18 @@ class Scheduler:
     def settle(self, timeout: float = 10.0) -> None:
         """Block until nothing due at ``clock.now()`` is unfinished and every event so far was delivered.
 
-        Runs whatever is due now (no need to wait for the timer), waits for those runs (and
-        any they make due) to finish, then for the bus to deliver every event published so far.
-        Works with any clock. Returns at once after ``shutdown``.
+        Runs whatever is due now (no need to wait for the timer), waits for those runs to
+        finish, and for the bus to deliver every event published so far; if listeners
+        scheduled or cancelled anything meanwhile, it waits for that too, until nothing
+        happens any more. Works with any clock. Returns at once after ``shutdown``.
 
         Raises:
             TimeoutError: not settled within ``timeout`` seconds.
+            WouldDeadlockError: called from a task or a listener of this scheduler (it would
+                wait for itself).
         """
-        deadline = time.monotonic() + _check_timeout(timeout)
-        settled: Future[None] = Future()
-        try:
-            self._send(Settle(settled))
-        except SchedulerShutdownError:
-            return  # nothing will run any more
-        try:
-            settled.result(timeout=max(0.0, deadline - time.monotonic()))
-            self._bus.ask(Flush(), timeout=max(0.0, deadline - time.monotonic()))
-        except (TimeoutError, pykka.Timeout) as error:
-            raise TimeoutError(f"scheduler did not settle within {timeout} s") from error
-        except pykka.ActorDeadError:
-            return  # shut down meanwhile: nothing more will run
+        self._refuse_own_thread("settle")
+        stepping.settle(self, Deadline(timeout), timeout)
 
     def advance(self, seconds: float, *, timeout: float = 10.0) -> None:
         """Move a ``FakeClock`` forward ``seconds``, stopping at every due time on the way.
@@ -378,28 +404,26 @@ class Scheduler:
 
         Raises:
             TypeError: the clock is not a ``FakeClock``.
-            ValueError: ``seconds`` is negative or not finite.
+            ValueError: ``seconds`` is negative or not finite, or moves the clock past what
+                a ``datetime`` can show.
             TimeoutError: a step did not settle within ``timeout``.
+            WouldDeadlockError: called from a task or a listener of this scheduler.
         """
-        clock = self._clock
-        if not isinstance(clock, FakeClock):
-            raise TypeError(f"advance() needs a FakeClock, the scheduler has {clock!r}")
-        step = require_finite("seconds", seconds)
-        if step < 0:
-            raise ValueError(f"time can't go backwards: advance({seconds!r})")
-        _check_timeout(timeout)
-        target = clock.now() + step
-        self.settle(timeout)
-        while True:
-            due = self._query(QueryNextDue()) if not self._closed else None
-            if due is None or due > target:
-                break
-            if due > clock.now():  # a run may have moved the clock past it already
-                clock.advance_to(due)
-            self.settle(timeout)
-        if target > clock.now():  # ... or past the end of the window
-            clock.advance_to(target)
-        self.settle(timeout)
+        self._refuse_own_thread("advance")
+        stepping.advance(self, seconds, timeout)
+
+    def _settle_step(self, deadline: Deadline) -> int | None:
+        """Ask the scheduler to settle; return its activity count then, or ``None`` if it has stopped."""
+        settled: Future[int | None] = Future()
+        try:
+            self._send(Settle(settled))
+        except SchedulerShutdownError:
+            return None  # nothing will run any more
+        return result_within(settled, deadline)
+
+    def _next_due(self) -> float | None:
+        due: float | None = None if self._closed else self._query(QueryNextDue())
+        return due
 
     # -- shutdown ---------------------------------------------------------------------------
 
@@ -410,10 +434,15 @@ class Scheduler:
         finish and report; running recurring tasks finish their run and end ``CANCELLED``.
         With ``wait`` the call blocks until all that is done and every thread the scheduler
         started has ended, or ``timeout`` seconds pass: then the scheduler, the bus and the
-        idle workers stop anyway, and only a worker still running a task lives on (a daemon
-        thread, so it never keeps the interpreter from exiting). Without ``wait`` it returns
-        at once and the threads end on their own.
+        idle workers stop anyway, a run still going ends ``FAILED`` with
+        ``SchedulerShutdownError`` (its handle says so), and its worker lives on until the
+        task returns (a daemon thread: it never keeps the interpreter from exiting; later
+        ``shutdown`` calls do not wait for it). Without ``wait`` it returns at once and the
+        threads end on their own. Called from a task or a listener of this scheduler it never
+        waits (it would wait for itself): the calling run finishes and reports as usual.
         """
+        seconds = check_timeout(timeout)
+        self._finalizer.detach()
         with self._lock:
             if not self._closed:
                 self._closed = True
@@ -421,23 +450,30 @@ class Scheduler:
                     self._ref.tell(Shutdown(self._drained))
                 except pykka.ActorDeadError:
                     self._drained.set_result(None)
-        if not wait:
+        if not wait or self._threads.role_of(threading.current_thread()) is not None:
             return
-        deadline = None if timeout is None else time.monotonic() + _check_timeout(timeout)
-        try:
-            if not (self._forced_stop or self._ref.actor_stopped.is_set()):  # else never "drained"
-                self._drained.result(timeout=_remaining(deadline))
-        except TimeoutError:
-            # Out of time: stop anyway (its on_stop stops the workers and the bus), and give
-            # the threads that are not stuck in a task a moment to end.
-            self._forced_stop = True
-            stop_quietly(self._ref)
-            deadline = time.monotonic() + STOP_GRACE
-        # Workers last: a worker stuck in a task must not eat the others' share of the wait.
-        threads = sorted(self._threads, key=lambda thread: thread.name.startswith(WorkerActor.__name__))
-        for thread in threads:
-            if thread is not threading.current_thread():
-                thread.join(_remaining(deadline))
+        deadline = Deadline(seconds)
+        drain_deadline = Deadline(
+            None if seconds is None else max(0.0, seconds - min(STOP_RESERVE, seconds / 4))
+        )
+        if not self._forced_stop and not self._stopped.done():
+            try:
+                result_within(self._drained, drain_deadline)
+            except TimeoutError:
+                # Out of time: stop anyway (its on_stop ends every task and stops the workers
+                # and the bus); only a worker stuck in a task lives on.
+                self._forced_stop = True
+                stop_quietly(self._ref)
+        # Workers last, and none after a forced stop: a worker stuck in a task must not eat the
+        # others' share of the wait, nor make a later shutdown() wait for it.
+        threads = self._threads.threads()
+        for thread, role in threads:
+            if role is not Role.WORKER:
+                join(thread, deadline)
+        if not self._forced_stop:
+            for thread, role in threads:
+                if role is Role.WORKER:
+                    join(thread, deadline)
 
     def __enter__(self) -> Scheduler:
         """Return the scheduler; it is shut down (waiting) when the block ends."""
@@ -449,6 +485,14 @@ class Scheduler:
 
     # -- helpers ----------------------------------------------------------------------------
 
+    def _refuse_own_thread(self, call: str) -> None:
+        role = self._threads.role_of(threading.current_thread())
+        if role is not None:
+            raise WouldDeadlockError(
+                f"{call}() was called from the scheduler's own {role.value} thread (a task or a "
+                f"listener), and would wait for that thread; call it from another thread"
+            )
+
     def _send(self, message: object) -> None:
         """Tell the scheduler ``message``, unless it is shut down (``SchedulerShutdownError``)."""
         with self._lock:
@@ -459,8 +503,14 @@ class Scheduler:
             except pykka.ActorDeadError as error:
                 raise SchedulerShutdownError("scheduler is shut down") from error
 
+    def _ask(self, message: object) -> pykka.Future[Any]:
+        try:
+            return self._ref.ask(message, block=False)
+        except pykka.ActorDeadError as error:
+            raise SchedulerShutdownError("scheduler is shut down") from error
+
     def _query(self, message: object) -> Any:
-        return self._get(self._ref.ask(message, block=False))
+        return self._get(self._ask(message))
 
     @staticmethod
     def _get(reply: pykka.Future[Any]) -> Any:
@@ -476,13 +526,8 @@ class Scheduler:
         return f"<Scheduler {state} clock={self._clock!r}>"
 
 
-def _check_timeout(timeout: float) -> float:
-    """Return ``timeout`` if it is a finite number of seconds, at least 0."""
-    seconds = require_finite("timeout", timeout)
-    if seconds < 0:
-        raise ValueError(f"timeout must not be negative, got {timeout!r}")
-    return seconds
-
-
-def _remaining(deadline: float | None) -> float | None:
-    return None if deadline is None else max(0.0, deadline - time.monotonic())
+def _dropped(ref: pykka.ActorRef[SchedulerActor], description: str) -> None:
+    """A ``Scheduler`` was garbage-collected without ``shutdown()``: stop its actors, and warn."""
+    warnings.warn(f"{description} was never shut down; stopping it now", ResourceWarning, stacklevel=1)
+    with contextlib.suppress(pykka.ActorDeadError):
+        ref.tell(Shutdown(Future()))

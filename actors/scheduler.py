@@ -1,33 +1,41 @@
 """The scheduler actor: a thin shell that feeds the ``Timetable`` and carries out its effects.
 
-It owns the timetable, the timer thread, the worker pool and the subscriptions' event kinds,
-and changes them only while handling a message on its own thread, one message at a time.
-That mailbox discipline is what the seed design's "one Condition guards the heap and the
-dict" gives: no other thread ever touches that state, so it needs no lock.
+It owns the timetable, the timer thread, the worker pool, the event bus and the
+subscriptions, and changes them only while handling a message on its own thread, one message
+at a time. That mailbox discipline is what the seed design's "one Condition guards the heap
+and the dict" gives: no other thread ever touches that state, so it needs no lock.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
-import threading
-from typing import Any
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import Any, Final
 
 import pykka
 
-from actors.base import SimpleQueueActor, stop_quietly
+from actors.base import LibraryActor, stop_quietly, tell_quietly
 from actors.clock import Clock
 from actors.errors import DuplicateTaskError, SchedulerShutdownError, WorkerLostError
+from actors.event_bus import EventBus
 from actors.outbox import Outbox
+from actors.task_record import TaskRecord
+from actors.threads import Role, ThreadRegistry
 from actors.timer import TimerThread
 from actors.timetable import Effects, Timetable
-from actors.worker import WorkerActor
+from actors.worker import Report, WorkerActor
 from messages import (
+    AddTask,
+    BusExited,
     Cancel,
     Cancelled,
     Completed,
     Drain,
     EventKind,
     Failed,
+    Flush,
     Publish,
     QueryNextDue,
     QueryStats,
@@ -50,85 +58,142 @@ from messages import (
 
 logger = logging.getLogger(__name__)
 
-Report = Started | Completed | Failed | Skipped
+IdMint = Callable[[], str]
+"""Returns a fresh ``"task-<n>"`` id; thread-safe (the facade and the scheduler share one)."""
 
 
-class SchedulerActor(SimpleQueueActor):
+def new_id_mint() -> IdMint:
+    """Return a mint of ``task-1``, ``task-2``, ... (``next`` on an ``itertools.count`` is atomic)."""
+    counter = itertools.count(1)
+    return lambda: f"task-{next(counter)}"
+
+
+OutboxItem = TaskRecord | Cancelled | Report
+"""What reaches the scheduler through its outbox, in the order it was put: new tasks (minted
+ids) and handles' cancels from callers, and the workers' reports. One outbox, so that the
+order between them is the order they happened in (a task that cancels another while it runs
+puts its ``Cancelled`` after its worker's ``Started``)."""
+
+STOPPED_BY_FORCE: Final = "the scheduler was stopped before this run finished"
+
+
+class SchedulerActor(LibraryActor):
     """Owns the heap and the task table; driven only by messages.
 
-    Replies (to ``ask``): ``Schedule`` -> ``True`` if accepted, ``False`` if rejected (the id
-    is live, or the scheduler is shutting down; logged); ``Cancel`` -> ``bool``; ``QueryTask``
-    -> ``TaskInfo | None``; ``QueryTasks`` -> ``list[TaskInfo]``; ``QueryNextDue`` ->
-    ``float | None``; ``QueryStats`` -> ``SchedulerStats``. It never raises out of a handler,
-    so a bad ``tell`` cannot kill it. It only ever *tells* the workers and the bus, so no
-    actor can deadlock on it.
+    Replies (to ``ask``): ``Schedule`` -> ``True``, or the minted id if it had none, or
+    ``False`` if refused (the id is live, or the scheduler is shutting down; logged);
+    ``Cancel`` -> ``bool``; ``QueryTask`` -> ``TaskInfo | None``; ``QueryTasks`` ->
+    ``list[TaskInfo]``; ``QueryNextDue`` -> ``float | None``; ``QueryStats`` ->
+    ``SchedulerStats``. It never raises out of a handler, so a bad ``tell`` cannot kill it. It
+    only ever *tells* the workers and the bus, so no actor can deadlock on it. It starts the
+    workers, the timer and (unless given one) the event bus in ``on_start``, on its own
+    thread, and replaces any of them that dies.
     """
+
+    role = Role.SCHEDULER
 
     def __init__(
         self,
         *,
         clock: Clock,
-        bus: pykka.ActorRef[Any],
+        bus: pykka.ActorRef[Any] | None = None,
         workers: int = 4,
         history: int = 10_000,
         timer: bool = True,
-        schedules: Outbox[Schedule | Cancelled] | None = None,
-        started_threads: list[threading.Thread] | None = None,
+        outbox: Outbox[OutboxItem] | None = None,
+        threads: ThreadRegistry | None = None,
+        mint: IdMint | None = None,
+        started: Future[None] | None = None,
+        stopped: Future[None] | None = None,
+        live: dict[str, TaskRecord] | None = None,
     ) -> None:
-        """Create the actor (runs on the caller's thread; workers and timer start in ``on_start``).
+        """Create the actor (runs on the caller's thread; workers, bus and timer start in ``on_start``).
 
         Args:
             clock: Where time is read.
-            bus: The ``EventBus`` that delivers events.
+            bus: The ``EventBus`` that delivers events; by default the actor starts its own.
             workers: Size of the worker pool (at least 1).
             history: How many finished tasks' ``TaskInfo`` to keep.
             timer: Start a timer thread. Without one, only ``Tick`` messages (or ``Settle``)
                 make due tasks run: handy in tests that drive the actor by hand.
-            schedules: Where the ``Scheduler`` facade puts its ``Schedule`` commands and its
-                handles' ``Cancelled`` reports; it tells ``Drain()`` when the scheduler must take
-                them (see ``Outbox``).
-            started_threads: A list each actor thread appends itself to, so shutdown can join them.
+            outbox: Where the ``Scheduler`` facade puts the tasks it builds and its handles'
+                ``Cancelled`` reports, and the workers their reports; whoever puts the first
+                item since the last drain tells ``Drain()``.
+            threads: Where every thread the scheduler starts is recorded.
+            mint: Where minted task ids come from (shared with the facade).
+            started: Set once ``on_start`` has started everything (or to the error that stopped it).
+            stopped: Set when the actor has stopped, however it stopped.
+            live: The (empty) dict the timetable keeps its live tasks in; the facade reads it.
         """
-        super().__init__()
+        super().__init__(threads)
         self._clock = clock
         self._bus = bus
-        self._core = Timetable(workers=workers, history=history)
+        self._own_bus = bus is None
+        self._core = Timetable(workers=workers, history=history, tasks=live)
         self._pool_size = workers
         self._workers: list[pykka.ActorRef[WorkerActor]] = []
-        self._started_threads = started_threads
-        self._timer = TimerThread(clock, self.actor_ref) if timer else None
-        self._schedules: Outbox[Schedule | Cancelled] = schedules if schedules is not None else Outbox()
-        self._reports: Outbox[Report] = Outbox()  # the workers' reports
+        self._timer = TimerThread(clock, self.actor_ref, threads=threads) if timer else None
+        self._outbox: Outbox[OutboxItem] = outbox if outbox is not None else Outbox()
+        self._mint = mint or new_id_mint()
+        self._started = started
+        self._stopped = stopped
         self._armed: float | None = None  # the deadline the timer was last given
-        self._subscriptions: dict[int, frozenset[EventKind]] = {}
+        self._subscriptions: dict[int, Subscribe] = {}
         self._settle_waiters: list[Waiter] = []
         self._drained: list[Waiter] = []  # woken when shut down and nothing runs any more
         self._stopping = False
         self._ticks = 0
+        self._replaced = 0
 
     # -- lifecycle (scheduler thread) -------------------------------------------------------
 
     def on_start(self) -> None:
-        """Start the worker pool and the timer (scheduler thread)."""
-        if self._started_threads is not None:
-            self._started_threads.append(threading.current_thread())
-        self._workers = [self._start_worker(index) for index in range(self._pool_size)]
-        if self._timer is not None:
-            self._timer.start()
-            if self._started_threads is not None:
-                self._started_threads.append(self._timer.thread)
+        """Start the event bus, the worker pool and the timer (scheduler thread).
+
+        If a thread cannot start (the system refuses one), everything started so far is
+        stopped and ``started`` gets the error, so the ``Scheduler`` can raise it.
+        """
+        super().on_start()
+        try:
+            if self._bus is None:
+                self._bus = self._start_bus()
+            self._workers = [self._start_worker(index) for index in range(self._pool_size)]
+            if self._timer is not None:
+                self._timer.start()
+        except BaseException as error:
+            logger.error("scheduler could not start its threads: %s", error)
+            if self._started is not None:
+                self._started.set_exception(error)
+            self.stop()
+            return
+        if self._started is not None:
+            self._started.set_result(None)
 
     def on_stop(self) -> None:
-        """Stop the timer, the workers and then the bus (scheduler thread).
+        """End every live task, then stop the timer, the workers and the bus (scheduler thread).
 
-        A worker still running a task stops once the task returns; the bus first delivers
-        every event already published.
+        On the normal path nothing is live any more (shutdown waited for it). On a forced
+        stop (a shutdown that ran out of time, ``ActorRegistry.stop_all()``) every task still
+        live ends here, so that no handle waits for ever: pending ones ``CANCELLED``, a run
+        still going ``FAILED`` with ``SchedulerShutdownError``. A worker still running a task
+        stops once the task returns; the bus first delivers every event already published.
         """
+        try:
+            self._core.abandon(SchedulerShutdownError(STOPPED_BY_FORCE), now=self._clock.now())
+            self._carry_out_all()
+        except Exception:
+            logger.exception("scheduler failed to end its live tasks while stopping")
         if self._timer is not None:
             self._timer.stop(timeout=1.0)
         for worker in self._workers:
             stop_quietly(worker)
-        stop_quietly(self._bus)
+        if self._bus is not None:
+            stop_quietly(self._bus)
+        for waiter in self._settle_waiters:
+            _wake(waiter, None)
+        self._settle_waiters = []
+        if self._stopped is not None and not self._stopped.done():
+            self._stopped.set_result(None)
 
     def on_failure(self, *_: object) -> None:
         """Never expected (handlers catch everything); clean up as ``on_stop`` would."""
@@ -140,10 +205,7 @@ class SchedulerActor(SimpleQueueActor):
         """Handle one message, carry out what the timetable decided, re-arm the timer."""
         try:
             reply = self._handle(message)
-            effects = self._core.take_effects()
-            while effects.events or effects.batches or effects.finished:
-                self._carry_out(effects)  # rarely makes more: only when a worker is found dead
-                effects = self._core.take_effects()
+            self._carry_out_all()
             self._after_message()
         except Exception:
             logger.exception("scheduler failed to handle %r; state kept, message dropped", message)
@@ -156,30 +218,25 @@ class SchedulerActor(SimpleQueueActor):
             case Drain():
                 now = self._clock.now()
                 with core.batch(now=now):
-                    for command in self._schedules.drain():
-                        if type(command) is Schedule:
-                            self._schedule(command, now)
-                        else:
-                            core.cancelled(command.task_id, command.sink, now=now)
-                    record = self._record
-                    for report in self._reports.drain():
-                        record(report, now)
-            case Started() | Completed() | Failed() | Skipped():
-                self._record(message, self._clock.now())
-            case Cancelled(task_id, sink):
-                core.cancelled(task_id, sink, now=self._clock.now())
+                    take = self._take
+                    for item in self._outbox.drain():
+                        take(item, now)
+            case Started() | Completed() | Failed() | Skipped() | Cancelled():
+                self._take(message, self._clock.now())
             case Tick():
                 self._ticks += 1
                 self._armed = None  # the timer disarms itself when it fires
                 core.tick(now=self._clock.now())
             case Schedule():
-                return self._schedule(message, self._clock.now())
+                return self._schedule(message)
+            case AddTask(task):
+                return isinstance(task, TaskRecord) and self._add(task, self._clock.now())
             case Cancel(task_id):
                 return core.cancel(task_id, now=self._clock.now())
             case QueryTask(task_id):
-                return core.find(task_id)
+                return core.find(task_id, wall_offset=self._wall_offset())
             case QueryTasks():
-                return core.infos()
+                return core.infos(wall_offset=self._wall_offset())
             case QueryNextDue():
                 return core.next_due()
             case QueryStats():
@@ -187,77 +244,78 @@ class SchedulerActor(SimpleQueueActor):
             case Settle(waiter):
                 core.tick(now=self._clock.now())
                 self._settle_waiters.append(waiter)
-            case Subscribe(subscription_id, _, kinds):
-                self._subscriptions[subscription_id] = kinds
+            case Subscribe(subscription_id):
+                self._subscriptions[subscription_id] = message
                 self._update_wanted()
-                self._bus.tell(message)
+                self._tell_bus(message)
             case Unsubscribe(subscription_id):
                 self._subscriptions.pop(subscription_id, None)
                 self._update_wanted()
-                self._bus.tell(message)
+                self._tell_bus(message)
             case Shutdown(drained):
                 self._drained.append(drained)
                 core.shut_down(now=self._clock.now())
             case WorkerExited(worker, reason):
                 self._on_worker_exited(worker, reason)
+            case BusExited(reason):
+                self._replace_bus(reason)
             case _:
                 logger.warning("scheduler ignored an unexpected message: %r", message)
         return None
 
-    def _schedule(self, command: Schedule, now: float) -> bool:
+    def _schedule(self, command: Schedule) -> bool | str:
+        """Add the task of a ``Schedule`` (a hand-sent one); reply ``True``, its minted id, or ``False``."""
+        task_id = command.task_id if command.task_id is not None else self._mint()
+        task = TaskRecord.from_schedule(command, task_id)
+        if not self._add(task, self._clock.now()):
+            return False
+        return True if command.task_id is not None else task_id
+
+    def _add(self, task: TaskRecord, now: float) -> bool:
         try:
-            self._core.schedule(command, now=now)
+            self._core.add(task, now=now)
         except (DuplicateTaskError, SchedulerShutdownError) as error:
-            logger.warning("Schedule rejected: %s", error)
-            self._core.refuse(command)
+            logger.warning("task refused: %s", error)
+            self._core.refuse(task)
             return False
         return True
 
-    def _record(self, report: Report, now: float) -> None:
+    def _take(self, item: OutboxItem, now: float) -> None:
+        """Handle one item from the outbox: a report, a new task, or a handle's cancel."""
         core = self._core
         # isinstance, not ``match``: class patterns cost every task a few µs.
-        if isinstance(report, Completed):
-            core.completed(
-                report.worker,
-                report.task_id,
-                report.run,
-                report.value,
-                finished_at=report.finished_at,
-                now=now,
-                idle=report.idle,
-            )
-        elif isinstance(report, Failed):
-            core.failed(
-                report.worker,
-                report.task_id,
-                report.run,
-                report.error,
-                finished_at=report.finished_at,
-                now=now,
-                idle=report.idle,
-            )
-        elif isinstance(report, Skipped):
-            core.skipped(report.worker, report.task_id, report.run, now=now, idle=report.idle)
+        if isinstance(item, Completed):
+            core.completed(item, now=now)
+        elif isinstance(item, TaskRecord):
+            self._add(item, now)
+        elif isinstance(item, Failed):
+            core.failed(item, now=now)
+        elif isinstance(item, Skipped):
+            core.skipped(item, now=now)
+        elif isinstance(item, Started):
+            core.started(item)
         else:
-            core.started(report.worker, report.task_id, report.run, started_at=report.started_at)
+            core.cancelled(item, now=now)
 
     # -- carrying out decisions (scheduler thread) ------------------------------------------
 
+    def _carry_out_all(self) -> None:
+        core = self._core
+        effects = core.take_effects()
+        while effects.events or effects.batches or effects.finished:
+            self._carry_out(effects)  # rarely makes more: only when a worker is found dead
+            effects = core.take_effects()
+
     def _carry_out(self, effects: Effects) -> None:
         if effects.events:
-            self._bus.tell(Publish(tuple(effects.events)))
+            self._tell_bus(Publish(tuple(effects.events)))
         for worker, runs in effects.batches:
             self._hand_batch(worker, runs)
-        for sink, final, value in effects.finished:
-            try:
-                sink.task_finished(final, value)
-            except Exception:
-                logger.exception("final-state sink %r raised", sink)
+        for task, outcome in effects.finished:
+            task.finish(outcome)
 
     def _hand_batch(self, worker: int, runs: list[RunTask]) -> None:
-        try:
-            self._workers[worker].tell(RunBatch(tuple(runs)))
-        except pykka.ActorDeadError:
+        if not tell_quietly(self._workers[worker], RunBatch(tuple(runs))):
             self._replace_worker(worker, "was dead when handed a task")
 
     def _after_message(self) -> None:
@@ -269,19 +327,27 @@ class SchedulerActor(SimpleQueueActor):
                 self._timer.arm(head)
         if self._settle_waiters and core.is_settled(self._clock.now()):
             waiters, self._settle_waiters = self._settle_waiters, []
-            for waiter in waiters:
-                waiter.set_result(None)
+            for waiter in waiters:  # the bus answers once it has delivered every event so far
+                if not self._tell_bus(Flush(waiter, core.activity)):
+                    _wake(waiter, core.activity)
         if core.closed and not core.busy and not self._stopping:
             self._stopping = True
             for waiter in self._drained:
-                waiter.set_result(None)
+                _wake(waiter, None)
             self.stop()  # handled after the messages already queued
 
     def _update_wanted(self) -> None:
         wanted: frozenset[EventKind] = frozenset()
-        for kinds in self._subscriptions.values():
-            wanted |= kinds
+        for subscription in self._subscriptions.values():
+            wanted |= subscription.kinds
         self._core.wanted = wanted
+
+    def _wall_offset(self) -> float | None:
+        """Wall-clock time minus clock time now (to show wall-clock times in snapshots)."""
+        try:
+            return self._clock.wall().timestamp() - self._clock.now()
+        except (OverflowError, ValueError, OSError):
+            return None
 
     def _stats(self) -> SchedulerStats:
         core = self._core
@@ -292,21 +358,46 @@ class SchedulerActor(SimpleQueueActor):
             workers=self._pool_size,
             ticks=self._ticks,
             timer_wakeups=self._timer.wakeups if self._timer is not None else 0,
+            replaced_threads=self._replaced,
         )
 
-    # -- the worker pool (scheduler thread) -------------------------------------------------
+    # -- the threads it runs (scheduler thread) ---------------------------------------------
 
     def _start_worker(self, index: int) -> pykka.ActorRef[WorkerActor]:
-        return WorkerActor.start(index, self.actor_ref, self._clock, self._reports, self._started_threads)
+        return WorkerActor.start(index, self.actor_ref, self._clock, self._outbox, self._threads)
+
+    def _start_bus(self) -> pykka.ActorRef[EventBus]:
+        return EventBus.start(self._threads, self.actor_ref)
+
+    def _tell_bus(self, message: object) -> bool:
+        return self._bus is not None and tell_quietly(self._bus, message)
 
     def _on_worker_exited(self, index: int, reason: str) -> None:
-        if self._core.closed or index >= len(self._workers) or self._workers[index].is_alive():
+        if self._core.closed or not 0 <= index < len(self._workers) or self._workers[index].is_alive():
             return  # shutting down, or a report from a worker already replaced
         self._replace_worker(index, reason)
 
     def _replace_worker(self, index: int, reason: str) -> None:
         logger.error("worker %d %s; replacing it", index, reason)
+        self._replaced += 1
         now = self._clock.now()
         self._core.worker_lost(index, WorkerLostError(f"worker {index} {reason} during the run"), now=now)
         self._workers[index] = self._start_worker(index)
         self._core.add_worker(index, now=now)
+
+    def _replace_bus(self, reason: str) -> None:
+        if self._stopping or not self._own_bus or (self._bus is not None and self._bus.is_alive()):
+            return
+        logger.error("event bus %s; replacing it", reason)
+        self._replaced += 1
+        self._bus = self._start_bus()
+        for subscription in self._subscriptions.values():
+            self._tell_bus(subscription)
+
+
+def _wake(waiter: Waiter, result: object) -> None:
+    """Set ``waiter``'s result, ignoring one set already (a facade that gave up waiting)."""
+    try:
+        waiter.set_result(result)
+    except Exception:  # an InvalidStateError from a future already set: nobody waits any more
+        logger.debug("waiter %r was already set", waiter)

@@ -1,26 +1,34 @@
-"""A task's runtime record in the pure core: its state, counters and snapshot.
+"""A task's record: its definition, its state and counters, and (as a ``Token``) its fate.
 
-Part of the pure core (see ``actors/timetable.py``): no threads, no clock, no pykka. Records
-are owned by the ``Timetable`` and read by its ``Dealer``, both on the scheduler's thread; the
-only parts another thread touches are the ``Claim`` of a handed run and the task's sink token,
-and only through their atomic methods.
+Part of the pure core (see ``actors/timetable.py``). The record is the one object shared by
+everyone who deals with the task, so who may touch which part is written down here:
+
+- ``task_id``, ``fn``, ``args``, ``kwargs``, ``trigger``, ``name``, ``failure_limit``: written
+  by its creator before anyone else sees it, cleared by ``retire``; read by the core (a
+  worker reads none of them: its ``RunTask`` carries copies).
+- ``state``, ``due_at``, ``heap_seq``, ``run_count``, ``failures``, ``claim``: written and read
+  by the core, on the scheduler's thread; read by anyone once the token is ``FINISHED``.
+- the token and the outcome (``Token``): changed only by their moves, under
+  ``actors/token.py``'s lock; read by anyone.
+
+So a ``TaskHandle`` is just a view of its record: every handle of a task agrees, and the
+library keeps no handle alive.
 """
 
 from __future__ import annotations
 
-import enum
-from typing import Final
+import math
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
 
+from actors.claim import Claim
 from actors.recurrence import first_due_at
-from messages import (
-    Claim,
-    FixedDelay,
-    FixedRate,
-    Once,
-    Schedule,
-    TaskInfo,
-    TaskStatus,
-)
+from actors.task_state import CANCELLING, FAILED, FINAL_STATUS, HANDED, PENDING, State
+from actors.token import Token
+from messages import FixedDelay, FixedRate, Once, Schedule, TaskInfo, TaskStatus
+
+__all__ = ["Failures", "TaskRecord", "default_name"]
 
 
 def default_name(fn: object) -> str:
@@ -29,101 +37,143 @@ def default_name(fn: object) -> str:
     return name if isinstance(name, str) else repr(fn)
 
 
-class State(enum.Enum):
-    """Where a task is in its life; the last three are final."""
-
-    PENDING = enum.auto()  # in the heap, waiting for its due time
-    READY = enum.auto()  # due, in the ready FIFO waiting for an idle worker
-    HANDED = enum.auto()  # in a worker's batch: waiting while its claim is free, running once taken
-    RUNNING_CANCELLED = enum.auto()  # cancelled while a worker holds its run: ends when it reports
-    COMPLETED = enum.auto()
-    FAILED = enum.auto()
-    CANCELLED = enum.auto()
-
-
-_FINAL_STATUS: Final = {
-    State.COMPLETED: TaskStatus.COMPLETED,
-    State.FAILED: TaskStatus.FAILED,
-    State.CANCELLED: TaskStatus.CANCELLED,
-}
-
-
 class Failures:
-    """A task's failure counters: allocated only for tasks that fail or have a failure limit."""
+    """A task's failure counters: made only for tasks that fail or have a failure limit."""
 
-    __slots__ = ("consecutive", "count", "last_error", "limit")
+    __slots__ = ("consecutive", "count", "last_error", "last_traceback")
 
-    def __init__(self, limit: int | None) -> None:
+    def __init__(self) -> None:
         self.count = 0
         self.consecutive = 0
         self.last_error: BaseException | None = None
-        self.limit = limit
+        self.last_traceback: str | None = None
 
 
-class TaskRecord:
-    """The runtime record of one live task (slotted and lean: a million of these must stay small)."""
+class TaskRecord(Token):
+    """The record of one task (slotted and lean: a million of these must stay small)."""
 
     __slots__ = (
         "args",
         "claim",
         "due_at",
+        "failure_limit",
         "failures",
         "fn",
+        "heap_seq",
         "kwargs",
         "name",
         "run_count",
-        "sink",
         "state",
         "task_id",
         "trigger",
     )
 
-    def __init__(self, cmd: Schedule) -> None:
-        trigger = cmd.trigger
-        self.task_id = cmd.task_id
-        self.fn = cmd.fn
-        self.args = cmd.args
-        self.kwargs = cmd.kwargs
-        # A one-time task keeps no trigger: its due time is all there is to it.
-        self.trigger: FixedRate | FixedDelay | None
-        if type(trigger) is Once:
-            self.trigger = None
-            self.due_at = trigger.at
-        else:
-            self.trigger = trigger
-            self.due_at = first_due_at(trigger)
-        self.name = cmd.name
-        self.sink = cmd.sink
-        self.state = State.PENDING
-        self.claim: Claim | None = None  # set while the run is in a worker's batch
+    def __init__(
+        self,
+        task_id: str,
+        fn: Callable[..., object],
+        args: tuple[Any, ...],
+        kwargs: Mapping[str, Any],
+        *,
+        due_at: float,
+        trigger: FixedRate | FixedDelay | None = None,
+        name: str | None = None,
+        failure_limit: int | None = None,
+    ) -> None:
+        """Record a new task (on whichever thread builds it; nobody else sees it until it is handed over).
+
+        ``trigger`` is ``None`` for a one-time task: its due time is all there is to it.
+        """
+        super().__init__()
+        self.task_id = task_id
+        self.fn = fn
+        self.args = args
+        self.kwargs = kwargs
+        self.trigger = trigger
+        self.due_at = due_at
+        self.name = name
+        self.failure_limit = failure_limit
+        self.state = PENDING
+        self.heap_seq: int | None = None  # the due heap's entry this task waits on (actors/due_heap.py)
+        self.claim: Claim | None = None  # the claim of the run a worker holds
         self.run_count = 0
-        limit = cmd.max_consecutive_failures
-        self.failures = Failures(limit) if limit is not None else None
+        self.failures: Failures | None = None
+
+    @classmethod
+    def from_schedule(cls, cmd: Schedule, task_id: str) -> TaskRecord:
+        """Build the record a ``Schedule`` message describes, with id ``task_id``."""
+        trigger = cmd.trigger
+        return cls(
+            task_id,
+            cmd.fn,
+            cmd.args,
+            cmd.kwargs,
+            due_at=first_due_at(trigger),
+            trigger=None if isinstance(trigger, Once) else trigger,
+            name=cmd.name,
+            failure_limit=cmd.max_consecutive_failures,
+        )
+
+    @property
+    def is_one_time(self) -> bool:
+        """Whether the task runs once (it has no recurring trigger)."""
+        return self.trigger is None
 
     def label(self) -> str:
         """Return the task's name: the one it was given, else its function's qualified name."""
         return self.name if self.name is not None else default_name(self.fn)
 
+    def count_failure(self, error: BaseException, traceback: str) -> Failures:
+        """Count one failed run (core's thread); return the counters."""
+        failures = self.failures
+        if failures is None:
+            failures = self.failures = Failures()
+        failures.count += 1
+        failures.consecutive += 1
+        failures.last_error = error
+        failures.last_traceback = traceback
+        return failures
+
+    def reached_failure_limit(self) -> bool:
+        """Whether the last runs failed ``failure_limit`` times in a row."""
+        limit, failures = self.failure_limit, self.failures
+        return limit is not None and failures is not None and failures.consecutive >= limit
+
     def retire(self) -> None:
-        """Freeze a finished record: keep what a snapshot needs, drop references to user objects."""
+        """Keep what a snapshot needs, drop the references to user objects (core's thread, at the end)."""
         self.name = self.label()
-        self.fn = self.args = self.kwargs = self.sink = self.claim = None  # type: ignore[assignment]
+        self.fn = self.args = self.kwargs = self.claim = None  # type: ignore[assignment]
 
-    def started(self) -> bool:
-        """Whether a worker has taken (or is about to start) the current run."""
-        return self.state is State.RUNNING_CANCELLED or (self.claim is not None and self.claim.taken)
-
-    def status(self) -> TaskStatus:
-        """Return the status a snapshot shows now."""
-        final = _FINAL_STATUS.get(self.state)
+    def status(self, *, running: bool) -> TaskStatus:
+        """The status a snapshot shows; ``running`` says whether a worker is on its run now."""
+        final = FINAL_STATUS.get(self.state)
         if final is not None:
             return final
-        return TaskStatus.RUNNING if self.started() else TaskStatus.SCHEDULED
+        if self.state is CANCELLING or (self.state is HANDED and running):
+            return TaskStatus.RUNNING
+        return TaskStatus.SCHEDULED
 
-    def snapshot(self) -> TaskInfo:
-        """Return an immutable ``TaskInfo`` of the record as it is now."""
-        status = self.status()
+    def end_reason(self) -> str | None:
+        """Why the task ended, in words; ``None`` while it is live."""
+        state = self.state
+        if state not in FINAL_STATUS:
+            return None
+        if state is FAILED and self.trigger is not None:
+            return (
+                f"stopped after {self.failure_limit} consecutive failures "
+                f"(max_consecutive_failures={self.failure_limit})"
+            )
+        return _END_REASONS[state]
+
+    def snapshot(self, *, running: bool = False, wall_offset: float | None = None) -> TaskInfo:
+        """Return an immutable ``TaskInfo`` of the record as it is now.
+
+        ``wall_offset`` is wall-clock time (POSIX seconds) minus clock time, to show
+        ``next_run_wall``; without it that field is ``None``.
+        """
+        status = self.status(running=running)
         failures = self.failures
+        next_run_at = self.due_at if status is TaskStatus.SCHEDULED else None
         return TaskInfo(
             task_id=self.task_id,
             name=self.label(),
@@ -132,6 +182,28 @@ class TaskRecord:
             run_count=self.run_count,
             failure_count=failures.count if failures else 0,
             consecutive_failures=failures.consecutive if failures else 0,
-            next_run_at=self.due_at if status is TaskStatus.SCHEDULED else None,
+            next_run_at=next_run_at,
             last_error=failures.last_error if failures else None,
+            next_run_wall=_wall(next_run_at, wall_offset),
+            last_traceback=failures.last_traceback if failures else None,
+            end_reason=self.end_reason(),
         )
+
+
+_END_REASONS: dict[State, str] = {
+    State.COMPLETED: "completed",
+    State.FAILED: "the run failed",
+    State.CANCELLED: "cancelled",
+}
+
+
+def _wall(at: float | None, wall_offset: float | None) -> datetime | None:
+    if at is None or wall_offset is None:
+        return None
+    stamp = at + wall_offset
+    if not math.isfinite(stamp):
+        return None
+    try:
+        return datetime.fromtimestamp(stamp, UTC)
+    except (OverflowError, ValueError, OSError):  # beyond what a datetime can show
+        return None

@@ -11,22 +11,34 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from typing import Any
+from typing import Any, Final
 
 import pykka
 
 from actors.clock import Clock
+from actors.threads import Role, ThreadRegistry
+from actors.waiting import LONGEST_WAIT
 from messages import Tick
 
 logger = logging.getLogger(__name__)
 
 _TICK = Tick()
 
+RETRY_WAIT: Final = (0.01, 1.0)
+"""After an unexpected error the timer logs it and tries again, waiting from 10 ms up to 1 s."""
+
 
 class TimerThread:
     """One daemon thread that turns the armed deadline into a ``Tick`` for ``target``."""
 
-    def __init__(self, clock: Clock, target: pykka.ActorRef[Any], *, name: str = "scheduler-timer") -> None:
+    def __init__(
+        self,
+        clock: Clock,
+        target: pykka.ActorRef[Any],
+        *,
+        name: str = "scheduler-timer",
+        threads: ThreadRegistry | None = None,
+    ) -> None:
         """Prepare (but do not start) a timer that tells ``target`` ``Tick()`` when due."""
         self._clock = clock
         self._target = target
@@ -37,6 +49,7 @@ class TimerThread:
         self._stopped = False
         self._wakeups = 0
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._threads = threads
         self._unwatch = clock.watch(self._on_clock_jump)
 
     @property
@@ -50,7 +63,9 @@ class TimerThread:
         return self._wakeups
 
     def start(self) -> None:
-        """Start the thread (called once, by the ``Scheduler``)."""
+        """Start the thread (called once, by the scheduler actor, on its thread)."""
+        if self._threads is not None:
+            self._threads.add(self._thread, Role.TIMER)
         self._thread.start()
 
     def arm(self, deadline: float | None) -> None:
@@ -80,12 +95,26 @@ class TimerThread:
                 self._condition.notify()
 
     def _run(self) -> None:
-        while self._wait_until_due():
+        retry_wait = 0.0
+        while True:
             try:
+                if not self._wait_until_due():
+                    return
                 self._target.tell(_TICK)
+                retry_wait = 0.0
             except pykka.ActorDeadError:
                 logger.debug("scheduler gone; timer exits")
                 return
+            except Exception:
+                # Never die silently: a dead timer would leave every timed task waiting for ever.
+                retry_wait = min(max(retry_wait * 2, RETRY_WAIT[0]), RETRY_WAIT[1])
+                logger.exception("timer thread failed; retrying in %.2f s", retry_wait)
+                with self._condition:
+                    if not self._stopped:
+                        self._condition.wait(retry_wait)
+            except BaseException:
+                logger.critical("timer thread died; timed tasks will not run", exc_info=True)
+                raise
 
     def _wait_until_due(self) -> bool:
         """Block until the armed deadline is due (disarm it, return True) or stopped (False)."""
@@ -97,7 +126,8 @@ class TimerThread:
                     continue
                 remaining = self._clock.sleep_time(self._deadline)
                 if remaining > 0.0:
-                    self._condition.wait(None if math.isinf(remaining) else remaining)
+                    # threading refuses waits above TIMEOUT_MAX: sleep a day at a time at most.
+                    self._condition.wait(None if math.isinf(remaining) else min(remaining, LONGEST_WAIT))
                     self._wakeups += 1
                     continue
                 self._deadline = None

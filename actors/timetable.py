@@ -1,56 +1,63 @@
-"""The pure core: the heap, the task table, the history, and every task's life.
+"""The pure core: the task table, the history, and every task's life.
 
 Rule 1: every decision about *when* and *whether* a task runs is made in the pure core: this
-module, ``actors/dealer.py`` (due tasks, idle workers, batches) and ``actors/task_record.py``
-(a task's record), with ``actors/recurrence.py`` for the arithmetic.
+module, with ``actors/due_heap.py`` (pending tasks by due time), ``actors/dealer.py`` (due
+tasks, idle workers, batches), ``actors/task_record.py`` and ``actors/task_state.py`` (a
+task's record and the table of its states), and ``actors/recurrence.py`` (the arithmetic).
+
 Rule 2: the core starts no thread, reads no clock, calls no user code and imports neither
-``threading``, ``time`` nor ``pykka``. Time comes in as ``now``; what should happen goes out
-as ``Effects`` (batches to hand to workers, events to publish, final states to hand over),
-which the ``SchedulerActor`` carries out. Every method runs on whichever single thread owns the
+``threading``, ``time`` nor ``pykka``. Time comes in as ``now``; what should happen goes out as
+``Effects`` (batches to hand to workers, events to publish, final states to publish), which the
+``SchedulerActor`` carries out. Every method runs on whichever single thread owns the
 ``Timetable`` (the scheduler actor's); it is not thread-safe and needs no lock.
 
-Heap entries are ``(due_at, seq, task)``: ``seq`` breaks ties in scheduling order, so the heap
-never compares two tasks. Cancelling marks the task; its entry is dropped when it surfaces,
-and the heap is rebuilt once stale entries outnumber live ones. Tasks that fall due go to the
-``Dealer``, which hands them to idle workers in batches, each run with a ``Claim``.
-
-Whether a task may still run is the one decision made partly elsewhere, so that a caller's
-cancel needs no round trip: each task's sink (its ``TaskHandle``) holds a token. A cancel
-revokes it (on the caller's thread, or here for a ``Cancel`` message); the worker starting a
-one-time run takes it; a recurring run starts only while it is not revoked. Whoever gets the
-token first wins, and the loser learns it here from a ``Cancelled`` or ``Skipped`` report. The
-only state other threads touch is those tokens and the claims, and every step on them is atomic.
+Rule 3: the core never decides by looking at state another thread may change. It meets other
+threads at two places, both atomic *moves* whose result it takes as an input, as it takes a
+report: a task's token (``actors/token.py``: a caller's cancel and a worker's start race for
+it) and a handed run's claim (``actors/claim.py``: the worker's start and the core's take-back
+race for it). Whoever moves first wins; the loser learns it from its own move, or from the
+``Cancelled`` or ``Skipped`` report that follows.
 """
 
 from __future__ import annotations
 
 import contextlib
-import heapq
-import itertools
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Final
+from types import MappingProxyType
 
 from actors.dealer import Dealer
+from actors.due_heap import DueHeap
 from actors.errors import DuplicateTaskError, SchedulerShutdownError, UnknownTaskError
 from actors.recurrence import next_fixed_delay, next_fixed_rate
-from actors.task_record import Failures, State, TaskRecord
+from actors.task_record import TaskRecord
+from actors.task_state import (
+    CANCELLED,
+    CANCELLING,
+    COMPLETED,
+    FAILED,
+    FINAL_STATUS,
+    HANDED,
+    PENDING,
+    State,
+    move_to,
+)
+from actors.token import FREE, REVOKED, RUNNING, TAKEN
 from messages import (
+    Cancelled,
+    Completed,
     EventKind,
-    FinalState,
-    FixedDelay,
+    Failed,
     FixedRate,
     RunTask,
     Schedule,
+    Skipped,
+    Started,
     TaskEvent,
     TaskId,
     TaskInfo,
-    TaskSink,
 )
-
-COMPACT_MIN_STALE: Final = 64
-"""Below this many stale heap entries, compaction is not worth a rebuild."""
 
 
 @dataclass(slots=True)
@@ -60,12 +67,12 @@ class Effects:
     Attributes:
         events: Events to publish (only the kinds in ``Timetable.wanted``).
         batches: ``(worker, runs)``: hand each idle worker its batch, in order.
-        finished: ``(sink, final, value)``: hand each final state to its sink.
+        finished: ``(task, outcome)``: publish each task's end (``task.finish(outcome)``).
     """
 
     events: list[TaskEvent] = field(default_factory=list)
     batches: list[tuple[int, list[RunTask]]] = field(default_factory=list)
-    finished: list[tuple[TaskSink, FinalState, object]] = field(default_factory=list)
+    finished: list[tuple[TaskRecord, object]] = field(default_factory=list)
 
     @property
     def dispatches(self) -> list[tuple[int, RunTask]]:
@@ -83,8 +90,15 @@ class Timetable:
     hands that over. Reports about runs carry their own ``finished_at``.
     """
 
-    def __init__(self, *, workers: int, history: int = 10_000) -> None:
-        """Start empty, with workers ``0 .. workers-1`` idle, keeping ``history`` finished tasks."""
+    def __init__(
+        self, *, workers: int, history: int = 10_000, tasks: dict[TaskId, TaskRecord] | None = None
+    ) -> None:
+        """Start empty, with workers ``0 .. workers-1`` idle, keeping ``history`` finished tasks.
+
+        ``tasks`` is the (empty) dict to keep the live tasks in, for an owner that lets
+        another thread read it (the facade cancels by id with one lookup); only the
+        timetable ever writes it.
+        """
         if workers < 1:
             raise ValueError(f"workers must be at least 1, got {workers!r}")
         if history < 0:
@@ -94,15 +108,17 @@ class Timetable:
         self._want_due = self._want_started = self._want_completed = False
         self._want_failed = self._want_cancelled = False
         self.closed = False
-        self._heap: list[tuple[float, int, TaskRecord]] = []
-        self._seq = itertools.count()
-        self._stale = 0  # heap entries whose task is no longer PENDING there
-        self._tasks: dict[TaskId, TaskRecord] = {}  # live tasks, in scheduling order
+        self._tasks: dict[TaskId, TaskRecord] = (
+            tasks if tasks is not None else {}
+        )  # live, in scheduling order
+        self._tasks_view: Mapping[TaskId, TaskRecord] = MappingProxyType(self._tasks)
+        self._heap = DueHeap(self._tasks)  # pending tasks by due time
         self._dealer = Dealer(workers)  # due tasks, idle workers, batches
-        self._history: OrderedDict[TaskId, TaskRecord] = OrderedDict()  # retired records
+        self._history: OrderedDict[TaskId, TaskRecord] = OrderedDict()  # finished records, oldest first
         self._history_limit = history
         self._effects = Effects()
         self._deferred = False  # inside batch(): hand out work once, at the end
+        self.activity = 0  # counts releases, reports and endings: Scheduler.settle compares it
 
     @property
     def wanted(self) -> frozenset[EventKind]:
@@ -130,143 +146,129 @@ class Timetable:
             self._deferred = False
             self._release(now)
 
-    def schedule(self, cmd: Schedule, *, now: float) -> None:
-        """Add a task; hand it to a worker at once if it is due and one is idle.
+    def schedule(self, cmd: Schedule, *, now: float, task_id: TaskId | None = None) -> TaskRecord:
+        """Add the task a ``Schedule`` describes (``task_id`` replaces a ``None`` id); return its record.
+
+        Raises:
+            DuplicateTaskError, SchedulerShutdownError: as ``add``.
+        """
+        task = TaskRecord.from_schedule(cmd, cmd.task_id or task_id or "")
+        self.add(task, now=now)
+        return task
+
+    def add(self, task: TaskRecord, *, now: float) -> None:
+        """Own a new task; hand it to a worker at once if it is due and one is idle.
 
         Raises:
             DuplicateTaskError: a live task has the same id (nothing changes).
             SchedulerShutdownError: the timetable was shut down.
         """
         if self.closed:
-            raise SchedulerShutdownError(f"scheduler is shut down; task {cmd.task_id!r} rejected")
-        if cmd.task_id in self._tasks:
-            raise DuplicateTaskError(f"a live task already has id {cmd.task_id!r}")
-        task = TaskRecord(cmd)
+            raise SchedulerShutdownError(f"scheduler is shut down; task {task.task_id!r} rejected")
+        if task.task_id in self._tasks:
+            raise DuplicateTaskError(f"a live task already has id {task.task_id!r}")
         self._tasks[task.task_id] = task
-        heapq.heappush(self._heap, (task.due_at, next(self._seq), task))
+        self._heap.push(task, task.due_at)
         if task.due_at <= now and not self._deferred:
             self._release(now)
 
-    def refuse(self, cmd: Schedule) -> None:
-        """Give a refused ``Schedule``'s sink a final state (``CANCELLED``): no one waits for ever."""
-        sink = cmd.sink
-        if sink is not None:
-            task = TaskRecord(cmd)
-            task.state = State.CANCELLED
-            task.retire()
-            self._effects.finished.append((sink, task, None))
+    def refuse(self, task: TaskRecord) -> None:
+        """End a task that was never added (refused): it finishes ``CANCELLED``, so no one waits for ever."""
+        task.revoke()
+        move_to(task, CANCELLED)
+        task.retire()
+        self._effects.finished.append((task, None))
 
     def cancel(self, task_id: TaskId, *, now: float) -> bool:
         """Cancel a task; return whether that prevented a run that would otherwise happen.
 
         A task whose run has not started never runs. A running recurring task finishes its
-        run and is not rescheduled (``True``); a running one-time task just finishes (``False``).
-        So does a task already cancelled through its token, whose ``Cancelled`` report is
-        still on its way (``False``).
+        run and is not rescheduled (``True``); a running one-time task just finishes
+        (``False``). So does a task a caller has already cancelled through its token, whose
+        ``Cancelled`` report is still on its way (``False``).
         """
         task = self._tasks.get(task_id)
-        if task is None or task.state is State.RUNNING_CANCELLED or not self._take_cancel(task):
+        if task is None or task.state is CANCELLING:
             return False
-        self._end_cancelled(task, now)
+        before = task.revoke()
+        if before is not FREE and before is not RUNNING:
+            return False  # a one-time run started, the task is ending, or a caller cancelled it first
+        self._end_cancelled(task, now, mid_run=before is RUNNING)
         return True
 
-    def cancelled(self, task_id: TaskId, sink: TaskSink, *, now: float) -> None:
-        """Record that a caller cancelled the task whose sink is ``sink`` by revoking its token."""
-        task = self._tasks.get(task_id)
-        if task is not None and task.sink is sink and task.state is not State.RUNNING_CANCELLED:
-            self._end_cancelled(task, now)
-
-    def _take_cancel(self, task: TaskRecord) -> bool:
-        """Win the right to cancel ``task``: revoke its token; with no sink, its claim decides."""
-        sink = task.sink
-        if sink is not None:
-            return sink.revoke_token()
-        # No token: a one-time run whose claim its worker took is running and cannot be cancelled.
-        return task.trigger is not None or task.state is not State.HANDED or self._dealer.revoke(task)
-
-    def _end_cancelled(self, task: TaskRecord, now: float) -> None:
-        """End a task whose cancel has won, or mark it to end when its worker reports."""
-        if task.state is State.HANDED and not self._dealer.revoke(task):
-            task.state = State.RUNNING_CANCELLED  # its worker runs it, or skips it, then reports
-            return
-        if task.state is State.PENDING:
-            self._stale += 1
-        self._finish(task, State.CANCELLED, now, None)
-        self._compact_if_stale()
-        self._release(now)  # a revoke may have left a worker idle
+    def cancelled(self, report: Cancelled, *, now: float) -> None:
+        """Record that a caller cancelled a task by revoking its token (``Cancelled`` report)."""
+        task = report.task
+        if (
+            isinstance(task, TaskRecord)
+            and self._tasks.get(task.task_id) is task
+            and task.state is not CANCELLING
+        ):
+            if self._deferred:
+                self._queue_due(now)  # what fell due before this cancel is released first, as always
+            self._end_cancelled(task, now, mid_run=report.mid_run)
 
     def tick(self, *, now: float) -> None:
         """Move every task due at ``now`` to the ready FIFO and hand out as much as workers allow."""
         self._release(now)
 
-    def completed(
-        self,
-        worker: int,
-        task_id: TaskId,
-        run: int,
-        value: object,
-        *,
-        finished_at: float,
-        now: float,
-        idle: bool = True,
-    ) -> None:
-        """Record that ``worker`` finished run ``run`` of ``task_id`` normally."""
-        task = self._dealer.report(worker, task_id, run, idle=idle)
-        if task is None:
+    def completed(self, report: Completed, *, now: float) -> None:
+        """Record that a worker finished a run normally."""
+        task = self._dealer.report(report.worker, report.task_id, report.run, idle=report.idle)
+        if task is None or task.state in FINAL_STATUS:
             return
+        self.activity += 1
         task.run_count += 1
         if task.failures is not None:
             task.failures.consecutive = 0
-        if self._want_completed:
-            self._emit(EventKind.COMPLETED, task, finished_at, run)
-        if task.trigger is None and task.state is State.HANDED:  # the common case: it just ends
-            self._finish(task, State.COMPLETED, finished_at, value)  # (its worker took the token)
+        if task.trigger is None and task.state is HANDED:  # the common case: it just ends
+            if self._want_completed:
+                self._emit(
+                    EventKind.COMPLETED, task, report.finished_at, report.run, value=report.value, final=True
+                )
+            self._finish(task, COMPLETED, report.finished_at, report.value)
         else:
-            self._after_run(task, finished_at, value, failed=False)
+            if self._want_completed:
+                self._emit(EventKind.COMPLETED, task, report.finished_at, report.run, value=report.value)
+            self._after_run(task, report.finished_at)
         if not self._deferred:
             self._release(now)
 
-    def failed(
-        self,
-        worker: int,
-        task_id: TaskId,
-        run: int,
-        error: BaseException,
-        *,
-        finished_at: float,
-        now: float,
-        idle: bool = True,
-    ) -> None:
-        """Record that ``worker`` finished run ``run`` of ``task_id`` by raising ``error``."""
-        task = self._dealer.report(worker, task_id, run, idle=idle)
-        if task is None:
+    def failed(self, report: Failed, *, now: float) -> None:
+        """Record that a worker finished a run by raising."""
+        task = self._dealer.report(report.worker, report.task_id, report.run, idle=report.idle)
+        if task is None or task.state in FINAL_STATUS:
             return
-        self._fail_run(task, error, finished_at)
+        self._fail_run(task, report.error, report.traceback, report.finished_at)
         self._release(now)
 
-    def skipped(self, worker: int, task_id: TaskId, run: int, *, now: float, idle: bool = True) -> None:
-        """Record that ``worker`` did not start run ``run`` of ``task_id``: it was cancelled."""
-        task = self._dealer.report(worker, task_id, run, idle=idle)
-        if task is None:
-            return
-        self._finish(task, State.CANCELLED, now, None)
+    def skipped(self, report: Skipped, *, now: float) -> None:
+        """Record that a worker did not start a run: the task's token said it was cancelled."""
+        task = self._dealer.report(report.worker, report.task_id, report.run, idle=report.idle)
+        if task is None or task.state in FINAL_STATUS:
+            return  # ended when it was cancelled: this only frees its worker
+        self.activity += 1
+        self._finish(task, CANCELLED, now, None)
         self._release(now)
 
-    def started(self, worker: int, task_id: TaskId, run: int, *, started_at: float) -> None:
-        """Record that ``worker`` started run ``run`` of ``task_id`` (publishes ``STARTED``)."""
+    def started(self, report: Started) -> None:
+        """Record that a worker started a run (publishes ``STARTED``)."""
         if self._want_started:
-            task = self._dealer.handed(worker, task_id, run)
+            task = self._dealer.handed(report.worker, report.task_id, report.run)
             if task is not None:
-                self._emit(EventKind.STARTED, task, started_at, run)
+                self._emit(EventKind.STARTED, task, report.started_at, report.run)
 
     def worker_lost(self, worker: int, error: BaseException, *, now: float) -> None:
         """Forget ``worker`` until ``add_worker``.
 
-        Runs it had started fail with ``error``; runs it had not started go back to the front
-        of the ready FIFO.
+        Runs it had started fail with ``error`` (their outcome is unknown); runs it had not
+        started go back to the front of the ready FIFO.
         """
-        for task in self._dealer.lose(worker):  # started: its outcome is unknown, so it failed
-            self._fail_run(task, error, now)
+        started, taken_back = self._dealer.lose(worker)
+        self._dealer.requeue(taken_back)
+        for task in started:
+            if task.state not in FINAL_STATUS:
+                self._fail_run(task, error, "", now)
         self._release(now)
 
     def add_worker(self, worker: int, *, now: float) -> None:
@@ -282,16 +284,37 @@ class Timetable:
         """
         self.closed = True
         deferred, self._deferred = self._deferred, True  # hand the workers nothing more
-        for task in list(self._tasks.values()):
-            if task.state is State.RUNNING_CANCELLED:
-                continue
-            if self._take_cancel(task) or (task.sink is not None and task.sink.token_revoked()):
-                self._end_cancelled(task, now)
-            # else: a worker has started its one-time run, which finishes as usual
-        self._deferred = deferred
+        for task in self._tasks.values():
+            task.heap_seq = None  # the heap is emptied at once below, not entry by entry
         self._heap.clear()
-        self._dealer.clear()
-        self._stale = 0
+        for task in self._dealer.take_back_all():
+            task.revoke()
+            self._finish(task, CANCELLED, now, None)
+        for task in list(self._tasks.values()):
+            if task.state is not CANCELLING and task.revoke() in (FREE, RUNNING, REVOKED):
+                # A caller may have revoked it mid-run (its report will not come): wait for the worker.
+                self._end_cancelled(task, now, mid_run=True)
+            # else: a worker has started its one-time run (it holds the token): it finishes as usual
+        self._deferred = deferred
+
+    def abandon(self, error: BaseException, *, now: float) -> None:
+        """End every task still live, at once: the scheduler is being stopped by force.
+
+        A one-time run in progress (its token taken) ends ``FAILED`` with ``error``: its
+        outcome will never be known. Every other live task ends ``CANCELLED``.
+        """
+        self.closed = True
+        deferred, self._deferred = self._deferred, True
+        for task in self._tasks.values():
+            task.heap_seq = None
+        self._heap.clear()
+        for task in list(self._tasks.values()):
+            if task.revoke() is TAKEN and task.state is HANDED:
+                self._fail_run(task, error, "", now)
+            else:
+                self._finish(task, CANCELLED, now, None)
+        self._dealer = Dealer(0)  # nothing is held by anyone any more
+        self._deferred = deferred
 
     # -- queries ----------------------------------------------------------------------------
 
@@ -303,33 +326,40 @@ class Timetable:
         self._effects = Effects()
         return effects
 
-    def info(self, task_id: TaskId) -> TaskInfo:
+    @property
+    def tasks(self) -> Mapping[TaskId, TaskRecord]:
+        """The live tasks by id (read-only; changed only by the core's thread)."""
+        return self._tasks_view
+
+    def info(self, task_id: TaskId, *, wall_offset: float | None = None) -> TaskInfo:
         """Return a snapshot of a live task, or the final state of a task in the history.
 
         Raises:
             UnknownTaskError: no such task, or it left the history.
         """
-        info = self.find(task_id)
+        info = self.find(task_id, wall_offset=wall_offset)
         if info is None:
             raise UnknownTaskError(f"no task with id {task_id!r}")
         return info
 
-    def find(self, task_id: TaskId) -> TaskInfo | None:
+    def find(self, task_id: TaskId, *, wall_offset: float | None = None) -> TaskInfo | None:
         """Return what ``info`` returns, or ``None`` instead of raising."""
-        task = self._tasks.get(task_id) or self._history.get(task_id)
+        task = self._tasks.get(task_id)
+        if task is not None:
+            return task.snapshot(running=self._dealer.is_current(task), wall_offset=wall_offset)
+        task = self._history.get(task_id)
         return task.snapshot() if task is not None else None
 
-    def infos(self) -> list[TaskInfo]:
+    def infos(self, *, wall_offset: float | None = None) -> list[TaskInfo]:
         """Return a snapshot of every live task, in scheduling order."""
-        return [task.snapshot() for task in self._tasks.values()]
+        is_current = self._dealer.is_current
+        return [
+            task.snapshot(running=is_current(task), wall_offset=wall_offset) for task in self._tasks.values()
+        ]
 
     def next_due(self) -> float | None:
-        """Return the earliest due time in the heap, or ``None`` if the heap holds no live task."""
-        heap = self._heap
-        while heap and heap[0][2].state is not State.PENDING:
-            heapq.heappop(heap)
-            self._stale -= 1
-        return heap[0][0] if heap else None
+        """Return the earliest due time of a pending task, or ``None`` if none is pending."""
+        return self._heap.next_due()
 
     def is_settled(self, now: float) -> bool:
         """Whether no worker holds a run and nothing is due at ``now``."""
@@ -345,13 +375,13 @@ class Timetable:
 
     @property
     def running_count(self) -> int:
-        """Runs a worker has started and not yet reported."""
+        """Workers on a run (each is running the first run of its batch, or about to)."""
         return self._dealer.running_count
 
     @property
     def heap_size(self) -> int:
         """Heap entries, stale ones included (for tests of compaction)."""
-        return len(self._heap)
+        return self._heap.size
 
     @property
     def live_count(self) -> int:
@@ -361,71 +391,96 @@ class Timetable:
     # -- internals --------------------------------------------------------------------------
 
     def _release(self, now: float) -> None:
+        """Move the tasks due at ``now`` to the ready FIFO, then deal to the idle workers."""
         if self._deferred:
             return
-        heap = self._heap
-        queue = self._dealer.queue
-        want_due = self._want_due
-        while heap and heap[0][0] <= now:
-            _, _, task = heapq.heappop(heap)
-            if task.state is not State.PENDING:
-                self._stale -= 1
-                continue
-            queue(task)
-            if want_due:
-                self._emit(EventKind.DUE, task, now, task.run_count + 1)
+        self._queue_due(now)
         self._dealer.deal(self._effects.batches, announce=self._want_started)
 
-    def _fail_run(self, task: TaskRecord, error: BaseException, finished_at: float) -> None:
-        run = task.run_count + 1
-        task.run_count = run
-        failures = task.failures
-        if failures is None:
-            failures = task.failures = Failures(None)
-        failures.count += 1
-        failures.consecutive += 1
-        failures.last_error = error
-        if self._want_failed:
-            self._emit(EventKind.FAILED, task, finished_at, run, error)
-        self._after_run(task, finished_at, None, failed=True)
+    def _queue_due(self, now: float) -> None:
+        """Move the tasks due at ``now`` from the heap to the ready FIFO."""
+        tasks = self._tasks
+        queue = self._dealer.queue
+        want_due = self._want_due
+        for task_id in self._heap.pop_due(now):
+            task = tasks[task_id]
+            queue(task)
+            self.activity += 1
+            if want_due:
+                self._emit(EventKind.DUE, task, now, task.run_count + 1)
 
-    def _after_run(self, task: TaskRecord, finished_at: float, value: object, *, failed: bool) -> None:
-        trigger = task.trigger
-        failures = task.failures
-        sink = task.sink
-        if task.state is State.RUNNING_CANCELLED or (sink is not None and sink.token_revoked()):
-            self._finish(task, State.CANCELLED, finished_at, None)  # cancelled mid-run
-        elif trigger is None:
-            self._finish(task, State.FAILED if failed else State.COMPLETED, finished_at, value)
-        elif failed and failures and failures.limit is not None and failures.consecutive >= failures.limit:
-            # Ending it takes the token, unless a cancel just took it first.
-            won = sink is None or sink.take_token()
-            self._finish(task, State.FAILED if won else State.CANCELLED, finished_at, None)
+    def _end_cancelled(self, task: TaskRecord, now: float, *, mid_run: bool) -> None:
+        """End a task whose cancel has won, or mark it to end when its worker reports.
+
+        ``mid_run``: a run may be in progress. It is, if a worker has claimed the run: the
+        task then ends when the run reports. Without ``mid_run`` a claimed run cannot start
+        (the token is revoked): the task ends now, and the worker's ``Skipped`` report only
+        frees the worker.
+        """
+        if task.state is HANDED and not self._dealer.take_back(task) and mid_run:
+            move_to(task, CANCELLING)  # its worker runs it, or skips it, then reports
+            return
+        if task.heap_seq is not None:
+            self._heap.remove(task)
+        self._finish(task, CANCELLED, now, None)
+        self._release(now)  # a take-back may have left a worker idle
+
+    def _fail_run(self, task: TaskRecord, error: BaseException, traceback: str, finished_at: float) -> None:
+        self.activity += 1
+        run = task.run_count = task.run_count + 1
+        task.count_failure(error, traceback)
+        if task.state is CANCELLING:
+            ending: State | None = CANCELLED
+        elif task.trigger is None:
+            ending = FAILED
+        elif task.reached_failure_limit():
+            ending = FAILED if task.take() else CANCELLED  # a cancel may have just won the token
         else:
-            if isinstance(trigger, FixedRate):
-                due_at = next_fixed_rate(trigger.first_at, trigger.interval, task.due_at, finished_at)
-            else:
-                assert isinstance(trigger, FixedDelay)
-                due_at = next_fixed_delay(trigger.delay, finished_at)
-            task.state = State.PENDING
-            task.due_at = due_at
-            heapq.heappush(self._heap, (due_at, next(self._seq), task))
+            ending = None
+        if self._want_failed:
+            final = ending is FAILED
+            self._emit(
+                EventKind.FAILED, task, finished_at, run, error=error, traceback=traceback, final=final
+            )
+        if ending is None:
+            self._reschedule(task, finished_at)
+        else:
+            self._finish(task, ending, finished_at, None)
 
-    def _finish(self, task: TaskRecord, state: State, now: float, value: object) -> None:
-        task.state = state
+    def _after_run(self, task: TaskRecord, finished_at: float) -> None:
+        """A recurring run (or a cancelled one) returned: end the task or schedule its next run."""
+        if task.state is CANCELLING:
+            self._finish(task, CANCELLED, finished_at, None)  # cancelled mid-run
+        elif task.trigger is None:
+            self._finish(task, COMPLETED, finished_at, None)
+        else:
+            self._reschedule(task, finished_at)
+
+    def _reschedule(self, task: TaskRecord, finished_at: float) -> None:
+        trigger = task.trigger
+        if isinstance(trigger, FixedRate):
+            due_at = next_fixed_rate(trigger.first_at, trigger.interval, task.due_at, finished_at)
+        else:
+            assert trigger is not None
+            due_at = next_fixed_delay(trigger.delay, finished_at)
+        move_to(task, PENDING)
+        task.due_at = due_at
+        self._heap.push(task, due_at)
+
+    def _finish(self, task: TaskRecord, state: State, at: float, outcome: object) -> None:
+        move_to(task, state)
         del self._tasks[task.task_id]
-        if state is State.CANCELLED and self._want_cancelled:
-            self._emit(EventKind.CANCELLED, task, now, None)
-        sink = task.sink
-        task.retire()  # frozen from here on: the sink and the history may share it
+        self.activity += 1
+        if state is CANCELLED and self._want_cancelled:
+            self._emit(EventKind.CANCELLED, task, at, None, final=True)
+        task.retire()  # frozen from here on: handles and the history may share it
         if self._history_limit:
             history = self._history
             history.pop(task.task_id, None)
             history[task.task_id] = task
             if len(history) > self._history_limit:
                 history.popitem(last=False)
-        if sink is not None:
-            self._effects.finished.append((sink, task, value))
+        self._effects.finished.append((task, outcome))
 
     def _emit(
         self,
@@ -433,7 +488,11 @@ class Timetable:
         task: TaskRecord,
         at: float,
         run: int | None,
+        *,
         error: BaseException | None = None,
+        traceback: str | None = None,
+        value: object = None,
+        final: bool = False,
     ) -> None:
         self._effects.events.append(
             TaskEvent(
@@ -444,12 +503,11 @@ class Timetable:
                 run=run,
                 due_at=task.due_at if run is not None else None,
                 error=error,
+                traceback=traceback,
+                value=value,
+                final=final,
             )
         )
 
-    def _compact_if_stale(self) -> None:
-        stale = self._stale
-        if stale > COMPACT_MIN_STALE and stale > len(self._heap) - stale:
-            self._heap = [entry for entry in self._heap if entry[2].state is State.PENDING]
-            heapq.heapify(self._heap)
-            self._stale = 0
+
+__all__ = ["Effects", "Timetable"]

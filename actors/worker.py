@@ -2,122 +2,153 @@
 
 from __future__ import annotations
 
+import contextvars
 import logging
-import threading
+import traceback
 from typing import Any
 
 import pykka
 
-from actors.base import SimpleQueueActor
+from actors.base import LibraryActor
 from actors.clock import Clock
 from actors.outbox import Outbox
-from messages import (
-    Completed,
-    Drain,
-    Failed,
-    RunBatch,
-    RunTask,
-    Skipped,
-    Started,
-    WorkerExited,
-)
+from actors.threads import Role, ThreadRegistry
+from messages import Completed, Drain, Failed, RunBatch, RunTask, Skipped, Started, WorkerExited
 
 logger = logging.getLogger(__name__)
 
 _DRAIN = Drain()
 
+Report = Started | Completed | Failed | Skipped
 
-class WorkerActor(SimpleQueueActor):
+CURRENT_RUN: contextvars.ContextVar[RunTask | None] = contextvars.ContextVar("current_run", default=None)
+"""The run the current thread is running (set by its worker around each run)."""
+
+
+class WorkerActor(LibraryActor):
     """Runs tasks handed to it by the scheduler, one at a time, on its own thread.
 
     The scheduler hands a ``RunBatch`` only to an idle worker. The worker runs each run whose
     claim it can take (the scheduler may have taken some back meanwhile, to cancel them or to
-    give them to an idle worker) and reports each with ``Completed`` or ``Failed``, or with
-    ``Skipped`` when the task's token shows it was cancelled before the run could start.
-    Before reporting a run it claims the next one, so the report can say whether it is now idle.
-    Whatever a task raises (``BaseException`` included: ``SystemExit``, ``KeyboardInterrupt``...)
-    becomes a ``Failed`` report: nothing escapes ``on_receive``, so a task can never kill this
-    actor or, through pykka's ``stop_all``, any other. Its thread is a daemon: a task that never
-    returns does not keep the interpreter alive.
+    give them to an idle worker), and only if the task's token lets it start
+    (``try_start``); it reports each with ``Completed`` or ``Failed``, or ``Skipped`` when the
+    token says the task was cancelled. Before reporting a run it claims the next one, so the
+    report can say whether it is now idle. Whatever a task raises (``BaseException``
+    included: ``SystemExit``, ``KeyboardInterrupt``...) becomes a ``Failed`` report: nothing
+    escapes ``on_receive``, so a task can never kill this actor or, through pykka's
+    ``stop_all``, any other. Its thread is a daemon: a task that never returns does not keep
+    the interpreter alive.
     """
+
+    role = Role.WORKER
 
     def __init__(
         self,
         index: int,
         scheduler: pykka.ActorRef[Any],
         clock: Clock,
-        reports: Outbox[Started | Completed | Failed | Skipped] | None = None,
-        started_threads: list[threading.Thread] | None = None,
+        reports: Outbox[Any] | None = None,
+        threads: ThreadRegistry | None = None,
     ) -> None:
         """Create worker number ``index`` reporting to ``scheduler`` (runs on the caller's thread).
 
         Reports go through ``reports`` (the scheduler is told ``Drain()`` when it must take
         them), or are told to the scheduler one by one without it.
         """
-        super().__init__()
+        super().__init__(threads)
         self._index = index
         self._scheduler = scheduler
         self._clock = clock
         self._reports = reports
-        self._started_threads = started_threads
-
-    def on_start(self) -> None:
-        """Record this actor's thread so shutdown can join it (runs on the worker thread)."""
-        if self._started_threads is not None:
-            self._started_threads.append(threading.current_thread())
 
     def on_receive(self, message: Any) -> None:
         """Run a ``RunBatch``, reporting each run to the scheduler (worker thread)."""
-        if not isinstance(message, RunBatch):
+        if not isinstance(message, RunBatch) or type(message.runs) is not tuple:
             logger.warning("worker %d ignored an unexpected message: %r", self._index, message)
             return
         runs = message.runs
+        worker = self._index
         index = _next_claimed(runs, 0)
         while index is not None:
             run = runs[index]
-            token = run.token
-            # A one-time run takes its task's token; a recurring run needs it not revoked.
-            if token is None or (token.take_token() if run.once else not token.token_revoked()):
-                report_type, outcome, finished_at = self._run(run)
+            task = run.task
+            if task.try_start(run.one_time):
+                try:
+                    value, failure, finished_at = self._run(run)
+                finally:  # even if this worker fails now: its task must be able to run again
+                    if not run.one_time:
+                        task.end_run()
                 index = _next_claimed(runs, index + 1)
-                idle = index is None
-                self._report(report_type(self._index, run.task_id, run.run, outcome, finished_at, idle))
+                if failure is None:
+                    report: Report = Completed(
+                        worker, run.task_id, run.run, value, finished_at, index is None
+                    )
+                else:
+                    error, formatted = failure
+                    report = Failed(
+                        worker, run.task_id, run.run, error, formatted, finished_at, index is None
+                    )
             else:
                 index = _next_claimed(runs, index + 1)
-                self._report(Skipped(self._index, run.task_id, run.run, index is None))
+                report = Skipped(worker, run.task_id, run.run, index is None)
+            self._report(report)
 
-    def _report(self, report: Started | Completed | Failed | Skipped) -> None:
-        if self._reports is None:
-            self._tell(self._scheduler, report)
-        elif self._reports.put(report):
-            self._tell(self._scheduler, _DRAIN)
-
-    def _run(self, run: RunTask) -> tuple[type[Completed] | type[Failed], Any, float]:
+    def _run(self, run: RunTask) -> tuple[object, tuple[BaseException, str] | None, float]:
+        """Run one run; return its value, or its error with the formatted traceback, and when it ended."""
         if run.announce:
             self._report(Started(self._index, run.task_id, run.run, self._clock.now()))
+        reset = CURRENT_RUN.set(run)
         try:
             value = run.fn(*run.args, **run.kwargs)
         except BaseException as error:  # SystemExit too: a task never takes the worker down
             logger.debug("task %r run %d raised %r", run.task_id, run.run, error)
-            return Failed, error, self._clock.now()
-        return Completed, value, self._clock.now()
+            return None, _detach(error), self._clock.now()
+        finally:
+            CURRENT_RUN.reset(reset)
+        return value, None, self._clock.now()
+
+    def _report(self, report: Report) -> None:
+        if self._reports is None:
+            self._tell(report)
+        elif self._reports.put(report):
+            self._tell(_DRAIN)
 
     def on_failure(self, *_: object) -> None:
         """Tell the scheduler this worker died (worker thread, as the actor dies)."""
-        self._report_exit("failed")
+        logger.error("worker %d failed; the scheduler will replace it", self._index)
+        self._tell(WorkerExited(self._index, "failed"))
 
     def on_stop(self) -> None:
         """Tell the scheduler this worker stopped (worker thread, as the actor stops)."""
-        self._report_exit("stopped")
+        self._tell(WorkerExited(self._index, "stopped"))
 
-    def _report_exit(self, reason: str) -> None:
-        self._tell(self._scheduler, WorkerExited(self._index, reason))
-
-    def _tell(self, ref: pykka.ActorRef[Any], message: object) -> None:
+    def _tell(self, message: object) -> None:
         try:
-            ref.tell(message)
+            self._scheduler.tell(message)
         except pykka.ActorDeadError:
-            logger.debug("worker %d: %s is gone; dropped %r", self._index, ref, message)
+            logger.debug("worker %d: the scheduler is gone; dropped %r", self._index, message)
+
+
+def _detach(error: BaseException) -> tuple[BaseException, str]:
+    """Format ``error``'s traceback, then drop the tracebacks of it and its chain.
+
+    A traceback holds the frames it passed through, and their locals: the run's arguments,
+    among others. Kept in a task's history, it would keep them alive for as long as the task
+    is remembered; the formatted text is all a person needs.
+    """
+    formatted = "".join(traceback.format_exception(error))
+    seen: set[int] = set()
+    chain: list[BaseException | None] = [error]
+    while chain:
+        link = chain.pop()
+        if link is None or id(link) in seen:
+            continue
+        seen.add(id(link))
+        link.__traceback__ = None
+        chain += (link.__cause__, link.__context__)
+        if isinstance(link, BaseExceptionGroup):
+            chain.extend(link.exceptions)
+    return error, formatted
 
 
 def _next_claimed(runs: tuple[RunTask, ...], start: int) -> int | None:

@@ -4,10 +4,9 @@ Nothing here starts a thread, reads a clock or imports ``actors``.
 """
 
 from messages.commands import (
+    AddTask,
     Cancel,
-    Claim,
     Drain,
-    FinalState,
     Flush,
     Listener,
     Publish,
@@ -16,12 +15,14 @@ from messages.commands import (
     QueryTask,
     QueryTasks,
     RunBatch,
+    RunClaim,
     RunTask,
     Schedule,
     Settle,
     Shutdown,
     Subscribe,
-    TaskSink,
+    Task,
+    TaskToken,
     Tick,
     Unsubscribe,
     Waiter,
@@ -34,20 +35,21 @@ from messages.events import (
     TaskId,
     TaskInfo,
     TaskStatus,
+    is_minted_id,
 )
-from messages.reports import Cancelled, Completed, Failed, Skipped, Started, WorkerExited
+from messages.reports import BusExited, Cancelled, Completed, Failed, Skipped, Started, WorkerExited
 from messages.triggers import FixedDelay, FixedRate, Once, Trigger
 
 __all__ = [
     "TERMINAL_STATUSES",
+    "AddTask",
+    "BusExited",
     "Cancel",
     "Cancelled",
-    "Claim",
     "Completed",
     "Drain",
     "EventKind",
     "Failed",
-    "FinalState",
     "FixedDelay",
     "FixedRate",
     "Flush",
@@ -59,6 +61,7 @@ __all__ = [
     "QueryTask",
     "QueryTasks",
     "RunBatch",
+    "RunClaim",
     "RunTask",
     "Schedule",
     "SchedulerStats",
@@ -67,14 +70,16 @@ __all__ = [
     "Skipped",
     "Started",
     "Subscribe",
+    "Task",
     "TaskEvent",
     "TaskId",
     "TaskInfo",
-    "TaskSink",
     "TaskStatus",
+    "TaskToken",
     "Tick",
     "Trigger",
     "Unsubscribe",
     "Waiter",
     "WorkerExited",
+    "is_minted_id",
 ]

@@ -1,7 +1,10 @@
 """Commands: messages that ask an actor to do something (imperative names).
 
-Users may send ``Schedule``, ``Cancel`` and ``Tick`` to ``Scheduler.ref`` themselves; the
-rest are sent by the ``Scheduler`` facade and the actors to each other.
+Users may send ``Schedule``, ``Cancel``, ``Tick``, the queries and ``Subscribe``/``Unsubscribe``
+to ``Scheduler.ref`` themselves; the rest are sent by the ``Scheduler`` facade and the actors
+to each other. Every field of a message users may send is checked when the message is built,
+so a bad value is a ``TypeError``/``ValueError`` at the call that builds it, and nothing a
+message carries can stop the scheduler.
 """
 
 from __future__ import annotations
@@ -11,51 +14,45 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Protocol, final
 
-from messages.events import EventKind, TaskEvent, TaskId, TaskInfo
-from messages.frozen import slot_setters
-from messages.triggers import FixedDelay, FixedRate, Once, Trigger
+from messages.events import EventKind, TaskEvent, TaskId, is_minted_id
+from messages.frozen import fast_init
+from messages.triggers import TRIGGER_TYPES, Trigger
 
 EMPTY_KWARGS: Mapping[str, Any] = MappingProxyType({})
-_TRIGGER_TYPES = frozenset({Once, FixedRate, FixedDelay})  # all final: type() identifies them
 
 
-class FinalState(Protocol):
-    """A finished task's record: it never changes again, so any thread may read it."""
+class TaskToken(Protocol):
+    """What a worker needs from a task to start one of its runs (the task's token).
 
-    def snapshot(self) -> TaskInfo:
-        """Return the task's final ``TaskInfo``."""
-
-
-class TaskSink(Protocol):
-    """The caller's side of one task (``TaskHandle`` is one): its token and its final state.
-
-    The token is what lets a cancel be decided on the caller's thread, with no round trip:
-    it is taken exactly once, either by a cancel (``revoke_token``) or for good by whoever
-    makes the task's fate certain (``take_token``: the worker starting a one-time run, the
-    scheduler ending a recurring task after too many failures). Each token method is atomic
-    and may be called from any thread.
+    ``try_start`` is atomic and may be called from any thread; see ``actors/token.py``.
     """
 
-    def take_token(self) -> bool:
-        """Take the token for good; ``False`` if the task was cancelled (or it was taken already)."""
+    def try_start(self, one_time: bool) -> bool:
+        """Claim the right to start a run: ``False`` if the task was cancelled (or has ended)."""
 
-    def revoke_token(self) -> bool:
-        """Cancel through the token; ``False`` if it was taken or revoked already."""
+    def end_run(self) -> None:
+        """Say a recurring run has ended (before reporting it)."""
 
-    def token_revoked(self) -> bool:
-        """Whether the task was cancelled through its token."""
 
-    def task_finished(self, final: FinalState, value: object) -> None:
-        """Take the task's final state and, for a completed one-time task, its return value.
+class RunClaim(Protocol):
+    """A handed run's claim: taken by exactly one of its worker and the scheduler (``actors/claim.py``)."""
 
-        Called once, on the scheduler's thread.
-        """
+    def take(self) -> bool:
+        """Take the claim; ``False`` if the other side already has it."""
+
+
+class Task(Protocol):
+    """A task object as messages carry it, opaque (in ``actors`` it is a ``TaskRecord``)."""
+
+    @property
+    def task_id(self) -> TaskId:
+        """The task's id."""
 
 
 class Waiter(Protocol):
     """The settable half of a future (``concurrent.futures.Future`` is one)."""
 
-    def set_result(self, result: None) -> None:
+    def set_result(self, result: Any) -> Any:
         """Wake whoever waits."""
 
 
@@ -66,16 +63,31 @@ class Listener(Protocol):
         """Handle one event."""
 
 
-@final
-@dataclass(frozen=True, slots=True, init=False)
-class Schedule:
-    """Add a task. Reply (when asked): ``True`` if accepted, ``False`` if refused.
+def require_task_id(task_id: object) -> None:
+    """Check that ``task_id`` is a str (``TypeError`` otherwise)."""
+    if type(task_id) is not str and not isinstance(task_id, str):
+        raise TypeError(f"task_id must be a str, got {task_id!r}")
 
-    A refused ``Schedule`` (its id is live, or the scheduler is shutting down) is logged, and
-    its ``sink`` is handed a ``CANCELLED`` final state.
+
+def require_waiter(name: str, waiter: object) -> None:
+    """Check that ``waiter`` has a callable ``set_result`` (``TypeError`` otherwise)."""
+    if not callable(getattr(waiter, "set_result", None)):
+        raise TypeError(f"{name} must have a set_result method (a concurrent.futures.Future), got {waiter!r}")
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Schedule:
+    """Add a task.
+
+    Reply (when asked): ``True`` if accepted; the minted id (a str, so also true) if
+    ``task_id`` was ``None``; ``False`` if refused because the id is live or the scheduler is
+    shutting down (logged). A value of the wrong type or out of range is an error when the
+    message is built.
 
     Attributes:
-        task_id: The new task's id; must not belong to a task that is still live.
+        task_id: The new task's id; must not belong to a task that is still live. ``None``
+            lets the scheduler mint one (``"task-<n>"``, a form reserved for minted ids).
         fn: What to run, called on a worker thread as ``fn(*args, **kwargs)``.
         trigger: When to run it.
         args: Positional arguments for ``fn``.
@@ -83,85 +95,57 @@ class Schedule:
         name: A label for events and snapshots; defaults to ``fn``'s qualified name.
         max_consecutive_failures: For recurring tasks: stop with status ``FAILED`` after
             this many failed runs in a row. ``None`` means never stop.
-        sink: Holds the task's cancel token and is told its final state (the facade passes
-            the ``TaskHandle``). Without one, only ``Cancel`` messages cancel the task.
     """
 
-    task_id: TaskId
+    task_id: TaskId | None = None
     fn: Callable[..., object] = field(compare=False)
     trigger: Trigger
     args: tuple[Any, ...] = ()
     kwargs: Mapping[str, Any] = field(default_factory=lambda: EMPTY_KWARGS, compare=False)
     name: str | None = None
     max_consecutive_failures: int | None = None
-    sink: TaskSink | None = field(default=None, compare=False, repr=False)
 
-    def __init__(  # one per task: written out for speed (see messages.frozen)
-        self,
-        *,
-        task_id: TaskId,
-        fn: Callable[..., object],
-        trigger: Trigger,
-        args: tuple[Any, ...] = (),
-        kwargs: Mapping[str, Any] = EMPTY_KWARGS,
-        name: str | None = None,
-        max_consecutive_failures: int | None = None,
-        sink: TaskSink | None = None,
-    ) -> None:
-        set_task_id, set_fn, set_trigger, set_args, set_kwargs, set_name, set_limit, set_sink = (
-            _SCHEDULE_SETTERS
-        )
-        set_task_id(self, task_id)
-        set_fn(self, fn)
-        set_trigger(self, trigger)
-        set_args(self, args)
-        set_kwargs(self, kwargs)
-        set_name(self, name)
-        set_limit(self, max_consecutive_failures)
-        set_sink(self, sink)
-        self._check()
-
-    def _check(self) -> None:
-        if (  # the common case, checked fast: it costs every task once
-            type(self.task_id) is str
-            and type(self.trigger) in _TRIGGER_TYPES
-            and type(self.args) is tuple
-            and self.kwargs is EMPTY_KWARGS
-            and self.name is None
-            and self.max_consecutive_failures is None
-            and callable(self.fn)
-        ):
-            return
+    def __post_init__(self) -> None:
+        if self.task_id is not None:
+            require_task_id(self.task_id)
+            if is_minted_id(self.task_id):
+                raise ValueError(f"task ids of the form 'task-<digits>' are reserved, got {self.task_id!r}")
         if not callable(self.fn):
             raise TypeError(f"fn must be callable, got {self.fn!r}")
-        if not isinstance(self.task_id, str):
-            raise TypeError(f"task_id must be a str, got {self.task_id!r}")
+        if type(self.trigger) not in TRIGGER_TYPES:
+            raise TypeError(
+                f"trigger must be one of {sorted(t.__name__ for t in TRIGGER_TYPES)}, got {self.trigger!r}"
+            )
         if not isinstance(self.args, tuple):
             raise TypeError(f"args must be a tuple, got {self.args!r}")
-        if not isinstance(self.trigger, Once | FixedRate | FixedDelay):
-            raise TypeError(f"trigger must be a Once, FixedRate or FixedDelay, got {self.trigger!r}")
         if not isinstance(self.kwargs, Mapping):
             raise TypeError(f"kwargs must be a mapping, got {self.kwargs!r}")
-        if self.kwargs and not all(isinstance(key, str) for key in self.kwargs):
+        if not all(isinstance(key, str) for key in self.kwargs):
             raise TypeError(f"kwargs keys must be str, got {list(self.kwargs)!r}")
         if self.name is not None and not isinstance(self.name, str):
             raise TypeError(f"name must be a str, got {self.name!r}")
-        limit = self.max_consecutive_failures
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
-            raise TypeError(f"max_consecutive_failures must be an int, got {limit!r}")
-        if limit is not None and limit < 1:
-            raise ValueError(f"max_consecutive_failures must be at least 1, got {limit!r}")
+        require_failure_limit(self.max_consecutive_failures)
 
 
-_SCHEDULE_SETTERS = slot_setters(Schedule)
+def require_failure_limit(limit: object) -> None:
+    """Check ``max_consecutive_failures``: ``None`` or an int of at least 1."""
+    if limit is None:
+        return
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise TypeError(f"max_consecutive_failures must be an int, got {limit!r}")
+    if limit < 1:
+        raise ValueError(f"max_consecutive_failures must be at least 1, got {limit!r}")
 
 
 @final
 @dataclass(frozen=True, slots=True)
 class Cancel:
-    """Cancel a task. Reply (when asked): whether a future run was prevented."""
+    """Cancel a task. Reply (when asked): whether a run was prevented."""
 
     task_id: TaskId
+
+    def __post_init__(self) -> None:
+        require_task_id(self.task_id)
 
 
 @final
@@ -173,7 +157,19 @@ class Tick:
 @final
 @dataclass(frozen=True, slots=True)
 class Drain:
-    """Take and handle everything in the scheduler's outboxes (facade schedules, worker reports)."""
+    """Take and handle everything in the scheduler's outboxes (facade tasks, worker reports)."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class AddTask:
+    """Facade -> scheduler: own ``task`` (built by the facade with a caller-chosen id).
+
+    Reply: ``True`` if added, ``False`` if its id is live or the scheduler is shutting down.
+    Tasks with minted ids come through the facade's outbox instead, without a reply.
+    """
+
+    task: Task = field(compare=False)
 
 
 @final
@@ -182,6 +178,9 @@ class QueryTask:
     """Reply: the task's ``TaskInfo``, or ``None`` if it is neither live nor in the history."""
 
     task_id: TaskId
+
+    def __post_init__(self) -> None:
+        require_task_id(self.task_id)
 
 
 @final
@@ -205,9 +204,15 @@ class QueryStats:
 @final
 @dataclass(frozen=True, slots=True)
 class Settle:
-    """Wake ``waiter`` once nothing due at ``clock.now()`` is unfinished (see ``Scheduler.settle``)."""
+    """Run what is due now, then set ``waiter``'s result once nothing due now is unfinished.
+
+    The result is the scheduler's activity count at that moment (see ``Scheduler.settle``).
+    """
 
     waiter: Waiter = field(compare=False)
+
+    def __post_init__(self) -> None:
+        require_waiter("waiter", self.waiter)
 
 
 @final
@@ -220,15 +225,33 @@ class Shutdown:
 
     drained: Waiter = field(compare=False)
 
+    def __post_init__(self) -> None:
+        require_waiter("drained", self.drained)
+
 
 @final
 @dataclass(frozen=True, slots=True)
 class Subscribe:
-    """Register ``listener`` for the event kinds in ``kinds`` under ``subscription_id``."""
+    """Register ``listener`` (a callable or a pykka ``ActorRef``) for the event kinds in ``kinds``."""
 
     subscription_id: int
     listener: object = field(compare=False)
     kinds: frozenset[EventKind]
+
+    def __post_init__(self) -> None:
+        require_subscription_id(self.subscription_id)
+        if not (callable(self.listener) or callable(getattr(self.listener, "tell", None))):
+            raise TypeError(f"listener must be callable or a pykka ActorRef, got {self.listener!r}")
+        if not isinstance(self.kinds, frozenset) or not self.kinds:
+            raise TypeError(f"kinds must be a non-empty frozenset of EventKind, got {self.kinds!r}")
+        if not all(isinstance(kind, EventKind) for kind in self.kinds):
+            raise TypeError(f"kinds must hold only EventKind members, got {self.kinds!r}")
+
+
+def require_subscription_id(subscription_id: object) -> None:
+    """Check that a subscription id is an int (``TypeError`` otherwise)."""
+    if isinstance(subscription_id, bool) or not isinstance(subscription_id, int):
+        raise TypeError(f"subscription_id must be an int, got {subscription_id!r}")
 
 
 @final
@@ -238,82 +261,32 @@ class Unsubscribe:
 
     subscription_id: int
 
-
-class Claim:
-    """A one-shot token that the scheduler and a worker race for; whoever takes it owns the run.
-
-    The worker takes it to start a run it was handed; the scheduler takes it to revoke a run
-    not yet started (to cancel it, or to give it to an idle worker). ``take`` is a single
-    ``bytearray.pop``, one C call and so atomic: exactly one side wins. (A ``bytearray``, not a
-    list: it holds no references, so the garbage collector never has to look at it.)
-    """
-
-    __slots__ = ("_token",)
-
-    def __init__(self) -> None:
-        self._token = bytearray(b"\x01")
-
-    def take(self) -> bool:
-        """Take the token; return ``False`` if the other side already has it."""
-        try:
-            return bool(self._token.pop())
-        except IndexError:
-            return False
-
-    @property
-    def taken(self) -> bool:
-        """Whether someone has taken it."""
-        return not self._token
+    def __post_init__(self) -> None:
+        require_subscription_id(self.subscription_id)
 
 
+@fast_init
 @final
-@dataclass(frozen=True, slots=True, init=False)
+@dataclass(frozen=True, slots=True)
 class RunTask:
-    """One run handed to a worker, which runs it only if it can ``claim.take()`` it first.
+    """One run handed to a worker (internal: built by the scheduler for every run).
 
-    Having claimed it, the worker checks the task's ``token`` (if any) before starting: a
-    one-time run takes it, a recurring run only checks that it was not revoked. A run whose
-    task was cancelled meanwhile is reported ``Skipped`` instead. ``announce`` asks the worker
-    to report ``Started`` when it starts the run (someone listens for ``STARTED`` events).
+    The worker runs it only if it can ``claim.take()`` it first (the scheduler may take it
+    back before then); having claimed it, it starts the run only if ``task.try_start(one_time)``
+    says the task was not cancelled meanwhile, and otherwise reports ``Skipped``.
+    ``announce`` asks the worker to report ``Started`` (someone listens for ``STARTED``).
     """
 
+    task: TaskToken = field(compare=False, repr=False)
     task_id: TaskId
     run: int
+    due_at: float
     fn: Callable[..., object] = field(compare=False)
     args: tuple[Any, ...]
     kwargs: Mapping[str, Any] = field(compare=False)
-    claim: Claim = field(compare=False, repr=False)
-    announce: bool = False
-    token: TaskSink | None = field(default=None, compare=False, repr=False)
-    once: bool = True
-
-    def __init__(  # one per run: written out for speed (see messages.frozen)
-        self,
-        task_id: TaskId,
-        run: int,
-        fn: Callable[..., object],
-        args: tuple[Any, ...],
-        kwargs: Mapping[str, Any],
-        claim: Claim,
-        announce: bool = False,
-        token: TaskSink | None = None,
-        once: bool = True,
-    ) -> None:
-        set_task_id, set_run, set_fn, set_args, set_kwargs, set_claim, set_announce, set_token, set_once = (
-            _RUN_TASK_SETTERS
-        )
-        set_task_id(self, task_id)
-        set_run(self, run)
-        set_fn(self, fn)
-        set_args(self, args)
-        set_kwargs(self, kwargs)
-        set_claim(self, claim)
-        set_announce(self, announce)
-        set_token(self, token)
-        set_once(self, once)
-
-
-_RUN_TASK_SETTERS = slot_setters(RunTask)
+    claim: RunClaim = field(compare=False, repr=False)
+    one_time: bool
+    announce: bool
 
 
 @final
@@ -321,8 +294,8 @@ _RUN_TASK_SETTERS = slot_setters(RunTask)
 class RunBatch:
     """Scheduler -> idle worker: these runs, in order (each only if the worker claims it).
 
-    The worker reports each run it claimed with ``Completed`` or ``Failed``; the report of the
-    last one says ``idle=True``.
+    The worker reports each run it claims with ``Completed``, ``Failed`` or ``Skipped``; the
+    report of the last one says ``idle=True``.
     """
 
     runs: tuple[RunTask, ...]
@@ -339,4 +312,13 @@ class Publish:
 @final
 @dataclass(frozen=True, slots=True)
 class Flush:
-    """Reply (when asked) once every event published before it has reached its listeners."""
+    """Scheduler -> event bus: set ``waiter``'s result to ``value`` once earlier events are delivered.
+
+    Every event published before this message reaches its listeners first.
+    """
+
+    waiter: Waiter = field(compare=False)
+    value: object = None
+
+    def __post_init__(self) -> None:
+        require_waiter("waiter", self.waiter)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass
+from datetime import datetime
 from typing import final
 
 from messages.triggers import Trigger
@@ -11,12 +13,20 @@ from messages.triggers import Trigger
 TaskId = str
 """A task's id: given by the caller, or minted by the scheduler (``"task-<n>"``)."""
 
+_MINTED_ID = re.compile(r"task-[0-9]+")
+
+
+def is_minted_id(task_id: str) -> bool:
+    """Whether ``task_id`` has the form reserved for ids the scheduler mints: ``task-<digits>``."""
+    return _MINTED_ID.fullmatch(task_id) is not None
+
 
 class EventKind(enum.Enum):
     """What happened to a task.
 
-    Per task and run, listeners see ``DUE`` -> ``STARTED`` -> ``COMPLETED`` or ``FAILED``;
-    ``CANCELLED`` is always the task's last event.
+    Per task and run, listeners see ``DUE`` -> ``STARTED`` -> ``COMPLETED`` or ``FAILED``. The
+    task's last event has ``final=True``: the ``COMPLETED`` or ``FAILED`` of a one-time task, the
+    ``FAILED`` that reached a recurring task's ``max_consecutive_failures``, or ``CANCELLED``.
     """
 
     DUE = "due"
@@ -24,9 +34,9 @@ class EventKind(enum.Enum):
     STARTED = "started"
     """A worker started the run; the task's status is ``RUNNING``."""
     COMPLETED = "completed"
-    """The run returned normally."""
+    """The run returned normally; ``TaskEvent.value`` holds what it returned."""
     FAILED = "failed"
-    """The run raised; ``TaskEvent.error`` holds the exception."""
+    """The run raised; ``TaskEvent.error`` holds the exception, ``traceback`` its formatted traceback."""
     CANCELLED = "cancelled"
     """The task will never run again (cancelled, or pending at shutdown)."""
 
@@ -65,7 +75,12 @@ class TaskEvent:
         run: The 1-based number of the run it concerns; ``None`` for a ``CANCELLED``
             that did not end a run.
         due_at: That run's due time; ``None`` where ``run`` is ``None``.
-        error: The exception the run raised, for ``FAILED``; otherwise ``None``.
+        error: The exception the run raised, for ``FAILED``; otherwise ``None``. Its
+            ``__traceback__`` is cleared (a traceback pins the frames of the run, and so its
+            arguments); the formatted traceback is in ``traceback``.
+        traceback: The formatted traceback of ``error``, for ``FAILED``.
+        value: What the run returned, for ``COMPLETED``.
+        final: This is the task's last event: it has ended (its ``TaskInfo`` says how).
     """
 
     kind: EventKind
@@ -75,6 +90,9 @@ class TaskEvent:
     run: int | None = None
     due_at: float | None = None
     error: BaseException | None = None
+    traceback: str | None = None
+    value: object = None
+    final: bool = False
 
 
 @final
@@ -90,8 +108,14 @@ class TaskInfo:
         run_count: Finished runs, failed ones included.
         failure_count: Runs that raised.
         consecutive_failures: Runs that raised since the last one that returned.
-        next_run_at: Due time of the next run; ``None`` while running or once terminal.
-        last_error: The exception of the most recent failed run, if any.
+        next_run_at: Due time of the next run in clock seconds; ``None`` while running or
+            once terminal.
+        next_run_wall: The same instant on the wall clock (aware, UTC), for people to read.
+        last_error: The exception of the most recent failed run, if any (without its
+            ``__traceback__``, which would pin the run's frames).
+        last_traceback: That exception's formatted traceback.
+        end_reason: Why the task ended, in words (``None`` while it is live), e.g.
+            ``"stopped after 3 consecutive failures (max_consecutive_failures=3)"``.
     """
 
     task_id: TaskId
@@ -103,6 +127,9 @@ class TaskInfo:
     consecutive_failures: int
     next_run_at: float | None
     last_error: BaseException | None
+    next_run_wall: datetime | None = None
+    last_traceback: str | None = None
+    end_reason: str | None = None
 
     @property
     def done(self) -> bool:
@@ -122,6 +149,8 @@ class SchedulerStats:
         workers: Size of the worker pool.
         ticks: ``Tick`` messages handled.
         timer_wakeups: Times the timer thread woke from a wait (0 when there is no timer).
+        replaced_threads: Threads of the scheduler's (workers, the timer, the bus) that died
+            and were replaced.
     """
 
     live_tasks: int
@@ -130,3 +159,4 @@ class SchedulerStats:
     workers: int
     ticks: int
     timer_wakeups: int
+    replaced_threads: int = 0

@@ -1,19 +1,50 @@
-"""Fast construction of the frozen, slotted dataclasses that every task creates."""
+"""Faster construction for the frozen, slotted dataclasses built once per run.
+
+A frozen dataclass's generated ``__init__`` sets each field with
+``object.__setattr__(self, name, value)``, which looks the name up every time. ``fast_init``
+replaces it with one that calls each slot's own setter: the same signature, the same
+defaults, the same ``__post_init__``, about 40% cheaper. The instances stay frozen: only
+``__init__`` holds the setters. It is used only where a message is built for every run (the
+run handed to a worker and its report); everywhere else the generated ``__init__`` is fine.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import fields
-from typing import Any
+from dataclasses import MISSING, fields
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+__all__ = ["fast_init"]
 
 
-def slot_setters(cls: type) -> tuple[Callable[[Any, Any], None], ...]:
-    """Return the setter of each field's slot, in field order, for ``cls.__init__`` to call.
+def fast_init(cls: type[T]) -> type[T]:
+    """Give the frozen, slotted dataclass ``cls`` an ``__init__`` built from its slots' setters.
 
-    A frozen dataclass's generated ``__init__`` sets each field with
-    ``object.__setattr__(self, name, value)``, which looks the name up every time; calling the
-    slot's own setter skips that and builds the object about 40% faster (0.9 -> 0.55 µs for
-    nine fields here). Every task builds a few such messages, so the hottest ones write their
-    ``__init__`` with these. Only ``__init__`` may use them: the instances stay frozen.
+    Apply it above ``@dataclass(frozen=True, slots=True)``. Fields with a
+    ``default_factory`` are not supported (no per-run message needs one).
     """
-    return tuple(getattr(cls, field.name).__set__ for field in fields(cls))
+    namespace: dict[str, Any] = {}
+    parameters: list[str] = []
+    keyword_only: list[str] = []
+    body: list[str] = []
+    for field in fields(cls):  # type: ignore[arg-type]
+        if field.default_factory is not MISSING:
+            raise TypeError(f"fast_init does not support default_factory ({cls.__name__}.{field.name})")
+        setter = f"_set_{field.name}"
+        namespace[setter] = getattr(cls, field.name).__set__
+        parameter = field.name
+        if field.default is not MISSING:
+            namespace[f"_default_{field.name}"] = field.default
+            parameter += f"=_default_{field.name}"
+        (keyword_only if field.kw_only else parameters).append(parameter)
+        body.append(f"    {setter}(self, {field.name})")
+    if hasattr(cls, "__post_init__"):
+        body.append("    self.__post_init__()")
+    signature = ", ".join(["self", *parameters, *(["*", *keyword_only] if keyword_only else [])])
+    exec(f"def __init__({signature}):\n" + "\n".join(body or ["    pass"]), namespace)
+    init = namespace["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    init.__doc__ = f"Build a {cls.__name__} (fields set through their slots' setters, see messages.frozen)."
+    cls.__init__ = init  # type: ignore[method-assign]
+    return cls

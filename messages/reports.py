@@ -6,10 +6,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, final
 
 from messages.events import TaskId
-from messages.frozen import slot_setters
+from messages.frozen import fast_init
 
 if TYPE_CHECKING:
-    from messages.commands import TaskSink
+    from messages.commands import Task
 
 
 @final
@@ -23,8 +23,9 @@ class Started:
     started_at: float
 
 
+@fast_init
 @final
-@dataclass(frozen=True, slots=True, init=False)
+@dataclass(frozen=True, slots=True)
 class Completed:
     """Worker ``worker`` finished run ``run`` of ``task_id``, which returned ``value``.
 
@@ -38,55 +39,24 @@ class Completed:
     finished_at: float
     idle: bool = True
 
-    def __init__(  # one per run: written out for speed (see messages.frozen)
-        self, worker: int, task_id: TaskId, run: int, value: object, finished_at: float, idle: bool = True
-    ) -> None:
-        set_worker, set_task_id, set_run, set_value, set_finished_at, set_idle = _COMPLETED_SETTERS
-        set_worker(self, worker)
-        set_task_id(self, task_id)
-        set_run(self, run)
-        set_value(self, value)
-        set_finished_at(self, finished_at)
-        set_idle(self, idle)
 
-
-_COMPLETED_SETTERS = slot_setters(Completed)
-
-
+@fast_init
 @final
-@dataclass(frozen=True, slots=True, init=False)
+@dataclass(frozen=True, slots=True)
 class Failed:
     """Worker ``worker`` finished run ``run`` of ``task_id``, which raised ``error``.
 
-    ``idle`` as in ``Completed``.
+    ``error`` has no ``__traceback__`` (it would pin the run's frames and so its arguments);
+    ``traceback`` is the formatted traceback. ``idle`` as in ``Completed``.
     """
 
     worker: int
     task_id: TaskId
     run: int
     error: BaseException = field(compare=False)
+    traceback: str = field(compare=False, repr=False)
     finished_at: float
     idle: bool = True
-
-    def __init__(  # as Completed's
-        self,
-        worker: int,
-        task_id: TaskId,
-        run: int,
-        error: BaseException,
-        finished_at: float,
-        idle: bool = True,
-    ) -> None:
-        set_worker, set_task_id, set_run, set_error, set_finished_at, set_idle = _FAILED_SETTERS
-        set_worker(self, worker)
-        set_task_id(self, task_id)
-        set_run(self, run)
-        set_error(self, error)
-        set_finished_at(self, finished_at)
-        set_idle(self, idle)
-
-
-_FAILED_SETTERS = slot_setters(Failed)
 
 
 @final
@@ -106,15 +76,15 @@ class Skipped:
 @final
 @dataclass(frozen=True, slots=True)
 class Cancelled:
-    """A caller cancelled task ``task_id`` by revoking the token of ``sink`` (its handle).
+    """A caller cancelled ``task`` through its token (``TaskHandle.cancel``, ``Scheduler.cancel``).
 
     The decision is made: the scheduler only does the bookkeeping (events, final state). It
-    ignores the report if the task has ended meanwhile, or if its id now belongs to another
-    task (``sink`` tells them apart).
+    ignores the report if the task has ended meanwhile. ``mid_run`` says a recurring run was
+    in progress when the token was revoked: the task ends when that run reports.
     """
 
-    task_id: TaskId
-    sink: TaskSink = field(compare=False, repr=False)
+    task: Task = field(compare=False)
+    mid_run: bool = False
 
 
 @final
@@ -123,4 +93,12 @@ class WorkerExited:
     """Worker ``worker`` stopped (it died, or was stopped by force); ``reason`` says how."""
 
     worker: int
+    reason: str
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class BusExited:
+    """The event bus stopped underneath the scheduler; ``reason`` says how (it is replaced)."""
+
     reason: str

@@ -87,4 +87,7 @@ class FixedDelay:
 
 
 Trigger = Once | FixedRate | FixedDelay
-"""Any of the three triggers."""
+"""Any of the triggers."""
+
+TRIGGER_TYPES: frozenset[type] = frozenset({Once, FixedRate, FixedDelay})
+"""The trigger classes (all final, so ``type(trigger) in TRIGGER_TYPES`` identifies them)."""

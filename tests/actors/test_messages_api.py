@@ -127,13 +127,20 @@ def test_every_event_kind_is_named(kind: EventKind) -> None:
     assert kind.value == kind.name.lower()
 
 
-def test_a_refused_schedule_tells_its_handle(make_scheduler) -> None:
-    from concurrent.futures import CancelledError
-
+def test_minted_ids_never_clash_whatever_arrives_through_the_ref(make_scheduler) -> None:
     s = make_scheduler()
-    s.ref.tell(Schedule(task_id="task-1", fn=print, trigger=Once(5000.0)))  # takes a minted-looking id
-    handle = s.schedule_once(lambda: "never", delay=1)  # minted "task-1": refused as a duplicate
-    assert handle.task_id == "task-1"
-    with pytest.raises(CancelledError):
-        handle.result(timeout=5)
-    assert s.cancel("task-1") is True  # the first one is untouched
+    with pytest.raises(ValueError, match="reserved"):  # the form is the mint's alone
+        Schedule(task_id="task-1", fn=print, trigger=Once(5000.0))
+    minted_by_message = s.ref.ask(Schedule(fn=print, trigger=Once(5000.0)), timeout=5)
+    assert isinstance(minted_by_message, str)
+    assert minted_by_message.startswith("task-")
+    handle = s.schedule_once(lambda: "ran", delay=0)
+    assert handle.task_id != minted_by_message  # one mint for the facade and the ref
+    assert handle.result(timeout=5) == "ran"
+    assert s.cancel(minted_by_message) is True
+
+
+def test_schedule_with_an_id_by_ask_replies_true(make_scheduler) -> None:
+    s = make_scheduler()
+    assert s.ref.ask(Schedule(task_id="mine", fn=print, trigger=Once(5000.0)), timeout=5) is True
+    assert s.ref.ask(Schedule(task_id="mine", fn=print, trigger=Once(5000.0)), timeout=5) is False

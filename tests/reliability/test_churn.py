@@ -17,7 +17,7 @@ import tracemalloc
 import pytest
 
 from actors import Scheduler
-from actors.timetable import COMPACT_MIN_STALE
+from actors.due_heap import COMPACT_MIN_STALE
 from messages import Cancel
 from tests.reliability.helpers import peak_rss_mib, report, rss_mib
 

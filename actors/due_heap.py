@@ -1,0 +1,108 @@
+"""The due times of pending tasks: a binary heap with lazy deletion, after trio's ``Deadlines``.
+
+Part of the pure core (see ``actors/timetable.py``).
+
+Entries are ``(due_at, seq, task_id)``. ``seq`` comes from one counter, so tasks due at the same
+instant come out in the order they went in and the heap never compares two tasks, and it
+names the entry: a task waits on exactly the entry whose ``seq`` it holds in ``heap_seq``. A
+tuple of a float, an int and a str holds nothing the garbage collector follows (CPython stops
+tracking such tuples), so a million pending entries cost the collector nothing.
+
+Removing a task is O(1): it forgets its ``seq`` and the heap counts one stale entry. A stale
+entry is dropped when it reaches the top, or all of them at once when they outnumber the live
+ones: amortised O(1) per removal, and the heap never grows past twice the live tasks (plus a
+little). This is the only module that keeps those counts.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Iterator, Mapping
+from typing import Final, Protocol
+
+__all__ = ["COMPACT_MIN_STALE", "DueHeap"]
+
+COMPACT_MIN_STALE: Final = 64
+"""Below this many stale entries a rebuild is not worth it."""
+
+
+class Waiting(Protocol):
+    """A task as the heap sees it: the ``seq`` of the entry it waits on, or ``None``."""
+
+    task_id: str
+    heap_seq: int | None
+
+
+class DueHeap:
+    """Pending tasks by due time. Owned by one thread (the core's); not thread-safe."""
+
+    def __init__(self, tasks: Mapping[str, Waiting]) -> None:
+        """Use ``tasks`` (the live tasks by id) to tell live entries from stale ones."""
+        self._tasks = tasks
+        self._heap: list[tuple[float, int, str]] = []
+        self._seq = itertools.count()
+        self._live = 0  # entries some task waits on; the rest of the heap is stale
+
+    def __len__(self) -> int:
+        """Live entries: tasks waiting in the heap."""
+        return self._live
+
+    @property
+    def size(self) -> int:
+        """Entries, stale ones included."""
+        return len(self._heap)
+
+    def push(self, task: Waiting, due_at: float) -> None:
+        """Make ``task`` wait until ``due_at`` (it must not be waiting already)."""
+        seq = next(self._seq)
+        task.heap_seq = seq
+        heapq.heappush(self._heap, (due_at, seq, task.task_id))
+        self._live += 1
+
+    def remove(self, task: Waiting) -> None:
+        """Stop ``task`` waiting (its entry goes stale); rebuild if stale entries now dominate."""
+        task.heap_seq = None
+        self._live -= 1
+        stale = len(self._heap) - self._live
+        if stale > COMPACT_MIN_STALE and stale > self._live:
+            self.compact()
+
+    def pop_due(self, now: float) -> Iterator[str]:
+        """Take out every task due at ``now``, earliest first (ties in push order); yield its id."""
+        heap, tasks = self._heap, self._tasks
+        while heap and heap[0][0] <= now:
+            _, seq, task_id = heapq.heappop(heap)
+            task = tasks.get(task_id)
+            if task is None or task.heap_seq != seq:
+                continue  # stale
+            task.heap_seq = None
+            self._live -= 1
+            yield task_id
+
+    def next_due(self) -> float | None:
+        """The earliest due time of a waiting task, or ``None``; drops stale entries on top."""
+        heap, tasks = self._heap, self._tasks
+        while heap:
+            _, seq, task_id = heap[0]
+            task = tasks.get(task_id)
+            if task is not None and task.heap_seq == seq:
+                return heap[0][0]
+            heapq.heappop(heap)
+        return None
+
+    def compact(self) -> None:
+        """Rebuild the heap from its live entries in O(n)."""
+        tasks = self._tasks
+        self._heap = [
+            entry
+            for entry in self._heap
+            if (task := tasks.get(entry[2])) is not None and task.heap_seq == entry[1]
+        ]
+        heapq.heapify(self._heap)
+        assert len(self._heap) == self._live, f"heap lost count: {len(self._heap)} entries, {self._live} live"
+
+    def clear(self) -> None:
+        """Forget every entry (the caller has ended every waiting task)."""
+        self._heap.clear()
+        self._live = 0

@@ -1,0 +1,68 @@
+"""Settling and stepping a scheduler: how a test waits for it, and walks a ``FakeClock`` through time.
+
+Both run on the caller's thread and only send messages and wait.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from actors.clock import FakeClock
+from actors.waiting import Deadline, check_timeout
+from messages.triggers import require_finite
+
+if TYPE_CHECKING:
+    from actors.facade import Scheduler
+
+
+def settle(scheduler: Scheduler, deadline: Deadline, timeout: float) -> None:
+    """Wait until the scheduler is quiet: nothing due now unfinished, no event undelivered.
+
+    One settle step runs what is due, waits for it, then for the bus to deliver every event
+    published so far, and answers with the scheduler's activity count. A listener may
+    schedule or cancel something while its events are delivered, so one step is not enough:
+    steps repeat until one finds the count unchanged, that is, until a whole step passed
+    without anything happening.
+
+    Raises:
+        TimeoutError: not quiet by ``deadline`` (the message names ``timeout``).
+    """
+    try:
+        count = scheduler._settle_step(deadline)
+        while count is not None:
+            again = scheduler._settle_step(deadline)
+            if again == count:
+                return
+            count = again
+    except TimeoutError as error:
+        raise TimeoutError(f"scheduler did not settle within {timeout} s") from error
+
+
+def advance(scheduler: Scheduler, seconds: float, timeout: float) -> None:
+    """Move the scheduler's ``FakeClock`` forward ``seconds``, settling at every due time on the way.
+
+    Raises:
+        TypeError: the clock is not a ``FakeClock``.
+        ValueError: ``seconds`` is negative, not finite, or beyond what the fake wall clock can show.
+        TimeoutError: a step did not settle within ``timeout``.
+    """
+    clock = scheduler.clock
+    if not isinstance(clock, FakeClock):
+        raise TypeError(f"advance() needs a FakeClock, the scheduler has {clock!r}")
+    step = require_finite("seconds", seconds)
+    if step < 0:
+        raise ValueError(f"time can't go backwards: advance({seconds!r})")
+    check_timeout(timeout)
+    target = clock.now() + step
+    clock.check_reachable(target)
+    scheduler.settle(timeout)
+    while True:
+        due = scheduler._next_due()
+        if due is None or due > target:
+            break
+        if due > clock.now():  # a run may have moved the clock past it already
+            clock.advance_to(due)
+        scheduler.settle(timeout)
+    if target > clock.now():  # ... or past the end of the window
+        clock.advance_to(target)
+    scheduler.settle(timeout)

@@ -1,0 +1,189 @@
+"""A task's token: the one place that decides whether a run of the task may still start.
+
+Three parties race for a task's fate, each on its own thread: a caller cancelling it
+(``TaskHandle.cancel``), a worker about to start one of its runs, and the scheduler (cancelling
+it for a ``Cancel`` message or at shutdown, or ending it after too many failures). Each of
+them makes one *move* on the task's token; a move is one check-and-set under ``_LOCK``, so
+exactly one of two racing moves wins, and each party learns from its own move's result. Nobody
+decides by looking at a token: the scheduler's core treats a move's result as an input.
+
+The state table (``TRANSITIONS`` below is this table as data). "-" means the move fails and
+nothing changes:
+
+    state      start(one-time)  start(recurring)  end_run()   revoke()    take()     finish()
+    FREE       -> TAKEN         -> RUNNING        -           -> REVOKED  -> TAKEN   -> FINISHED
+    RUNNING    -                -                 -> FREE     -> REVOKED  -          -> FINISHED
+    TAKEN      -                -                 -           -           -          -> FINISHED
+    REVOKED    -                -                 ok (stays)  -           -          -> FINISHED
+    FINISHED   -                -                 -           -           -          -
+
+- ``RUNNING``: a run of a recurring task is in progress (the worker moves it back with
+  ``end_run`` before it reports). A cancel still wins then, for every later run, and learns
+  from ``revoke``'s result that the current run goes on.
+- ``TAKEN``: the task's fate is sealed: a one-time run has started (a cancel can no longer
+  prevent it), or the scheduler is ending the task (a cancel can no longer change how).
+- ``REVOKED``: cancelled; no run starts any more. A handle reports ``done()`` from here on.
+- ``FINISHED``: the scheduler has published the task's final state (``finish``); the record
+  never changes again, so any thread may read it.
+
+Who makes which move: ``try_start`` and ``end_run`` the worker, around a run; ``revoke`` a
+caller (``TaskHandle.cancel``, ``Scheduler.cancel``) or the scheduler (``Cancel`` message,
+shutdown); ``take`` the scheduler, to end a recurring task after too many failures; ``finish``
+the scheduler, once.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Final
+
+from actors.waiting import wait_until
+
+__all__ = ["FINISHED", "FREE", "REVOKED", "RUNNING", "TAKEN", "TRANSITIONS", "Move", "Token", "TokenState"]
+
+
+class TokenState(enum.IntEnum):
+    """Where a task's token is (an ``IntEnum``: compared and hashed in C on the hot path)."""
+
+    FREE = 0
+    RUNNING = 1
+    TAKEN = 2
+    REVOKED = 3
+    FINISHED = 4
+
+
+class Move(enum.Enum):
+    """The moves on a token (``try_start`` is two moves: one-time runs take the token)."""
+
+    START_ONE_TIME = "try_start(one-time)"
+    START_RECURRING = "try_start(recurring)"
+    END_RUN = "end_run"
+    REVOKE = "revoke"
+    TAKE = "take"
+    FINISH = "finish"
+
+
+FREE, RUNNING, TAKEN, REVOKED, FINISHED = TokenState
+
+TRANSITIONS: Final[Mapping[tuple[TokenState, Move], TokenState]] = MappingProxyType(
+    {
+        (FREE, Move.START_ONE_TIME): TAKEN,
+        (FREE, Move.START_RECURRING): RUNNING,
+        (FREE, Move.REVOKE): REVOKED,
+        (FREE, Move.TAKE): TAKEN,
+        (FREE, Move.FINISH): FINISHED,
+        (RUNNING, Move.END_RUN): FREE,
+        (RUNNING, Move.REVOKE): REVOKED,
+        (RUNNING, Move.FINISH): FINISHED,
+        (TAKEN, Move.FINISH): FINISHED,
+        (REVOKED, Move.END_RUN): REVOKED,
+        (REVOKED, Move.FINISH): FINISHED,
+    }
+)
+"""The legal moves: ``(state, move) -> new state``. A move not listed fails and changes nothing."""
+
+# _LOCK guards every token's _token and _outcome, and _WAITERS. One lock for all tokens, and
+# an Event only for a task someone actually waits on, so that a million pending tasks stay
+# small. Every hold is a few dict operations, never a call out.
+_LOCK: Final = threading.Lock()
+_WAITERS: dict[Token, threading.Event] = {}
+
+
+class Token:
+    """A task's token and, once it has ended, its outcome. Every method may be called from any thread.
+
+    ``TaskRecord`` (the scheduler's record of a task) is a ``Token``: the record is the one
+    object every party shares, and the token is the only part of it they all touch.
+    """
+
+    __slots__ = ("_outcome", "_token")
+
+    def __init__(self) -> None:
+        self._token = FREE
+        self._outcome: object = None
+
+    # -- moves ------------------------------------------------------------------------------
+
+    def try_start(self, one_time: bool) -> bool:
+        """Worker: may this run start? A one-time run takes the token; a recurring one marks it RUNNING."""
+        move = Move.START_ONE_TIME if one_time else Move.START_RECURRING
+        with _LOCK:
+            new = TRANSITIONS.get((self._token, move))
+            if new is None:
+                return False
+            self._token = new
+            return True
+
+    def end_run(self) -> None:
+        """Worker, after a recurring run (before reporting it): no run is in progress any more."""
+        with _LOCK:
+            new = TRANSITIONS.get((self._token, Move.END_RUN))
+            if new is not None:
+                self._token = new
+
+    def revoke(self) -> TokenState:
+        """Cancel through the token; return the state *before* the move.
+
+        ``FREE`` or ``RUNNING``: this call won (with ``RUNNING`` a recurring run is still in
+        progress: it finishes, and no other starts). The other results tell the loser why:
+        ``REVOKED`` (cancelled already), ``TAKEN`` (a one-time run has started, or the task is
+        ending), ``FINISHED`` (it has ended).
+        """
+        with _LOCK:
+            before = self._token
+            if before is not FREE and before is not RUNNING:
+                return before
+            self._token = REVOKED
+            event = _WAITERS.pop(self, None)
+        if event is not None:
+            event.set()  # a waiting result() raises CancelledError from now on
+        return before
+
+    def take(self) -> bool:
+        """Scheduler: seal the task's fate (it is ending); ``False`` if a cancel got there first."""
+        with _LOCK:
+            if self._token is not FREE:
+                return False
+            self._token = TAKEN
+            return True
+
+    def finish(self, outcome: object) -> None:
+        """Scheduler, once: publish that the task has ended, and its outcome (a run's return value).
+
+        Whatever the scheduler wrote to the record before this call is visible to every
+        thread that sees ``FINISHED``; the record never changes afterwards.
+        """
+        with _LOCK:
+            new = TRANSITIONS.get((self._token, Move.FINISH))
+            if new is None:
+                raise RuntimeError(f"a token in state {self._token.name} cannot finish (a scheduler bug)")
+            self._outcome = outcome
+            self._token = new
+            event = _WAITERS.pop(self, None)
+        if event is not None:
+            event.set()
+
+    # -- what callers read ------------------------------------------------------------------
+
+    @property
+    def token_state(self) -> TokenState:
+        """The token's state now (for callers and tests; the scheduler never decides by it)."""
+        return self._token
+
+    @property
+    def outcome(self) -> object:
+        """What ``finish`` published (meaningful once the state is ``FINISHED``)."""
+        return self._outcome
+
+    def wait_ended(self, timeout: float | None) -> bool:
+        """Block until the token is ``REVOKED`` or ``FINISHED``; ``False`` if ``timeout`` passed first."""
+        with _LOCK:
+            if self._token is REVOKED or self._token is FINISHED:
+                return True
+            event = _WAITERS.get(self)
+            if event is None:
+                event = _WAITERS[self] = threading.Event()
+        return wait_until(event.wait, timeout)

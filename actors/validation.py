@@ -1,0 +1,153 @@
+"""Checks of what callers pass to ``Scheduler``: each rule once, each error at the call.
+
+The common case (a plain function, a float delay, no options) is checked first and fast,
+because every scheduled task pays for it.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any, Final
+
+from actors.clock import Clock
+from messages import is_minted_id
+from messages.commands import EMPTY_KWARGS, require_failure_limit
+from messages.triggers import require_finite
+
+__all__ = [
+    "MAX_WORKERS",
+    "check_clock",
+    "check_count",
+    "check_task",
+    "check_task_id",
+    "once_due_at",
+]
+
+MAX_WORKERS: Final = 1024
+"""The most worker threads a scheduler runs (each is a real thread; more only costs)."""
+
+_CLOCK_METHODS: Final = ("now", "wall", "sleep_time", "watch")
+_CO_COROUTINE: Final = inspect.CO_COROUTINE
+
+
+def check_count(label: str, value: object, least: int, most: int | None = None) -> int:
+    """Return ``value`` if it is an int in ``[least, most]``.
+
+    Raises:
+        TypeError: not an int (``bool`` is not one here).
+        ValueError: out of range.
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{label} must be an int, got {value!r}")
+    if value < least:
+        raise ValueError(f"{label} must be at least {least}, got {value!r}")
+    if most is not None and value > most:
+        raise ValueError(f"{label} must be at most {most}, got {value!r}")
+    return value
+
+
+def check_clock(clock: object) -> Clock:
+    """Return ``clock`` if it has every method of a ``Clock``.
+
+    Raises:
+        TypeError: a method is missing.
+    """
+    missing = [name for name in _CLOCK_METHODS if not callable(getattr(clock, name, None))]
+    if missing:
+        raise TypeError(f"clock must be a Clock (missing {', '.join(missing)}), got {clock!r}")
+    return clock  # type: ignore[return-value]
+
+
+def check_task_id(task_id: object) -> str:
+    """Return a caller-chosen ``task_id`` if it is a str not of the reserved form ``task-<digits>``.
+
+    Raises:
+        TypeError: not a str.
+        ValueError: of the reserved form.
+    """
+    if not isinstance(task_id, str):
+        raise TypeError(f"task_id must be a str, got {task_id!r}")
+    if is_minted_id(task_id):
+        raise ValueError(f"task ids of the form 'task-<digits>' are reserved, got {task_id!r}")
+    return task_id
+
+
+def check_task(
+    fn: object,
+    args: object,
+    kwargs: object,
+    name: object,
+    failure_limit: object,
+) -> Mapping[str, Any]:
+    """Check a task's definition; return its kwargs as a mapping (``None`` becomes an empty one).
+
+    Raises:
+        TypeError: ``fn`` is not callable or is a coroutine function (``async def`` tasks are
+            not supported yet); ``args`` is not a tuple; ``kwargs`` is not a mapping with str
+            keys; ``name`` is not a str; ``failure_limit`` is not an int.
+        ValueError: ``failure_limit`` is below 1.
+    """
+    code = getattr(fn, "__code__", None)
+    if (
+        code is not None
+        and not code.co_flags & _CO_COROUTINE
+        and type(args) is tuple
+        and kwargs is None
+        and name is None
+        and failure_limit is None
+    ):
+        return EMPTY_KWARGS  # the common case: a plain function, no options
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {fn!r}")
+    if _is_coroutine_function(fn):
+        raise TypeError(
+            f"{fn!r} is an async def function: its call would only make a coroutine, never run "
+            "it. Wrap it in a plain function, e.g. lambda: asyncio.run(fn())"
+        )
+    if not isinstance(args, tuple):
+        raise TypeError(f"args must be a tuple, got {args!r}")
+    if kwargs is None:
+        kwargs = EMPTY_KWARGS
+    elif not isinstance(kwargs, Mapping):
+        raise TypeError(f"kwargs must be a mapping, got {kwargs!r}")
+    elif not all(isinstance(key, str) for key in kwargs):
+        raise TypeError(f"kwargs keys must be str, got {list(kwargs)!r}")
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"name must be a str, got {name!r}")
+    require_failure_limit(failure_limit)
+    return kwargs
+
+
+def _is_coroutine_function(fn: object) -> bool:
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))  # noqa: B004
+
+
+def once_due_at(clock: Clock, delay: float | None, at: float | datetime | None) -> float:
+    """Return the clock time a one-time task is due: ``delay`` from now, or ``at``.
+
+    ``at`` is clock seconds, or an aware ``datetime`` converted now to clock time.
+
+    Raises:
+        ValueError: both or neither of ``delay``/``at``; a NaN or infinite time; a naive
+            ``datetime``; a due time the clock cannot represent.
+        TypeError: a time of the wrong type.
+    """
+    if delay is not None and at is None:
+        due_at = clock.now() + require_finite("delay", delay)
+    elif at is None or delay is not None:
+        raise ValueError("give exactly one of delay and at")
+    elif isinstance(at, datetime):
+        if at.tzinfo is None:
+            raise ValueError(f"at must be an aware datetime (with tzinfo), got {at!r}")
+        due_at = clock.now() + (at - clock.wall()).total_seconds()
+    else:
+        due_at = require_finite("at", at)
+    return require_finite("due time", due_at)
+
+
+def check_callable(fn: Callable[..., object]) -> None:
+    """Raise ``TypeError`` unless ``fn`` is callable (for listeners and the like)."""
+    if not callable(fn):
+        raise TypeError(f"expected a callable, got {fn!r}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import queue
 import threading
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -14,6 +15,8 @@ from actors.threads import Role, ThreadRegistry
 if TYPE_CHECKING:
     from pykka._actor import ActorInbox
 
+_THREAD_NUMBERS = itertools.count()  # names like pykka's own: "<Class>-<n>"
+
 
 class LibraryActor(pykka.ThreadingActor):
     """A ``ThreadingActor`` whose inbox is a ``queue.SimpleQueue`` and whose thread registers itself.
@@ -23,7 +26,7 @@ class LibraryActor(pykka.ThreadingActor):
     ``SimpleQueue`` is the C implementation: unbounded like pykka's default ``queue.Queue``,
     with the same FIFO order, but a ``tell`` costs about a third as much. Daemon threads, so a
     forgotten ``shutdown`` never keeps the interpreter alive. Each subclass names its ``role``;
-    its thread records itself in the scheduler's ``ThreadRegistry`` as it starts.
+    its thread is recorded in the scheduler's ``ThreadRegistry`` before it starts.
     """
 
     use_daemon_thread = True
@@ -39,10 +42,25 @@ class LibraryActor(pykka.ThreadingActor):
         inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
         return inbox
 
-    def on_start(self) -> None:
-        """Record this actor's thread (runs on it, first)."""
+    def _start_actor_loop(self) -> None:
+        """Start the actor's thread, recorded before it starts (pykka's hook for actor types).
+
+        If the system refuses the thread, the actor is taken out of pykka's registry again
+        and the error propagates to whoever called ``start()``.
+        """
+        thread = threading.Thread(
+            target=self._actor_loop,
+            name=f"{type(self).__name__}-{next(_THREAD_NUMBERS)}",
+            daemon=self.use_daemon_thread,
+        )
         if self._threads is not None:
-            self._threads.add(threading.current_thread(), self.role)
+            self._threads.add(thread, self.role)
+        try:
+            thread.start()
+        except BaseException:
+            pykka.ActorRegistry.unregister(self.actor_ref)
+            self.actor_stopped.set()
+            raise
 
 
 def stop_quietly(ref: pykka.ActorRef[Any]) -> None:

@@ -52,6 +52,9 @@ class MonotonicClock:
         """Return the current UTC time."""
         return datetime.now(UTC)
 
+    def __repr__(self) -> str:
+        return "MonotonicClock()"
+
     def sleep_time(self, deadline: float) -> float:
         """Return the seconds left until ``deadline`` (at least 0)."""
         return max(0.0, deadline - time.monotonic())

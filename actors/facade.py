@@ -523,7 +523,11 @@ class Scheduler:
 
     def __repr__(self) -> str:
         state = "shut down" if self._closed else "running"
-        return f"<Scheduler {state} clock={self._clock!r}>"
+        try:
+            wall = self._clock.wall().isoformat(timespec="seconds")
+        except (OverflowError, ValueError):
+            wall = "?"
+        return f"<Scheduler {state} now={self._clock.now():.3f} wall={wall} clock={self._clock!r}>"
 
 
 def _dropped(ref: pykka.ActorRef[SchedulerActor], description: str) -> None:

@@ -153,11 +153,11 @@ class SchedulerActor(LibraryActor):
         If a thread cannot start (the system refuses one), everything started so far is
         stopped and ``started`` gets the error, so the ``Scheduler`` can raise it.
         """
-        super().on_start()
         try:
             if self._bus is None:
                 self._bus = self._start_bus()
-            self._workers = [self._start_worker(index) for index in range(self._pool_size)]
+            for index in range(self._pool_size):  # one by one: on_stop stops those started if one fails
+                self._workers.append(self._start_worker(index))
             if self._timer is not None:
                 self._timer.start()
         except BaseException as error:
@@ -315,7 +315,7 @@ class SchedulerActor(LibraryActor):
             task.finish(outcome)
 
     def _hand_batch(self, worker: int, runs: list[RunTask]) -> None:
-        if not tell_quietly(self._workers[worker], RunBatch(tuple(runs))):
+        if not tell_quietly(self._workers[worker], RunBatch(runs)):
             self._replace_worker(worker, "was dead when handed a task")
 
     def _after_message(self) -> None:

@@ -85,8 +85,8 @@ def wait_until(wait: Callable[[float | None], bool], timeout: float | None) -> b
 
 
 def join(thread: threading.Thread, deadline: Deadline) -> None:
-    """Join ``thread`` until it ends or ``deadline`` passes (a no-op for the current thread)."""
-    if thread is threading.current_thread():
+    """Join ``thread`` until it ends or ``deadline`` passes (no-op: the current thread, one never started)."""
+    if thread is threading.current_thread() or thread.ident is None:
         return
 
     def joined(seconds: float | None) -> bool:

@@ -63,7 +63,7 @@ class WorkerActor(LibraryActor):
 
     def on_receive(self, message: Any) -> None:
         """Run a ``RunBatch``, reporting each run to the scheduler (worker thread)."""
-        if not isinstance(message, RunBatch) or type(message.runs) is not tuple:
+        if not isinstance(message, RunBatch) or type(message.runs) is not list:
             logger.warning("worker %d ignored an unexpected message: %r", self._index, message)
             return
         runs = message.runs
@@ -92,6 +92,7 @@ class WorkerActor(LibraryActor):
                 index = _next_claimed(runs, index + 1)
                 report = Skipped(worker, run.task_id, run.run, index is None)
             self._report(report)
+        runs.clear()  # pykka keeps the last message: it must not keep the runs' arguments
 
     def _run(self, run: RunTask) -> tuple[object, tuple[BaseException, str] | None, float]:
         """Run one run; return its value, or its error with the formatted traceback, and when it ended."""
@@ -151,7 +152,7 @@ def _detach(error: BaseException) -> tuple[BaseException, str]:
     return error, formatted
 
 
-def _next_claimed(runs: tuple[RunTask, ...], start: int) -> int | None:
+def _next_claimed(runs: list[RunTask], start: int) -> int | None:
     """Claim the first run from ``start`` on that the scheduler has not taken back; return its index."""
     for index in range(start, len(runs)):
         if runs[index].claim.take():

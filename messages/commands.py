@@ -295,10 +295,12 @@ class RunBatch:
     """Scheduler -> idle worker: these runs, in order (each only if the worker claims it).
 
     The worker reports each run it claims with ``Completed``, ``Failed`` or ``Skipped``; the
-    report of the last one says ``idle=True``.
+    report of the last one says ``idle=True``. The list is the worker's from then on: it
+    empties it when done, so that the message, which pykka keeps until the next one arrives,
+    does not keep the runs' arguments alive.
     """
 
-    runs: tuple[RunTask, ...]
+    runs: list[RunTask] = field(compare=False)
 
 
 @final

@@ -93,3 +93,14 @@ def test_cancelled_subscription_gets_nothing_more(make_scheduler, recorder) -> N
     s.schedule_once(lambda: None, delay=0)
     s.settle()
     assert len(recorder.events) == 3
+
+
+def test_snapshots_show_the_next_run_on_the_wall_clock(make_scheduler, clock) -> None:
+    from datetime import UTC, datetime
+
+    s = make_scheduler()
+    handle = s.schedule_once(lambda: None, delay=90)
+    info = handle.info()
+    assert info.next_run_at == clock.now() + 90
+    assert info.next_run_wall == datetime(2026, 1, 1, 0, 1, 30, tzinfo=UTC)
+    assert "wall=2026-01-01T00:00:00+00:00" in repr(s)

@@ -117,6 +117,32 @@ def test_max_consecutive_failures_stops_the_task(make_scheduler, clock: FakeCloc
     assert EventKind.CANCELLED not in recorder.kinds()
     with pytest.raises(RuntimeError, match="down"):
         handle.result(timeout=5)
+    # The end is visible: the last FAILED event says so, and the snapshot says why.
+    failures = [e for e in recorder.events if e.kind is EventKind.FAILED]
+    assert [e.final for e in failures] == [False, False, True]
+    assert info.end_reason == "stopped after 3 consecutive failures (max_consecutive_failures=3)"
+    assert "RuntimeError: down" in (info.last_traceback or "")
+
+
+def test_every_tasks_last_event_is_final(make_scheduler, recorder) -> None:
+    s = make_scheduler()
+    s.subscribe(recorder)
+    s.schedule_once(lambda: "value", 0, task_id="done")
+    s.schedule_once(lambda: 1 / 0, 0, task_id="failed")
+    rate = s.schedule_at_fixed_rate(lambda: None, 1.0, task_id="rate")
+    s.advance(2.0)
+    rate.cancel()
+    s.settle()
+    last = {e.task_id: e for e in recorder.events}
+    assert {task_id: (e.kind, e.final) for task_id, e in last.items()} == {
+        "done": (EventKind.COMPLETED, True),
+        "failed": (EventKind.FAILED, True),
+        "rate": (EventKind.CANCELLED, True),
+    }
+    assert not any(e.final for e in recorder.events if e not in last.values())
+    assert last["done"].value == "value"
+    assert s.info("done").end_reason == "completed"
+    assert s.info("failed").end_reason == "the run failed"
 
 
 def test_recurring_result_waits_for_the_end(make_scheduler) -> None:

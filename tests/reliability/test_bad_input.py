@@ -11,6 +11,7 @@ Unknown messages told or asked to each actor must be logged and ignored, never f
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import math
 import re
@@ -19,6 +20,7 @@ import sys
 import threading
 from collections import namedtuple
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Future
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta, timezone
 from decimal import Decimal
@@ -41,7 +43,20 @@ from actors import (
     UnknownTaskError,
     WorkerActor,
 )
-from messages import EventKind, FixedDelay, FixedRate, Once, Schedule, TaskStatus
+from messages import Cancel as CancelMessage
+from messages import (
+    EventKind,
+    FixedDelay,
+    FixedRate,
+    Once,
+    QueryTask,
+    Schedule,
+    Settle,
+    Shutdown,
+    Subscribe,
+    TaskStatus,
+    Unsubscribe,
+)
 from tests.reliability.helpers import Listener, new_threads
 
 Problem = tuple[type[BaseException], str]  # the exception type, and a regex its message must match
@@ -607,3 +622,68 @@ def test_a_far_past_first_slot_does_not_wedge_the_scheduler() -> None:
         pytest.fail("the child process hung")
     assert done.returncode == 0, done.stderr[-2000:]
     assert float(done.stdout) >= 1000.0
+
+
+# Regression (hand-sent messages): a message built with a field of the wrong type used to be
+# accepted and wedge the scheduler later (a Subscribe with kinds=None silenced every later
+# subscription; a Cancel with a list id logged an ERROR and answered None).
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: Subscribe(1000, print, None),  # type: ignore[arg-type]
+        lambda: Subscribe(1000, print, frozenset()),
+        lambda: Subscribe("1", print, frozenset({EventKind.DUE})),  # type: ignore[arg-type]
+        lambda: Subscribe(1, "not a listener", frozenset({EventKind.DUE})),
+        lambda: Unsubscribe("1"),  # type: ignore[arg-type]
+        lambda: CancelMessage(["x"]),  # type: ignore[arg-type]
+        lambda: QueryTask(7),  # type: ignore[arg-type]
+        lambda: Settle(object()),  # type: ignore[arg-type]
+        lambda: Shutdown(None),  # type: ignore[arg-type]
+        lambda: Schedule(task_id="task-7", fn=noop, trigger=Once(1.0)),
+    ],
+    ids=[
+        "subscribe-kinds-none",
+        "subscribe-kinds-empty",
+        "subscribe-id-str",
+        "subscribe-listener",
+        "unsubscribe-id",
+        "cancel-list",
+        "query-int",
+        "settle-waiter",
+        "shutdown-waiter",
+        "schedule-reserved-id",
+    ],
+)
+def test_messages_refuse_bad_fields_where_they_are_built(build: Callable[[], object]) -> None:
+    with pytest.raises((TypeError, ValueError)):
+        build()
+
+
+def test_internal_messages_with_garbage_cannot_stop_the_scheduler() -> None:
+    from messages import AddTask, Cancelled, Flush, RunBatch
+
+    with serving() as (s, still_fine):
+        for message in (AddTask(object()), Cancelled(object()), Flush(Future(), 3)):
+            s.ref.tell(message)
+            still_fine()
+        assert s.ref.ask(AddTask(object()), timeout=5) is False
+        [worker] = pykka.ActorRegistry.get_by_class(WorkerActor)[:1]
+        worker.tell(RunBatch(["not a run"]))  # type: ignore[list-item]
+        assert s.schedule_once(lambda: "served", 0).result(timeout=5) == "served"
+
+
+# Regression: an async def task used to "complete" with an unawaited coroutine as its result.
+def test_async_def_tasks_are_refused_at_the_call() -> None:
+    async def coroutine_function() -> None:
+        return None
+
+    class AsyncCallable:
+        async def __call__(self) -> None:
+            return None
+
+    with serving() as (s, _):
+        for fn in (coroutine_function, AsyncCallable(), functools.partial(coroutine_function)):
+            with pytest.raises(TypeError, match="async def"):
+                s.schedule_once(fn, 0)
+            with pytest.raises(TypeError, match="async def"):
+                s.schedule_at_fixed_rate(fn, 1.0)

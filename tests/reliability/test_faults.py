@@ -10,6 +10,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import CancelledError
 from typing import Any
 
 import pykka
@@ -137,9 +138,10 @@ def test_a_hung_task_holds_one_worker_and_shutdown_still_returns(clock: FakeCloc
         assert stuck.info().status is TaskStatus.FAILED
         with pytest.raises(SchedulerShutdownError):
             stuck.result(timeout=0)
-        for thread in new_threads(threads_before):
-            if not thread.name.startswith("WorkerActor"):
-                thread.join(WAIT)
+        deadline = time.monotonic() + WAIT  # the idle worker ends on its own, shortly
+        while len(new_threads(threads_before)) > 1 and time.monotonic() < deadline:
+            for thread in new_threads(threads_before):
+                thread.join(0.05)
         survivors = new_threads(threads_before)
         assert len(survivors) == 1, survivors  # only the worker running the hung task
         with pytest.raises(SchedulerShutdownError):
@@ -451,3 +453,135 @@ def test_a_dead_scheduler_actor_is_reported_as_shut_down(make_scheduler: Callabl
     except Exception as error:
         problems.append(("settle", type(error).__name__))
     assert not problems
+
+
+# -- stops from outside, and what they leave behind ------------------------------------------
+
+
+def test_after_actor_registry_stop_all_every_handle_has_a_final_state(clock: FakeClock) -> None:
+    s = Scheduler(workers=1, clock=clock)
+    hung = Gate()
+    running = s.schedule_once(hung, delay=0)
+    assert hung.started.wait(WAIT)
+    pending = s.schedule_once(lambda: None, delay=60)
+    recurring = s.schedule_at_fixed_rate(lambda: None, 10.0, 5.0)
+    try:
+        pykka.ActorRegistry.stop_all(block=False)  # the usual pykka way to exit
+        assert s.ref.actor_stopped.wait(WAIT)
+        for handle in (pending, recurring):
+            assert handle.done()
+            with pytest.raises(CancelledError):
+                handle.result(timeout=0)
+        assert running.done()
+        assert "failed" in repr(running)
+        with pytest.raises(SchedulerShutdownError):
+            running.result(timeout=0)
+    finally:
+        hung.opened.set()
+    s.shutdown(timeout=WAIT)  # returns: everything has stopped
+
+
+def test_a_shutdown_message_told_by_hand_leaves_the_facade_able_to_shut_down(clock: FakeClock) -> None:
+    from concurrent.futures import Future
+
+    from messages import Shutdown
+
+    s = Scheduler(workers=1, clock=clock)
+    handle = s.schedule_once(lambda: None, delay=60)
+    s.ref.tell(Shutdown(Future()))
+    assert s.ref.actor_stopped.wait(WAIT)
+    assert handle.done()
+    started = time.monotonic()
+    s.shutdown()
+    assert time.monotonic() - started < WAIT
+
+
+def test_failed_tasks_in_the_history_do_not_keep_their_arguments_alive(make_scheduler) -> None:
+    import gc
+    import weakref
+
+    class Big:
+        pass
+
+    s = make_scheduler()
+    refs = []
+    handles = []
+    for _ in range(5):
+        big = Big()
+        refs.append(weakref.ref(big))
+
+        def fail(arg: Big) -> None:
+            local_copy = arg  # a frame local, as real code has
+            raise RuntimeError(f"failed with {type(local_copy).__name__}")
+
+        handles.append(s.schedule_once(fail, delay=0, args=(big,)))
+        del big
+    s.settle()
+    gc.collect()
+    assert [ref() for ref in refs] == [None] * 5, "a failed run's traceback still pins its arguments"
+    info = handles[0].info()
+    assert info.status is TaskStatus.FAILED
+    assert isinstance(info.last_error, RuntimeError)
+    assert info.last_error.__traceback__ is None
+    assert info.last_traceback is not None
+    assert "local_copy = arg" in info.last_traceback or "in fail" in info.last_traceback
+
+
+def test_a_scheduler_dropped_without_shutdown_stops_its_threads_and_warns() -> None:
+    import gc
+
+    threads_before = threading.enumerate()
+
+    def make_and_drop() -> None:
+        s = Scheduler(workers=2)
+        s.schedule_once(lambda: None, delay=3600)
+
+    def drop_five() -> None:
+        for _ in range(5):
+            make_and_drop()
+        gc.collect()
+
+    with pytest.warns(ResourceWarning, match="never shut down"):
+        drop_five()
+    deadline = time.monotonic() + WAIT
+    while new_threads(threads_before) and time.monotonic() < deadline:
+        for thread in new_threads(threads_before):
+            thread.join(0.1)
+    assert not new_threads(threads_before)
+    assert not pykka.ActorRegistry.get_all()
+
+
+def test_a_timer_that_fails_logs_it_and_keeps_serving(caplog: pytest.LogCaptureFixture) -> None:
+    class FlakyClock(FakeClock):
+        """Fails once when the timer asks how long to sleep."""
+
+        failed = False
+
+        def sleep_time(self, deadline: float) -> float:
+            if not self.failed and threading.current_thread().name == "scheduler-timer":
+                self.failed = True
+                raise RuntimeError("clock glitch")
+            return super().sleep_time(deadline)
+
+    clock = FlakyClock(1000.0)
+    with caplog.at_level(logging.ERROR, logger="actors.timer"), Scheduler(workers=1, clock=clock) as s:
+        handle = s.schedule_once(lambda: "ran", delay=5)
+        s.settle()  # the scheduler holds the task and has armed the timer (which fails once)
+        clock.advance(5)  # the timer (not settle) must notice and tick
+        assert handle.result(timeout=WAIT) == "ran"
+    assert any("timer thread failed" in record.getMessage() for record in caplog.records)
+
+
+def test_an_event_bus_that_dies_is_replaced_with_its_subscriptions(make_scheduler) -> None:
+    from actors import EventBus
+
+    s = make_scheduler()
+    events = Listener()
+    s.subscribe(events, [EventKind.COMPLETED])
+    (bus,) = pykka.ActorRegistry.get_by_class(EventBus)
+    kill(bus, "crash")
+    assert bus.actor_stopped.wait(WAIT)
+    s.schedule_once(lambda: None, delay=0, task_id="after")
+    s.settle()
+    assert [e.task_id for e in events.events] == ["after"]
+    assert s.stats().replaced_threads == 1

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from actors import process_slot
 from actors.process_slot import ProcessSlot
 
 if sys.platform != "linux":  # the checks read /proc; the slot itself is POSIX
@@ -56,8 +57,11 @@ def no_leaked_processes_or_fds() -> Iterator[None]:
     assert open_fds() - fds == set(), "file descriptors left open"
 
 
-@pytest.fixture
-def slot() -> Iterator[ProcessSlot]:
+@pytest.fixture(params=["pidfd", "pipes-only"])
+def slot(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[ProcessSlot]:
+    """A slot, stopped after the test; also without a pidfd, as on a POSIX system other than Linux."""
+    if request.param == "pipes-only":
+        monkeypatch.setattr(process_slot, "_open_pidfd", lambda pid: None)
     made = ProcessSlot(name="test-slot")
     yield made
     made.stop(timeout=5)

@@ -105,8 +105,7 @@ def test_a_child_killed_or_dead_between_calls_is_replaced_without_an_error(slot:
     assert slot.call(f"{TASKS}:pid", (), {}) not in {first, second}
 
 
-def test_stop_ends_the_child_politely_reaps_it_and_closes_everything() -> None:
-    slot = ProcessSlot()
+def test_stop_ends_the_child_politely_reaps_it_and_closes_everything(slot: ProcessSlot) -> None:
     pid = slot.call(f"{TASKS}:pid", (), {})
     assert slot.stop() == 0  # it exited on the stop request: no signal was needed
     assert not Path(f"/proc/{pid}").exists()
@@ -124,8 +123,7 @@ def test_stop_without_a_child_and_as_a_context_manager() -> None:
         slot.call(f"{TASKS}:pid", (), {})
 
 
-def test_stop_escalates_to_sigkill_when_the_child_will_not_exit() -> None:
-    slot = ProcessSlot()
+def test_stop_escalates_to_sigkill_when_the_child_will_not_exit(slot: ProcessSlot) -> None:
     pid = slot.call(f"{TASKS}:make_unstoppable", (), {})
     started = time.monotonic()
     assert slot.stop(timeout=0.2) == -signal.SIGKILL

@@ -57,3 +57,46 @@ class WouldDeadlockError(SchedulerError, RuntimeError):
 
 class SchedulerStartError(SchedulerError, RuntimeError):
     """The scheduler could not start its threads (for example, the system refused a new thread)."""
+
+
+class RemoteTraceback(SchedulerError):
+    """The traceback of an exception raised in a worker process, as text.
+
+    Attached as the ``__cause__`` of the exception re-raised in the parent, the way
+    ``concurrent.futures.ProcessPoolExecutor`` does, so a printed traceback shows where the task
+    failed in the child below where the call failed in the parent.
+    """
+
+    def __init__(self, traceback: str) -> None:
+        super().__init__(traceback)
+        self.traceback = traceback
+
+    def __str__(self) -> str:
+        return f'\n"""\n{self.traceback}"""'
+
+
+class UnpicklableExceptionError(SchedulerError):
+    """A task in a worker process raised an exception that cannot be sent back to the parent.
+
+    It stands in for that exception: ``error_type`` is its qualified type name, ``error_message``
+    its ``str()``, ``traceback`` the formatted traceback from the child, and ``reason`` why it
+    could not be pickled (or unpickled).
+    """
+
+    def __init__(self, error_type: str, error_message: str, traceback: str, reason: str) -> None:
+        super().__init__(
+            f"the task raised {error_type}: {error_message} (in the worker process; the exception "
+            f"itself cannot be sent back: {reason})"
+        )
+        self.error_type = error_type
+        self.error_message = error_message
+        self.traceback = traceback
+        self.reason = reason
+
+    def __reduce__(self) -> tuple[type[UnpicklableExceptionError], tuple[str, str, str, str]]:
+        # Exception's default reduce passes only ``args`` (the sentence) back to __init__.
+        return type(self), (self.error_type, self.error_message, self.traceback, self.reason)
+
+
+class UnpicklableResultError(SchedulerError, TypeError):
+    """A task in a worker process returned a value that cannot be pickled back to the parent."""

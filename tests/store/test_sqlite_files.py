@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import sqlite3
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -234,6 +235,24 @@ def test_a_v1_file_is_migrated_forward(tmp_path: Path) -> None:
     assert schema(path) == schema(fresh)
     with SQLiteStore.inspect(path) as reader:
         assert reader.minted_high_water() == 13
+
+
+# -- checkpoints -------------------------------------------------------------------------------
+
+
+def test_checkpoints_run_on_a_thread_of_their_own(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    with SQLiteStore(path) as store:
+        checkpointer = store._checkpointer  # white box: the thread has no public face
+        assert checkpointer is not None
+        assert "store-checkpoint" in {t.name for t in threading.enumerate()}
+        size = path.stat().st_size
+        for i in range(300):  # more rows than one checkpoint request needs
+            store.add(definition(f"t{i}"))
+
+        assert checkpointer.wait_completed(1, timeout=10)
+        assert path.stat().st_size > size  # the log was copied into the file
+    assert "store-checkpoint" not in {t.name for t in threading.enumerate()}
 
 
 # -- failures inside a transaction ---------------------------------------------------------------

@@ -1,0 +1,363 @@
+"""What a durable store keeps, and the ``Store`` protocol every backend implements.
+
+The scheduler keeps durable tasks in a store so that they survive a restart. This module is
+the contract, free of any backend: plain data (frozen, slotted) and two protocols, the
+read-only ``StoreReader`` (what a ``status`` command needs) and the full ``Store`` (what a
+scheduler needs). ``actors.store.sqlite`` implements them on one SQLite file; a PostgreSQL
+store will implement the same protocol.
+
+The store is a ledger, not a scheduler: it never decides when anything runs. The scheduler
+encodes each task's arguments, trigger and options as JSON text, and the store keeps that
+text verbatim. Times are UTC epoch seconds (``time.time()``), so they mean the same thing
+after a restart, unlike the scheduler's monotonic clock.
+
+Incarnations: a task id is reused when a finished (terminal) task's id is scheduled again.
+Each row gets a ``seq`` when it is inserted, never reused, kept by a ``replace`` (the same
+task with a new definition) and new for a fresh row. Updates and ledger rows name the
+``seq`` they belong to, so an outcome reported late for an old incarnation can never land
+on the new one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final, Literal, Protocol, final, get_args
+
+__all__ = [
+    "LIVE_STATUS",
+    "STATUSES",
+    "TERMINAL_STATUSES",
+    "IfExists",
+    "RunRecord",
+    "Store",
+    "StoreReader",
+    "StoredStatus",
+    "StoredTask",
+    "TaskDefinition",
+    "TaskUpdate",
+]
+
+StoredStatus = Literal["scheduled", "completed", "failed", "cancelled"]
+"""A stored task's status: the values of ``messages.TaskStatus`` except ``running``.
+
+A running task stays ``scheduled`` in the store: if the process dies mid-run, the task is
+still live after a restart, and the scheduler decides what its interrupted run means.
+"""
+
+STATUSES: Final[frozenset[str]] = frozenset(get_args(StoredStatus))
+LIVE_STATUS: Final = "scheduled"
+TERMINAL_STATUSES: Final[frozenset[str]] = STATUSES - {LIVE_STATUS}
+
+IfExists = Literal["error", "keep", "replace"]
+"""What ``Store.add`` does when the task id is live: raise, keep the stored row, or replace it."""
+
+_IF_EXISTS: Final[frozenset[str]] = frozenset(get_args(IfExists))
+
+
+def _check_time(name: str, value: object, *, optional: bool) -> None:
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, float | int) or not math.isfinite(value):
+        raise TypeError(f"{name} must be a finite number of UTC epoch seconds, got {value!r}")
+
+
+def _check_count(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{name} must be an int >= 0, got {value!r}")
+
+
+def _check_text(name: str, value: object, *, optional: bool = False) -> None:
+    if value is None and optional:
+        return
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, got {value!r}")
+
+
+def check_if_exists(if_exists: object) -> None:
+    """Raise ``ValueError`` unless ``if_exists`` is one of ``IfExists``."""
+    if if_exists not in _IF_EXISTS:
+        raise ValueError(f"if_exists must be 'error', 'keep' or 'replace', got {if_exists!r}")
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskDefinition:
+    """A task as the scheduler asks the store to keep it: what ``Store.add`` takes.
+
+    Exactly the fields a ``replace`` swaps in; the store adds the rest (``seq``, status,
+    counters). The JSON fields are opaque to the store and come back verbatim.
+
+    Attributes:
+        task_id: The task's id (given by the caller, or minted ``"task-<n>"``).
+        fn_ref: The function's reference, ``"package.module:qualified.name"``.
+        args_json: The positional arguments, as JSON text.
+        kwargs_json: The keyword arguments, as JSON text.
+        trigger_json: The trigger, as JSON text.
+        options_json: Everything else the scheduler needs to rebuild the task, as JSON text.
+        next_due: When the next run is due (UTC epoch seconds); ``None`` if not known.
+    """
+
+    task_id: str
+    fn_ref: str
+    args_json: str
+    kwargs_json: str
+    trigger_json: str
+    options_json: str
+    next_due: float | None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.task_id, str) or not self.task_id:
+            raise TypeError(f"task_id must be a non-empty str, got {self.task_id!r}")
+        for name in ("fn_ref", "args_json", "kwargs_json", "trigger_json", "options_json"):
+            _check_text(name, getattr(self, name))
+        _check_time("next_due", self.next_due, optional=True)
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoredTask:
+    """One stored task as the store holds it: its definition, status and counters.
+
+    Attributes:
+        task_id: The task's id.
+        seq: The row's incarnation: assigned when the row was inserted, kept by a
+            ``replace``, never reused. Live tasks load in ``seq`` order.
+        fn_ref: The function's reference.
+        args_json: The positional arguments, as JSON text.
+        kwargs_json: The keyword arguments, as JSON text.
+        trigger_json: The trigger, as JSON text.
+        options_json: The scheduler's other options, as JSON text.
+        status: ``"scheduled"`` (live) or a terminal status.
+        next_due: When the next run is due (UTC epoch seconds); ``None`` when terminal or
+            not known (for instance a fixed-delay task whose run was in flight).
+        run_count: Runs finished so far.
+        failure_count: Runs that failed so far.
+        consecutive_failures: Runs that failed since the last one that did not.
+        last_error: The last failed run's error text, if any.
+        last_outcome: The last run's outcome (``"completed"``, ``"failed"``, ...), if any.
+        updated_at: When the row was last written (UTC epoch seconds, the store's clock).
+    """
+
+    task_id: str
+    seq: int
+    fn_ref: str
+    args_json: str
+    kwargs_json: str
+    trigger_json: str
+    options_json: str
+    status: StoredStatus
+    next_due: float | None
+    run_count: int
+    failure_count: int
+    consecutive_failures: int
+    last_error: str | None
+    last_outcome: str | None
+    updated_at: float
+
+    @property
+    def live(self) -> bool:
+        """Whether the task is still scheduled (not completed, failed or cancelled)."""
+        return self.status == LIVE_STATUS
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskUpdate:
+    """A task's new state after a run, or at its end: one element of ``Store.save``.
+
+    Counters are absolute values (the scheduler's), not increments, so saving the same
+    update twice is harmless.
+
+    Attributes:
+        task_id: The task's id.
+        seq: The incarnation this update is for (``StoredTask.seq``); an update whose
+            ``seq`` is no longer stored under ``task_id`` is ignored.
+        status: The task's new status.
+        next_due: Its next due time (UTC epoch seconds); must be ``None`` when terminal.
+        run_count: Runs finished so far.
+        failure_count: Runs that failed so far.
+        consecutive_failures: Runs that failed since the last one that did not.
+        last_error: The last failed run's error text, if any.
+        last_outcome: The last run's outcome, if any.
+    """
+
+    task_id: str
+    seq: int
+    status: StoredStatus
+    next_due: float | None
+    run_count: int
+    failure_count: int
+    consecutive_failures: int
+    last_error: str | None
+    last_outcome: str | None
+
+    def __post_init__(self) -> None:
+        _check_text("task_id", self.task_id)
+        _check_count("seq", self.seq)
+        if self.status not in STATUSES:
+            raise ValueError(f"status must be one of {sorted(STATUSES)}, got {self.status!r}")
+        _check_time("next_due", self.next_due, optional=True)
+        if self.next_due is not None and self.status != LIVE_STATUS:
+            raise ValueError(f"a {self.status} task has no next due time, got {self.next_due!r}")
+        _check_count("run_count", self.run_count)
+        _check_count("failure_count", self.failure_count)
+        _check_count("consecutive_failures", self.consecutive_failures)
+        _check_text("last_error", self.last_error, optional=True)
+        _check_text("last_outcome", self.last_outcome, optional=True)
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunRecord:
+    """One finished run, as kept in the run ledger. Unique per ``(task_seq, run)``.
+
+    Attributes:
+        task_id: The task's id.
+        task_seq: The task's incarnation (``StoredTask.seq``): run numbers start again at 1
+            when a finished task's id is scheduled afresh, so the id alone is not a key.
+        run: The run's number within the task, from 1.
+        due: When the run was due (UTC epoch seconds).
+        started: When it started; ``None`` if it never did (a missed run).
+        finished: When its outcome was decided.
+        outcome: ``"completed"``, ``"failed"``, ``"missed"``, ... (the store keeps any
+            non-empty text, so new outcomes need no schema change).
+        error: The error text of a failed run, if any.
+    """
+
+    task_id: str
+    task_seq: int
+    run: int
+    due: float
+    started: float | None
+    finished: float
+    outcome: str
+    error: str | None
+
+    def __post_init__(self) -> None:
+        _check_text("task_id", self.task_id)
+        _check_count("task_seq", self.task_seq)
+        if isinstance(self.run, bool) or not isinstance(self.run, int) or self.run < 1:
+            raise ValueError(f"run must be an int >= 1, got {self.run!r}")
+        _check_time("due", self.due, optional=False)
+        _check_time("started", self.started, optional=True)
+        _check_time("finished", self.finished, optional=False)
+        if not isinstance(self.outcome, str) or not self.outcome:
+            raise ValueError(f"outcome must be a non-empty str, got {self.outcome!r}")
+        _check_text("error", self.error, optional=True)
+
+
+class StoreReader(Protocol):
+    """Read access to a store: what a ``status`` command needs, and the base of ``Store``.
+
+    Every method may be called from any thread, unless the implementation says otherwise
+    (the SQLite inspector is bound to the thread that opened it). Each call sees the data
+    committed when it started.
+    """
+
+    @property
+    def location(self) -> str:
+        """Where the store lives (a file path, a server): for messages and logs."""
+
+    def get(self, task_id: str) -> StoredTask | None:
+        """Return the stored row of ``task_id`` (live or terminal), or ``None``."""
+
+    def load(self) -> list[StoredTask]:
+        """Return every live task, in ``seq`` order: everything a restart needs.
+
+        Lean enough for a million rows: text that repeats between rows (references,
+        triggers, options) is shared, not copied.
+        """
+
+    def tasks(self, *, include_terminal: bool = True) -> list[StoredTask]:
+        """Return the stored tasks in ``seq`` order, with the kept terminal ones by default."""
+
+    def runs(self, task_id: str | None = None, *, limit: int = 100) -> list[RunRecord]:
+        """Return up to ``limit`` ledger rows, newest first, of one task id or of all."""
+
+    def minted_high_water(self) -> int:
+        """Return the highest number reserved for minted ids (0 if none ever was)."""
+
+    def close(self) -> None:
+        """Release what the reader holds. Idempotent."""
+
+
+class Store(StoreReader, Protocol):
+    """The scheduler's durable store: one writer (the scheduler) per store.
+
+    Every write is committed before it returns (durable against a crash of the process;
+    against power loss as the implementation documents). Threads: ``open`` is called once
+    by the scheduler before anything else; ``close`` by whoever shuts it down; every other
+    method may be called from any thread, concurrently (``add`` and ``cancel`` from callers'
+    threads, ``save`` and ``reserve_minted`` from the scheduler's).
+    """
+
+    def open(self) -> None:
+        """Take the store for this scheduler, then create, check or migrate it.
+
+        Raises:
+            StoreLockedError: Another live scheduler holds the store.
+            StoreError: It cannot be used (not a store of ours, damaged, a newer schema,
+                unreachable); the message names it and says why, and nothing was written.
+        """
+
+    def add(self, task: TaskDefinition, if_exists: IfExists = "error") -> tuple[StoredTask, bool]:
+        """Store a task; return the row now live and whether anything was written.
+
+        If ``task.task_id`` is free, or its row is terminal, a fresh row is written
+        (counters at zero, a new ``seq``). If it is live: ``"error"`` raises,
+        ``"keep"`` returns the stored row untouched (``False``), and ``"replace"`` swaps
+        in the new definition (reference, arguments, trigger, options, next due), keeping
+        ``seq``, status and counters (``True``).
+
+        Raises:
+            DuplicateTaskError: The id is live and ``if_exists`` is ``"error"``.
+            ValueError: ``if_exists`` is none of the three.
+            StoreError: The store failed or is closed.
+        """
+
+    def cancel(self, task_id: str) -> bool:
+        """Mark a live task cancelled; ``False`` if ``task_id`` has no live row.
+
+        Raises:
+            StoreError: The store failed or is closed.
+        """
+
+    def save(self, updates: Sequence[TaskUpdate] = (), runs: Sequence[RunRecord] = ()) -> int:
+        """Apply task updates and append ledger rows in one transaction.
+
+        An update whose ``(task_id, seq)`` is not stored is ignored (a late report for an
+        incarnation that is gone). A terminal row stays terminal: an update may set its
+        counters and last outcome, but never its status or due time, so a cancel that
+        returned ``True`` is never undone. A ledger row whose ``(task_seq, run)`` is stored
+        already is ignored.
+
+        Returns:
+            How many ledger rows were new (``len(runs)`` minus the ones ignored).
+
+        Raises:
+            StoreError: The store failed or is closed; nothing was saved.
+        """
+
+    def reserve_minted(self, count: int) -> range:
+        """Reserve ``count`` numbers for minted ids ``"task-<n>"``, and return them.
+
+        Reserved numbers are never handed out again, even after a crash or by another
+        node; numbers reserved but never used leave gaps. Reserve in blocks: one
+        reservation is one transaction.
+
+        Raises:
+            ValueError: ``count`` < 1.
+            StoreError: The store failed or is closed.
+        """
+
+
+def check_batch(updates: Sequence[TaskUpdate], runs: Sequence[RunRecord]) -> None:
+    """Raise ``TypeError`` unless ``updates`` and ``runs`` hold what their names say."""
+    for update in updates:
+        if not isinstance(update, TaskUpdate):
+            raise TypeError(f"updates must hold TaskUpdate objects, got {update!r}")
+    for record in runs:
+        if not isinstance(record, RunRecord):
+            raise TypeError(f"runs must hold RunRecord objects, got {record!r}")

@@ -1,0 +1,152 @@
+"""The SQLite store's reads: its queries and the conversion of rows to plain data.
+
+Shared by the store and the read-only inspector. Each function runs on the connection it is
+given, on the caller's thread; a query sees the data committed when it started.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from typing import Any, Final
+
+from actors.store.protocol import RunRecord, StoredTask
+from messages.frozen import slot_setters
+
+# Column order of every task query: the field order of StoredTask.
+TASK_COLUMNS: Final = (
+    "task_id, seq, fn_ref, args_json, kwargs_json, trigger_json, options_json, status, "
+    "next_due, run_count, failure_count, consecutive_failures, last_error, last_outcome, updated_at"
+)
+RUN_COLUMNS: Final = "task_id, task_seq, run, due, started, finished, outcome, error"
+
+_TASK_BY_ID: Final = f"SELECT {TASK_COLUMNS} FROM task WHERE task_id = ?"
+_LIVE_TASKS: Final = f"SELECT {TASK_COLUMNS} FROM task WHERE status = 'scheduled' ORDER BY seq"
+_ALL_TASKS: Final = f"SELECT {TASK_COLUMNS} FROM task ORDER BY seq"
+_RUNS: Final = f"SELECT {RUN_COLUMNS} FROM run ORDER BY id DESC LIMIT ?"
+_RUNS_OF_TASK: Final = f"SELECT {RUN_COLUMNS} FROM run WHERE task_id = ? ORDER BY id DESC LIMIT ?"
+_HIGH_WATER: Final = "SELECT minted_high_water FROM store_meta WHERE id = 1"
+
+_FETCH_ROWS: Final = 4096  # rows per fetch: bounds the transient tuples while loading
+
+(
+    _SET_TASK_ID,
+    _SET_SEQ,
+    _SET_FN_REF,
+    _SET_ARGS,
+    _SET_KWARGS,
+    _SET_TRIGGER,
+    _SET_OPTIONS,
+    _SET_STATUS,
+    _SET_NEXT_DUE,
+    _SET_RUN_COUNT,
+    _SET_FAILURE_COUNT,
+    _SET_CONSECUTIVE,
+    _SET_LAST_ERROR,
+    _SET_LAST_OUTCOME,
+    _SET_UPDATED_AT,
+) = slot_setters(StoredTask)
+_new = object.__new__
+
+
+def task_from_row(row: tuple[Any, ...]) -> StoredTask:
+    """Build a ``StoredTask`` from a row in ``TASK_COLUMNS`` order (trusted: our own file)."""
+    return _build_task(row, _own)
+
+
+def _own(text: Any, _default: Any) -> Any:  # no sharing: a single row keeps its own text
+    return text
+
+
+_Share = Callable[[Any, Any], Any]  # dict.setdefault of a text -> shared text table
+
+
+def _build_task(row: tuple[Any, ...], share: _Share) -> StoredTask:
+    # Set the slots directly (as messages.frozen explains): a restart builds a million of
+    # these. ``share`` maps text to one shared copy: references, triggers and options repeat
+    # across many rows, and a copy each would double the memory a large load takes.
+    (
+        task_id,
+        seq,
+        fn_ref,
+        args_json,
+        kwargs_json,
+        trigger_json,
+        options_json,
+        status,
+        next_due,
+        run_count,
+        failure_count,
+        consecutive_failures,
+        last_error,
+        last_outcome,
+        updated_at,
+    ) = row
+    task: StoredTask = _new(StoredTask)
+    _SET_TASK_ID(task, task_id)
+    _SET_SEQ(task, seq)
+    _SET_FN_REF(task, share(fn_ref, fn_ref))
+    _SET_ARGS(task, args_json)
+    _SET_KWARGS(task, share(kwargs_json, kwargs_json))
+    _SET_TRIGGER(task, share(trigger_json, trigger_json))
+    _SET_OPTIONS(task, share(options_json, options_json))
+    _SET_STATUS(task, share(status, status))
+    _SET_NEXT_DUE(task, next_due)
+    _SET_RUN_COUNT(task, run_count)
+    _SET_FAILURE_COUNT(task, failure_count)
+    _SET_CONSECUTIVE(task, consecutive_failures)
+    _SET_LAST_ERROR(task, share(last_error, last_error))
+    _SET_LAST_OUTCOME(task, share(last_outcome, last_outcome))
+    _SET_UPDATED_AT(task, updated_at)
+    return task
+
+
+def get_task(db: sqlite3.Connection, task_id: str) -> StoredTask | None:
+    """Return the row of ``task_id``, or ``None``."""
+    row = db.execute(_TASK_BY_ID, (task_id,)).fetchone()
+    return None if row is None else task_from_row(row)
+
+
+def read_tasks(db: sqlite3.Connection, *, include_terminal: bool) -> list[StoredTask]:
+    """Return the live tasks (and the terminal ones if asked), in ``seq`` order.
+
+    One statement, so one read snapshot, fetched in chunks.
+    """
+    cursor = db.execute(_ALL_TASKS if include_terminal else _LIVE_TASKS)
+    shared: dict[object, object] = {}  # one table per call: nothing outlives the load but the rows
+    share = shared.setdefault
+    tasks: list[StoredTask] = []
+    append = tasks.append
+    while rows := cursor.fetchmany(_FETCH_ROWS):
+        for row in rows:
+            append(_build_task(row, share))
+    return tasks
+
+
+def read_runs(db: sqlite3.Connection, task_id: str | None, limit: int) -> list[RunRecord]:
+    """Return up to ``limit`` ledger rows, newest first, of ``task_id`` or of every task."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise ValueError(f"limit must be an int >= 0, got {limit!r}")
+    if task_id is None:
+        rows = db.execute(_RUNS, (limit,)).fetchall()
+    else:
+        rows = db.execute(_RUNS_OF_TASK, (task_id, limit)).fetchall()
+    return [
+        RunRecord(
+            task_id=of_task,
+            task_seq=task_seq,
+            run=run,
+            due=due,
+            started=started,
+            finished=finished,
+            outcome=outcome,
+            error=error,
+        )
+        for of_task, task_seq, run, due, started, finished, outcome, error in rows
+    ]
+
+
+def read_high_water(db: sqlite3.Connection) -> int:
+    """Return the highest number reserved for minted ids."""
+    value: int = db.execute(_HIGH_WATER).fetchone()[0]
+    return value

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Final
 
-from actors.claim import Claim
+from actors.claim import FREE, Claim
 from actors.task_record import TaskRecord
 from actors.task_state import HANDED, READY, move_to
 from messages import RunTask, TaskId
@@ -169,7 +169,7 @@ class Dealer:
             runs: list[RunTask] = []
             for task in batch:
                 move_to(task, HANDED)
-                claim = task.claim = Claim()
+                claim = task.claim = Claim(FREE)
                 runs.append(
                     RunTask(
                         task,
@@ -180,7 +180,7 @@ class Dealer:
                         task.args,
                         task.kwargs,
                         claim,
-                        task.trigger is None,
+                        task.spec.trigger is None,
                         announce,
                     )
                 )

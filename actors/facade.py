@@ -29,7 +29,7 @@ from actors.errors import (
 from actors.handles import Subscription, TaskHandle
 from actors.outbox import Outbox
 from actors.scheduler import OutboxItem, SchedulerActor, new_id_mint
-from actors.task_record import TaskRecord
+from actors.task_record import TaskRecord, TaskSpec, default_name
 from actors.threads import Role, ThreadRegistry
 from actors.token import FREE, RUNNING
 from actors.validation import MAX_WORKERS, check_clock, check_count, check_task, check_task_id, once_due_at
@@ -182,9 +182,13 @@ class Scheduler:
             DuplicateTaskError: ``task_id`` belongs to a live task.
             SchedulerShutdownError: after ``shutdown``.
         """
-        due_at = once_due_at(self._clock, delay, at)
-        kwargs = check_task(fn, args, kwargs, name, None)
-        return self._submit(TaskRecord(task_id or "", fn, args, kwargs, due_at=due_at, name=name), task_id)
+        if at is None and type(delay) is float and delay - delay == 0.0:  # the common case, fast
+            due_at = self._clock.now() + delay
+        else:
+            due_at = once_due_at(self._clock, delay, at)
+        checked = check_task(fn, args, kwargs, name, None)
+        task = TaskRecord(task_id or "", fn, args, checked, due_at, name or default_name(fn))
+        return self._submit(task, task_id)
 
     def schedule_at_fixed_rate(
         self,
@@ -254,10 +258,9 @@ class Scheduler:
             fn,
             args,
             kwargs,
-            due_at=trigger.first_at,
-            trigger=trigger,
-            name=name,
-            failure_limit=max_consecutive_failures,
+            trigger.first_at,
+            name or default_name(fn),
+            TaskSpec(trigger, max_consecutive_failures),
         )
         return self._submit(task, task_id)
 

@@ -3,9 +3,10 @@
 Part of the pure core (see ``actors/timetable.py``). The record is the one object shared by
 everyone who deals with the task, so who may touch which part is written down here:
 
-- ``task_id``, ``fn``, ``args``, ``kwargs``, ``trigger``, ``name``, ``failure_limit``: written
-  by its creator before anyone else sees it, cleared by ``retire``; read by the core (a
-  worker reads none of them: its ``RunTask`` carries copies).
+- ``task_id``, ``fn``, ``args``, ``kwargs``, ``name``, ``spec`` (the immutable ``TaskSpec``:
+  trigger and options): written by its creator before anyone else sees it (``fn``, ``args``,
+  ``kwargs`` cleared by ``retire``); read by the core (a worker reads none of them: its
+  ``RunTask`` carries copies).
 - ``state``, ``due_at``, ``heap_seq``, ``run_count``, ``failures``, ``claim``: written and read
   by the core, on the scheduler's thread; read by anyone once the token is ``FINISHED``.
 - the token and the outcome (``Token``): changed only by their moves, under
@@ -20,12 +21,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Final
 
 from actors.claim import Claim
 from actors.recurrence import first_due_at
 from actors.task_state import CANCELLING, FAILED, FINAL_STATUS, HANDED, PENDING, State
-from actors.token import Token
+from actors.token import FREE, Token
 from messages import FixedDelay, FixedRate, Once, Schedule, TaskInfo, TaskStatus
 
 __all__ = ["Failures", "TaskRecord", "default_name"]
@@ -49,6 +50,28 @@ class Failures:
         self.last_traceback: str | None = None
 
 
+class TaskSpec:
+    """How a task repeats and what it allows: immutable, and shared by every plain one-time task.
+
+    A one-time task has no trigger: its due time is all there is to it.
+    """
+
+    __slots__ = ("failure_limit", "trigger")
+
+    def __init__(
+        self, trigger: FixedRate | FixedDelay | None = None, failure_limit: int | None = None
+    ) -> None:
+        self.trigger = trigger
+        self.failure_limit = failure_limit
+
+    def __repr__(self) -> str:
+        return f"TaskSpec(trigger={self.trigger!r}, failure_limit={self.failure_limit!r})"
+
+
+PLAIN: Final = TaskSpec()
+"""The spec of a one-time task with no options (most tasks)."""
+
+
 class TaskRecord(Token):
     """The record of one task (slotted and lean: a million of these must stay small)."""
 
@@ -56,16 +79,15 @@ class TaskRecord(Token):
         "args",
         "claim",
         "due_at",
-        "failure_limit",
         "failures",
         "fn",
         "heap_seq",
         "kwargs",
         "name",
         "run_count",
+        "spec",
         "state",
         "task_id",
-        "trigger",
     )
 
     def __init__(
@@ -74,25 +96,23 @@ class TaskRecord(Token):
         fn: Callable[..., object],
         args: tuple[Any, ...],
         kwargs: Mapping[str, Any],
-        *,
         due_at: float,
-        trigger: FixedRate | FixedDelay | None = None,
-        name: str | None = None,
-        failure_limit: int | None = None,
+        name: str,
+        spec: TaskSpec = PLAIN,
     ) -> None:
         """Record a new task (on whichever thread builds it; nobody else sees it until it is handed over).
 
-        ``trigger`` is ``None`` for a one-time task: its due time is all there is to it.
+        ``name`` is the name to show (``default_name(fn)`` when the caller gave none).
         """
-        super().__init__()
+        self._token = FREE  # the Token's two slots, set here: a million tasks pay for each call
+        self._outcome: object = None
         self.task_id = task_id
         self.fn = fn
         self.args = args
         self.kwargs = kwargs
-        self.trigger = trigger
         self.due_at = due_at
         self.name = name
-        self.failure_limit = failure_limit
+        self.spec = spec
         self.state = PENDING
         self.heap_seq: int | None = None  # the due heap's entry this task waits on (actors/due_heap.py)
         self.claim: Claim | None = None  # the claim of the run a worker holds
@@ -103,25 +123,36 @@ class TaskRecord(Token):
     def from_schedule(cls, cmd: Schedule, task_id: str) -> TaskRecord:
         """Build the record a ``Schedule`` message describes, with id ``task_id``."""
         trigger = cmd.trigger
+        recurring = None if isinstance(trigger, Once) else trigger
+        limit = cmd.max_consecutive_failures
         return cls(
             task_id,
             cmd.fn,
             cmd.args,
             cmd.kwargs,
-            due_at=first_due_at(trigger),
-            trigger=None if isinstance(trigger, Once) else trigger,
-            name=cmd.name,
-            failure_limit=cmd.max_consecutive_failures,
+            first_due_at(trigger),
+            cmd.name if cmd.name is not None else default_name(cmd.fn),
+            PLAIN if recurring is None and limit is None else TaskSpec(recurring, limit),
         )
+
+    @property
+    def trigger(self) -> FixedRate | FixedDelay | None:
+        """How the task repeats; ``None`` for a one-time task."""
+        return self.spec.trigger
+
+    @property
+    def failure_limit(self) -> int | None:
+        """Its ``max_consecutive_failures``."""
+        return self.spec.failure_limit
 
     @property
     def is_one_time(self) -> bool:
         """Whether the task runs once (it has no recurring trigger)."""
-        return self.trigger is None
+        return self.spec.trigger is None
 
     def label(self) -> str:
         """Return the task's name: the one it was given, else its function's qualified name."""
-        return self.name if self.name is not None else default_name(self.fn)
+        return self.name
 
     def count_failure(self, error: BaseException, traceback: str) -> Failures:
         """Count one failed run (core's thread); return the counters."""
@@ -141,7 +172,6 @@ class TaskRecord(Token):
 
     def retire(self) -> None:
         """Keep what a snapshot needs, drop the references to user objects (core's thread, at the end)."""
-        self.name = self.label()
         self.fn = self.args = self.kwargs = self.claim = None  # type: ignore[assignment]
 
     def status(self, *, running: bool) -> TaskStatus:

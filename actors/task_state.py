@@ -15,7 +15,7 @@ from typing import Final, Protocol
 from actors.errors import InvalidTransitionError
 from messages import TaskStatus
 
-__all__ = ["FINAL_STATUS", "TRANSITIONS", "State", "move_to"]
+__all__ = ["FINAL_STATES", "FINAL_STATUS", "TRANSITIONS", "State", "move_to"]
 
 
 class State(enum.IntEnum):
@@ -36,32 +36,34 @@ class State(enum.IntEnum):
 
 PENDING, READY, HANDED, CANCELLING, COMPLETED, FAILED, CANCELLED = State
 
-TRANSITIONS: Final[Mapping[State, frozenset[State]]] = MappingProxyType(
-    {
-        PENDING: frozenset({READY, CANCELLED}),  # due; or cancelled, shut down
-        READY: frozenset({HANDED, CANCELLED}),  # dealt to a worker; or cancelled
-        HANDED: frozenset(
-            {
-                PENDING,  # a recurring run reported: waits for its next slot
-                READY,  # taken back before it started (stolen, or its worker was lost)
-                CANCELLING,  # cancelled while its worker holds it
-                COMPLETED,
-                FAILED,
-                CANCELLED,  # taken back and cancelled, or its worker skipped it
-            }
-        ),
-        CANCELLING: frozenset({CANCELLED}),  # its worker reported (ran it, or skipped it)
-        COMPLETED: frozenset(),
-        FAILED: frozenset(),
-        CANCELLED: frozenset(),
-    }
-)
+_LEGAL: Final[dict[State, frozenset[State]]] = {
+    PENDING: frozenset({READY, CANCELLED}),  # due; or cancelled, shut down
+    READY: frozenset({HANDED, CANCELLED}),  # dealt to a worker; or cancelled
+    HANDED: frozenset(
+        {
+            PENDING,  # a recurring run reported: waits for its next slot
+            READY,  # taken back before it started (stolen, or its worker was lost)
+            CANCELLING,  # cancelled while its worker holds it
+            COMPLETED,
+            FAILED,
+            CANCELLED,  # taken back and cancelled, or its worker skipped it
+        }
+    ),
+    CANCELLING: frozenset({CANCELLED}),  # its worker reported (ran it, or skipped it)
+    COMPLETED: frozenset(),
+    FAILED: frozenset(),
+    CANCELLED: frozenset(),
+}
+TRANSITIONS: Final[Mapping[State, frozenset[State]]] = MappingProxyType(_LEGAL)
 """``state -> the states it may move to``. The last three are final."""
 
 FINAL_STATUS: Final[Mapping[State, TaskStatus]] = MappingProxyType(
     {COMPLETED: TaskStatus.COMPLETED, FAILED: TaskStatus.FAILED, CANCELLED: TaskStatus.CANCELLED}
 )
 """The status a finished task shows."""
+
+FINAL_STATES: Final = frozenset(FINAL_STATUS)
+"""The states a task never leaves."""
 
 
 class HasState(Protocol):
@@ -77,7 +79,7 @@ def move_to(task: HasState, new: State) -> None:
     Raises:
         InvalidTransitionError: the table has no such move (a scheduler bug).
     """
-    if new not in TRANSITIONS[task.state]:
+    if new not in _LEGAL[task.state]:
         raise InvalidTransitionError(
             f"task {task.task_id!r} cannot move from {task.state.name} to {new.name}"
         )

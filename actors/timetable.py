@@ -37,7 +37,7 @@ from actors.task_state import (
     CANCELLING,
     COMPLETED,
     FAILED,
-    FINAL_STATUS,
+    FINAL_STATES,
     HANDED,
     PENDING,
     State,
@@ -215,13 +215,13 @@ class Timetable:
     def completed(self, report: Completed, *, now: float) -> None:
         """Record that a worker finished a run normally."""
         task = self._dealer.report(report.worker, report.task_id, report.run, idle=report.idle)
-        if task is None or task.state in FINAL_STATUS:
+        if task is None or task.state in FINAL_STATES:
             return
         self.activity += 1
         task.run_count += 1
         if task.failures is not None:
             task.failures.consecutive = 0
-        if task.trigger is None and task.state is HANDED:  # the common case: it just ends
+        if task.spec.trigger is None and task.state is HANDED:  # the common case: it just ends
             if self._want_completed:
                 self._emit(
                     EventKind.COMPLETED, task, report.finished_at, report.run, value=report.value, final=True
@@ -237,7 +237,7 @@ class Timetable:
     def failed(self, report: Failed, *, now: float) -> None:
         """Record that a worker finished a run by raising."""
         task = self._dealer.report(report.worker, report.task_id, report.run, idle=report.idle)
-        if task is None or task.state in FINAL_STATUS:
+        if task is None or task.state in FINAL_STATES:
             return
         self._fail_run(task, report.error, report.traceback, report.finished_at)
         self._release(now)
@@ -245,7 +245,7 @@ class Timetable:
     def skipped(self, report: Skipped, *, now: float) -> None:
         """Record that a worker did not start a run: the task's token said it was cancelled."""
         task = self._dealer.report(report.worker, report.task_id, report.run, idle=report.idle)
-        if task is None or task.state in FINAL_STATUS:
+        if task is None or task.state in FINAL_STATES:
             return  # ended when it was cancelled: this only frees its worker
         self.activity += 1
         self._finish(task, CANCELLED, now, None)
@@ -267,7 +267,7 @@ class Timetable:
         started, taken_back = self._dealer.lose(worker)
         self._dealer.requeue(taken_back)
         for task in started:
-            if task.state not in FINAL_STATUS:
+            if task.state not in FINAL_STATES:
                 self._fail_run(task, error, "", now)
         self._release(now)
 
@@ -431,7 +431,7 @@ class Timetable:
         task.count_failure(error, traceback)
         if task.state is CANCELLING:
             ending: State | None = CANCELLED
-        elif task.trigger is None:
+        elif task.spec.trigger is None:
             ending = FAILED
         elif task.reached_failure_limit():
             ending = FAILED if task.take() else CANCELLED  # a cancel may have just won the token
@@ -451,13 +451,13 @@ class Timetable:
         """A recurring run (or a cancelled one) returned: end the task or schedule its next run."""
         if task.state is CANCELLING:
             self._finish(task, CANCELLED, finished_at, None)  # cancelled mid-run
-        elif task.trigger is None:
+        elif task.spec.trigger is None:
             self._finish(task, COMPLETED, finished_at, None)
         else:
             self._reschedule(task, finished_at)
 
     def _reschedule(self, task: TaskRecord, finished_at: float) -> None:
-        trigger = task.trigger
+        trigger = task.spec.trigger
         if isinstance(trigger, FixedRate):
             due_at = next_fixed_rate(trigger.first_at, trigger.interval, task.due_at, finished_at)
         else:

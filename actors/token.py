@@ -55,34 +55,33 @@ class TokenState(enum.IntEnum):
     FINISHED = 4
 
 
-class Move(enum.Enum):
+class Move(enum.IntEnum):
     """The moves on a token (``try_start`` is two moves: one-time runs take the token)."""
 
-    START_ONE_TIME = "try_start(one-time)"
-    START_RECURRING = "try_start(recurring)"
-    END_RUN = "end_run"
-    REVOKE = "revoke"
-    TAKE = "take"
-    FINISH = "finish"
+    START_ONE_TIME = 0
+    START_RECURRING = 1
+    END_RUN = 2
+    REVOKE = 3
+    TAKE = 4
+    FINISH = 5
 
 
 FREE, RUNNING, TAKEN, REVOKED, FINISHED = TokenState
 
-TRANSITIONS: Final[Mapping[tuple[TokenState, Move], TokenState]] = MappingProxyType(
-    {
-        (FREE, Move.START_ONE_TIME): TAKEN,
-        (FREE, Move.START_RECURRING): RUNNING,
-        (FREE, Move.REVOKE): REVOKED,
-        (FREE, Move.TAKE): TAKEN,
-        (FREE, Move.FINISH): FINISHED,
-        (RUNNING, Move.END_RUN): FREE,
-        (RUNNING, Move.REVOKE): REVOKED,
-        (RUNNING, Move.FINISH): FINISHED,
-        (TAKEN, Move.FINISH): FINISHED,
-        (REVOKED, Move.END_RUN): REVOKED,
-        (REVOKED, Move.FINISH): FINISHED,
-    }
-)
+_MOVES: Final[dict[tuple[TokenState, Move], TokenState]] = {
+    (FREE, Move.START_ONE_TIME): TAKEN,
+    (FREE, Move.START_RECURRING): RUNNING,
+    (FREE, Move.REVOKE): REVOKED,
+    (FREE, Move.TAKE): TAKEN,
+    (FREE, Move.FINISH): FINISHED,
+    (RUNNING, Move.END_RUN): FREE,
+    (RUNNING, Move.REVOKE): REVOKED,
+    (RUNNING, Move.FINISH): FINISHED,
+    (TAKEN, Move.FINISH): FINISHED,
+    (REVOKED, Move.END_RUN): REVOKED,
+    (REVOKED, Move.FINISH): FINISHED,
+}
+TRANSITIONS: Final[Mapping[tuple[TokenState, Move], TokenState]] = MappingProxyType(_MOVES)
 """The legal moves: ``(state, move) -> new state``. A move not listed fails and changes nothing."""
 
 # _LOCK guards every token's _token and _outcome, and _WAITERS. One lock for all tokens, and
@@ -111,7 +110,7 @@ class Token:
         """Worker: may this run start? A one-time run takes the token; a recurring one marks it RUNNING."""
         move = Move.START_ONE_TIME if one_time else Move.START_RECURRING
         with _LOCK:
-            new = TRANSITIONS.get((self._token, move))
+            new = _MOVES.get((self._token, move))
             if new is None:
                 return False
             self._token = new
@@ -120,7 +119,7 @@ class Token:
     def end_run(self) -> None:
         """Worker, after a recurring run (before reporting it): no run is in progress any more."""
         with _LOCK:
-            new = TRANSITIONS.get((self._token, Move.END_RUN))
+            new = _MOVES.get((self._token, Move.END_RUN))
             if new is not None:
                 self._token = new
 
@@ -157,13 +156,33 @@ class Token:
         thread that sees ``FINISHED``; the record never changes afterwards.
         """
         with _LOCK:
-            new = TRANSITIONS.get((self._token, Move.FINISH))
+            new = _MOVES.get((self._token, Move.FINISH))
             if new is None:
                 raise RuntimeError(f"a token in state {self._token.name} cannot finish (a scheduler bug)")
             self._outcome = outcome
             self._token = new
             event = _WAITERS.pop(self, None)
         if event is not None:
+            event.set()
+
+    @staticmethod
+    def finish_all(ended: list[tuple[Token, object]]) -> None:
+        """``finish`` each ``(token, outcome)`` in order, under one hold of the lock (for batches)."""
+        events: list[threading.Event] = []
+        with _LOCK:
+            for token, outcome in ended:
+                new = _MOVES.get((token._token, Move.FINISH))
+                if new is None:
+                    raise RuntimeError(
+                        f"a token in state {token._token.name} cannot finish (a scheduler bug)"
+                    )
+                token._outcome = outcome
+                token._token = new
+                if _WAITERS:
+                    event = _WAITERS.pop(token, None)
+                    if event is not None:
+                        events.append(event)
+        for event in events:
             event.set()
 
     # -- what callers read ------------------------------------------------------------------

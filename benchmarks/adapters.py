@@ -128,6 +128,13 @@ class Adapter(ABC):
     def cancel(self, token: Any) -> bool:
         """Cancel the task behind ``token``; True if it was still pending."""
 
+    #: Whether the peer can cancel by a task id (a string or number the caller kept).
+    cancels_by_id: ClassVar[bool] = False
+
+    def cancel_by_id(self, token: Any) -> bool:
+        """Cancel the task behind ``token`` by its id (only if ``cancels_by_id``)."""
+        raise NotImplementedError(f"{self.name} cannot cancel by id")
+
     def absorb(self, timeout: float) -> None:  # noqa: B027 - optional hook, no-op by default
         """Return once the scheduler holds every task scheduled so far.
 
@@ -162,6 +169,9 @@ class TextbookAdapter(Adapter):
 
     def cancel(self, token: int) -> bool:
         return self._s.cancel(token)
+
+    cancels_by_id = True
+    cancel_by_id = cancel  # its token is the id
 
     def shutdown(self, timeout: float = 10.0) -> None:
         self._s.shutdown(wait=True, timeout=timeout)
@@ -326,6 +336,11 @@ class ApschedulerAdapter(Adapter):
     def schedule_at_fixed_rate(self, fn: Task, interval: float) -> str:
         return str(self._s.add_job(fn, "interval", seconds=interval, start_date=dt.datetime.now(dt.UTC)).id)
 
+    cancels_by_id = True
+
+    def cancel_by_id(self, token: str) -> bool:
+        return self.cancel(token)  # its token is the job id
+
     def cancel(self, token: str) -> bool:
         from apscheduler.jobstores.base import JobLookupError  # type: ignore[import-untyped]
 
@@ -469,6 +484,11 @@ class OursAdapter(Adapter):
 
     def cancel(self, token: Any) -> bool:
         return bool(token.cancel())
+
+    cancels_by_id = True
+
+    def cancel_by_id(self, token: Any) -> bool:
+        return bool(self._s.cancel(token.task_id))
 
     def absorb(self, timeout: float) -> None:
         settle = getattr(self._s, "settle", None)

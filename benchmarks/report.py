@@ -30,6 +30,7 @@ DISPLAY: dict[str, list[tuple[str, str]]] = {
     "cost": [
         ("schedule_us", "schedule µs/call"),
         ("cancel_us", "cancel µs/call"),
+        ("cancel_by_id_us", "cancel by id µs/call"),
         ("bytes_per_task", "bytes/pending task"),
     ],
     "lateness": [("p50_ms", "p50 ms"), ("p99_ms", "p99 ms"), ("max_ms", "max ms")],
@@ -204,9 +205,10 @@ def _plot_cost(results: Sequence[Result], path: Path) -> Path:
     metrics = [
         ("schedule_us", "schedule call (µs, median)"),
         ("cancel_us", "cancel call (µs, median)"),
+        ("cancel_by_id_us", "cancel by id (µs, median)"),
         ("bytes_per_task", "memory per pending task (bytes)"),
     ]
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
+    fig, axes = plt.subplots(1, 4, figsize=(20, 4.5))
     peers = list(dict.fromkeys(r.peer for r in results))
     for ax, (metric, title) in zip(axes, metrics, strict=True):
         for peer in peers:

@@ -166,21 +166,27 @@ def measure_cost(adapter: Adapter, n: int, ops: int, budget_s: float, seed: int)
 
     sched_us, tokens = _timed_calls([functools.partial(schedule, _noop, d) for d in extra], budget_s)
     adapter.absorb(timeout=60.0)
-    cancel_us, oks = _timed_calls([functools.partial(adapter.cancel, t) for t in tokens], budget_s)
-    failed = sum(1 for ok in oks if not ok)
-    note = f"{failed} of {len(oks)} cancels of pending tasks returned False" if failed else ""
+    # Half the extra tasks are cancelled through their token, half by id (where the peer can).
+    by_token, by_id = tokens[: len(tokens) // 2], tokens[len(tokens) // 2 :]
+    if not adapter.cancels_by_id:
+        by_token, by_id = tokens, []
+    cancel_us, oks = _timed_calls([functools.partial(adapter.cancel, t) for t in by_token], budget_s)
+    by_id_us, id_oks = _timed_calls([functools.partial(adapter.cancel_by_id, t) for t in by_id], budget_s)
+    failed = sum(1 for ok in [*oks, *id_oks] if not ok)
+    note = f"{failed} of {len(oks) + len(id_oks)} cancels of pending tasks returned False" if failed else ""
     sched_us.sort()
     cancel_us.sort()
-    return Measurement(
-        {
-            "schedule_us": percentile(sched_us, 50),
-            "cancel_us": percentile(cancel_us, 50),
-            "bytes_per_task": (after - before) / n,
-            "schedule_calls": float(len(sched_us)),
-            "cancel_calls": float(len(cancel_us)),
-        },
-        note=note,
-    )
+    by_id_us.sort()
+    metrics = {
+        "schedule_us": percentile(sched_us, 50),
+        "cancel_us": percentile(cancel_us, 50),
+        "bytes_per_task": (after - before) / n,
+        "schedule_calls": float(len(sched_us)),
+        "cancel_calls": float(len(cancel_us)),
+    }
+    if by_id_us:
+        metrics["cancel_by_id_us"] = percentile(by_id_us, 50)
+    return Measurement(metrics, note=note)
 
 
 # ---------------------------------------------------------------------------
@@ -368,6 +374,7 @@ def _cost(cfg: Config) -> list[Case]:
             units={
                 "schedule_us": "µs",
                 "cancel_us": "µs",
+                "cancel_by_id_us": "µs",
                 "bytes_per_task": "B",
                 "schedule_calls": "calls",
                 "cancel_calls": "calls",

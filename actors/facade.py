@@ -33,7 +33,7 @@ from actors.task_record import TaskRecord, TaskSpec, default_name
 from actors.threads import Role, ThreadRegistry
 from actors.token import FREE, RUNNING
 from actors.validation import MAX_WORKERS, check_clock, check_count, check_task, check_task_id, once_due_at
-from actors.waiting import Deadline, check_timeout, join, result_within
+from actors.waiting import Deadline, check_timeout, join, join_any_order, result_within
 from messages import (
     AddTask,
     Cancel,
@@ -459,24 +459,26 @@ class Scheduler:
         drain_deadline = Deadline(
             None if seconds is None else max(0.0, seconds - min(STOP_RESERVE, seconds / 4))
         )
+        forced_now = False
         if not self._forced_stop and not self._stopped.done():
             try:
                 result_within(self._drained, drain_deadline)
             except TimeoutError:
                 # Out of time: stop anyway (its on_stop ends every task and stops the workers
-                # and the bus); only a worker stuck in a task lives on.
-                self._forced_stop = True
+                # and the bus); only a worker stuck in a task lives on. A later shutdown()
+                # does not wait for that worker.
+                self._forced_stop = forced_now = True
                 stop_quietly(self._ref)
-        # Workers last, and none after a forced stop: a worker stuck in a task must not eat the
-        # others' share of the wait, nor make a later shutdown() wait for it.
         threads = self._threads.threads()
         for thread, role in threads:
             if role is not Role.WORKER:
                 join(thread, deadline)
+        workers = [thread for thread, role in threads if role is Role.WORKER]
         if not self._forced_stop:
-            for thread, role in threads:
-                if role is Role.WORKER:
-                    join(thread, deadline)
+            for thread in workers:
+                join(thread, deadline)
+        elif forced_now:
+            join_any_order(workers, deadline)  # a hung worker must not eat the idle ones' share
 
     def __enter__(self) -> Scheduler:
         """Return the scheduler; it is shut down (waiting) when the block ends."""

@@ -96,6 +96,22 @@ def join(thread: threading.Thread, deadline: Deadline) -> None:
     deadline.wait(joined)
 
 
+def join_any_order(threads: list[threading.Thread], deadline: Deadline, step: float = 0.01) -> None:
+    """Join ``threads`` until all have ended or ``deadline`` passes, whichever ends first.
+
+    Round-robin, ``step`` seconds at a time, so that one thread that never ends (a worker
+    stuck in a task) does not keep the others from being seen to end.
+    """
+    alive = [
+        thread for thread in threads if thread.ident is not None and thread is not threading.current_thread()
+    ]
+    while alive and not deadline.passed():
+        for thread in alive:
+            remaining = deadline.remaining()
+            thread.join(step if remaining is None else min(step, remaining))
+        alive = [thread for thread in alive if thread.is_alive()]
+
+
 def result_within(future: Future[T], deadline: Deadline) -> T:
     """Return ``future``'s result, waiting until ``deadline`` (chunked, see ``Deadline.wait``).
 

@@ -23,7 +23,7 @@ from collections import deque
 from typing import Final
 
 from actors.claim import FREE, Claim
-from actors.task_record import TaskRecord
+from actors.task_record import PROCESSES, THREADS, TaskRecord
 from actors.task_state import HANDED, READY, move_to
 from messages import RunTask, TaskId
 
@@ -31,21 +31,36 @@ BATCH: Final = 64
 """Most runs handed to one idle worker at once (only when more are due than workers are idle)."""
 
 
-class Dealer:
-    """The ready FIFO, the idle workers (a stack: warm workers first) and each busy worker's batch."""
+class _Pool:
+    """Workers of one kind (threads, or processes) and the due runs that need that kind."""
 
-    def __init__(self, workers: int) -> None:
-        """Start with workers ``0 .. workers-1`` idle and nothing due."""
-        self._ready: deque[TaskRecord] = deque()  # due tasks waiting for a worker, FIFO
-        self._idle: list[int] = list(range(workers - 1, -1, -1))
+    __slots__ = ("idle", "ready")
+
+    def __init__(self, workers: range) -> None:
+        self.ready: deque[TaskRecord] = deque()  # due tasks waiting for a worker, FIFO
+        self.idle: list[int] = list(reversed(workers))  # a stack: warm workers first
+
+
+class Dealer:
+    """Per pool, the ready FIFO and the idle workers; for every busy worker, its batch.
+
+    There are two pools: ``THREADS`` (workers ``0 .. workers-1``) and ``PROCESSES`` (the next
+    ``processes`` numbers); a task's ``spec.executor`` says which one runs it.
+    """
+
+    def __init__(self, workers: int, processes: int = 0) -> None:
+        """Start with every worker idle and nothing due."""
+        threads = _Pool(range(workers))
+        self._pools = {THREADS: threads, PROCESSES: _Pool(range(workers, workers + processes))}
+        self._pool_of = {worker: pool for pool in self._pools.values() for worker in pool.idle}
         self._batches: dict[int, deque[TaskRecord]] = {}  # busy worker -> runs handed, not yet reported
 
     # -- changes ----------------------------------------------------------------------------
 
     def queue(self, task: TaskRecord) -> None:
-        """Put a task that has fallen due at the back of the FIFO."""
+        """Put a task that has fallen due at the back of its pool's FIFO."""
         move_to(task, READY)
-        self._ready.append(task)
+        self._pools[task.spec.executor].ready.append(task)
 
     def deal(self, handed: list[tuple[int, list[RunTask]]], *, announce: bool) -> None:
         """Hand out work while a worker is idle: first the FIFO, then runs taken back from a backlog.
@@ -53,8 +68,9 @@ class Dealer:
         Appends each ``(worker, runs)`` batch to ``handed``; ``announce`` asks the workers to
         report ``Started``.
         """
-        while self._idle and (self._hand_out(handed, announce) or self._steal()):
-            pass
+        for pool in self._pools.values():
+            while pool.idle and (self._hand_out(pool, handed, announce) or self._steal(pool)):
+                pass
 
     def take_back(self, task: TaskRecord) -> bool:
         """Take back a handed run before its worker starts it; whether that worked.
@@ -68,15 +84,15 @@ class Dealer:
                 batch.remove(task)
                 if not batch:  # the worker will find nothing to claim: it is idle now
                     del self._batches[worker]
-                    self._idle.append(worker)
+                    self._pool_of[worker].idle.append(worker)
                 break
         return True
 
     def requeue(self, tasks: list[TaskRecord]) -> None:
-        """Put runs taken back at the front of the FIFO, in their order."""
-        for task in tasks:
+        """Put runs taken back at the front of their pools' FIFOs, in their order."""
+        for task in reversed(tasks):
             move_to(task, READY)
-        self._ready.extendleft(reversed(tasks))
+            self._pools[task.spec.executor].ready.appendleft(task)
 
     def report(self, worker: int, task_id: TaskId, run: int, *, idle: bool) -> TaskRecord | None:
         """Take the run ``worker`` reports from its batch; ``None`` for a stale report."""
@@ -91,13 +107,14 @@ class Dealer:
         if idle:  # it could claim nothing after this run: the rest were taken back already
             assert not batch, f"worker {worker} reported idle with {len(batch)} runs unclaimed"
             del self._batches[worker]
-            self._idle.append(worker)
+            self._pool_of[worker].idle.append(worker)
         return task
 
     def lose(self, worker: int) -> tuple[list[TaskRecord], list[TaskRecord]]:
         """Forget ``worker``; return its runs it had started and those taken back (not yet started)."""
-        if worker in self._idle:
-            self._idle.remove(worker)
+        idle = self._pool_of[worker].idle
+        if worker in idle:
+            idle.remove(worker)
         started: list[TaskRecord] = []
         taken_back: list[TaskRecord] = []
         for task in self._batches.pop(worker, ()):
@@ -107,14 +124,16 @@ class Dealer:
         return started, taken_back
 
     def add(self, worker: int) -> None:
-        """Make ``worker`` (new, or a replacement) available."""
-        if worker not in self._idle and worker not in self._batches:
-            self._idle.append(worker)
+        """Make ``worker`` (a replacement, in the pool it was in) available."""
+        idle = self._pool_of[worker].idle
+        if worker not in idle and worker not in self._batches:
+            idle.append(worker)
 
     def take_back_all(self) -> list[TaskRecord]:
-        """Take every run not yet started off the FIFO and out of the batches (for shutdown); return them."""
-        waiting = [task for task in self._ready if task.state is READY]
-        self._ready.clear()
+        """Take every run not yet started off the FIFOs and out of the batches (for shutdown); return them."""
+        waiting = [task for pool in self._pools.values() for task in pool.ready if task.state is READY]
+        for pool in self._pools.values():
+            pool.ready.clear()
         for batch in list(self._batches.values()):
             waiting.extend(task for task in list(batch) if self.take_back(task))
         return waiting
@@ -144,9 +163,9 @@ class Dealer:
 
     # -- internals --------------------------------------------------------------------------
 
-    def _hand_out(self, handed: list[tuple[int, list[RunTask]]], announce: bool) -> bool:
-        """Deal the FIFO round-robin to the idle workers; return whether any was dealt."""
-        ready, idle = self._ready, self._idle
+    def _hand_out(self, pool: _Pool, handed: list[tuple[int, list[RunTask]]], announce: bool) -> bool:
+        """Deal a pool's FIFO round-robin to its idle workers; return whether any was dealt."""
+        ready, idle = pool.ready, pool.idle
         while ready and ready[0].state is not READY:
             ready.popleft()  # cancelled while it waited
         if not ready:
@@ -157,7 +176,7 @@ class Dealer:
         batches: list[list[TaskRecord]] = [[] for _ in workers]
         for _ in range(per_worker):
             for batch in batches:
-                task = self._next_ready()
+                task = _next_ready(ready)
                 if task is None:
                     break
                 batch.append(task)
@@ -187,24 +206,16 @@ class Dealer:
             handed.append((worker, runs))
         return True
 
-    def _next_ready(self) -> TaskRecord | None:
-        ready = self._ready
-        while ready:
-            task = ready.popleft()
-            if task.state is READY:
-                return task
-        return None
-
-    def _steal(self) -> bool:
-        """Take back half the waiting runs of the fullest batch (from its back) for the FIFO's front.
+    def _steal(self, pool: _Pool) -> bool:
+        """Take back half the waiting runs of the pool's fullest batch (from its back) for its FIFO's front.
 
         A batch's first run is its worker's current one; the rest are waiting. A take that
         fails means the worker has got that far already, and so past everything before it.
         """
         victim: deque[TaskRecord] | None = None
         most = 0
-        for batch in self._batches.values():
-            if len(batch) - 1 > most:
+        for worker, batch in self._batches.items():
+            if len(batch) - 1 > most and self._pool_of[worker] is pool:
                 victim, most = batch, len(batch) - 1
         if victim is None:
             return False
@@ -216,6 +227,14 @@ class Dealer:
         stolen.reverse()
         self.requeue(stolen)
         return bool(stolen)
+
+
+def _next_ready(ready: deque[TaskRecord]) -> TaskRecord | None:
+    while ready:
+        task = ready.popleft()
+        if task.state is READY:
+            return task
+    return None
 
 
 def _take_claim(task: TaskRecord) -> bool:

@@ -29,10 +29,20 @@ from actors.errors import (
 from actors.handles import Subscription, TaskHandle
 from actors.outbox import Outbox
 from actors.scheduler import OutboxItem, SchedulerActor, new_id_mint
-from actors.task_record import TaskRecord, TaskSpec, default_name
+from actors.task_record import PLAIN, PROCESSES, THREADS, TaskRecord, TaskSpec, default_name
 from actors.threads import Role, ThreadRegistry
 from actors.token import FREE, RUNNING
-from actors.validation import MAX_WORKERS, check_clock, check_count, check_task, check_task_id, once_due_at
+from actors.validation import (
+    MAX_PROCESSES,
+    MAX_WORKERS,
+    check_clock,
+    check_count,
+    check_task,
+    check_task_id,
+    once_due_at,
+    process_target,
+    resolve_task_function,
+)
 from actors.waiting import Deadline, check_timeout, join, join_any_order, result_within
 from messages import (
     AddTask,
@@ -84,11 +94,16 @@ class Scheduler:
     wait for the scheduler).
     """
 
-    def __init__(self, workers: int = 4, clock: Clock | None = None, history: int = 10_000) -> None:
+    def __init__(
+        self, workers: int = 4, clock: Clock | None = None, history: int = 10_000, processes: int = 0
+    ) -> None:
         """Start the scheduler; return once its threads run.
 
         Args:
-            workers: How many tasks may run at once (1 to ``MAX_WORKERS``, 1024).
+            workers: How many tasks may run at once on threads (1 to ``MAX_WORKERS``, 1024).
+            processes: How many worker processes run tasks scheduled with
+                ``executor="process"`` (0 to ``MAX_PROCESSES``, 256); each starts with the
+                first task that needs it.
             clock: Where time is read; a ``MonotonicClock`` by default, a ``FakeClock`` in tests.
             history: How many finished tasks ``info`` still knows about (at least 0).
 
@@ -99,6 +114,7 @@ class Scheduler:
         """
         check_count("workers", workers, 1, MAX_WORKERS)
         check_count("history", history, 0)
+        self._processes = check_count("processes", processes, 0, MAX_PROCESSES)
         self._clock: Clock = check_clock(clock) if clock is not None else MonotonicClock()
         self._threads = ThreadRegistry()
         # Tasks with minted ids and handles' cancels go through this outbox: the scheduler
@@ -114,6 +130,7 @@ class Scheduler:
         self._ref = SchedulerActor.start(
             clock=self._clock,
             workers=workers,
+            processes=processes,
             history=history,
             outbox=self._outbox,
             threads=self._threads,
@@ -169,16 +186,27 @@ class Scheduler:
         kwargs: Mapping[str, Any] | None = None,
         task_id: TaskId | None = None,
         name: str | None = None,
+        executor: str = THREADS,
     ) -> TaskHandle:
         """Run ``fn(*args, **kwargs)`` once, ``delay`` seconds from now or at ``at``.
 
         ``at`` is clock seconds, or an aware ``datetime`` converted once, now, to clock time.
-        A time already past, or a negative delay, means as soon as possible.
+        A time already past, or a negative delay, means as soon as possible. ``fn`` may also
+        be a reference, ``"package.module:function"``, imported now.
+
+        ``executor="process"`` runs it in one of the scheduler's worker processes
+        (``Scheduler(processes=N)``): ``fn`` must then be importable by its name (a module-level
+        function, or a reference) and the arguments picklable; its result or exception comes
+        back as for a thread task, and a run that kills its process fails with
+        ``ProcessDiedError``.
 
         Raises:
-            TypeError: ``fn`` is not callable (or is ``async def``), or an argument has the wrong type.
+            TypeError: ``fn`` is not callable (or is ``async def``), an argument has the wrong
+                type, or (process tasks) an argument cannot be pickled.
             ValueError: both or neither of ``delay``/``at``; a NaN or infinite time; a naive
-                ``datetime``; a ``task_id`` of the reserved form ``task-<digits>``.
+                ``datetime``; a ``task_id`` of the reserved form ``task-<digits>``; a reference
+                that does not import; ``executor="process"`` without worker processes, or for a
+                function that has no importable name (a lambda, a nested function...).
             DuplicateTaskError: ``task_id`` belongs to a live task.
             SchedulerShutdownError: after ``shutdown``.
         """
@@ -186,9 +214,7 @@ class Scheduler:
             due_at = self._clock.now() + delay
         else:
             due_at = once_due_at(self._clock, delay, at)
-        checked = check_task(fn, args, kwargs, name, None)
-        task = TaskRecord(task_id or "", fn, args, checked, due_at, name or default_name(fn))
-        return self._submit(task, task_id)
+        return self._submit(self._new_task(fn, args, kwargs, name, due_at, None, None, executor), task_id)
 
     def schedule_at_fixed_rate(
         self,
@@ -201,6 +227,7 @@ class Scheduler:
         task_id: TaskId | None = None,
         name: str | None = None,
         max_consecutive_failures: int | None = None,
+        executor: str = THREADS,
     ) -> TaskHandle:
         """Run ``fn`` at ``now + initial_delay + k * interval``, k = 0, 1, 2, ...
 
@@ -213,7 +240,16 @@ class Scheduler:
             TypeError, DuplicateTaskError, SchedulerShutdownError: as ``schedule_once``.
         """
         return self._schedule_recurring(
-            FixedRate, fn, interval, initial_delay, args, kwargs, task_id, name, max_consecutive_failures
+            FixedRate,
+            fn,
+            interval,
+            initial_delay,
+            args,
+            kwargs,
+            task_id,
+            name,
+            max_consecutive_failures,
+            executor,
         )
 
     def schedule_with_fixed_delay(
@@ -227,6 +263,7 @@ class Scheduler:
         task_id: TaskId | None = None,
         name: str | None = None,
         max_consecutive_failures: int | None = None,
+        executor: str = THREADS,
     ) -> TaskHandle:
         """Run ``fn`` at ``now + initial_delay``, then ``delay`` seconds after each run finishes.
 
@@ -235,7 +272,16 @@ class Scheduler:
             TypeError, DuplicateTaskError, SchedulerShutdownError: as ``schedule_once``.
         """
         return self._schedule_recurring(
-            FixedDelay, fn, delay, initial_delay, args, kwargs, task_id, name, max_consecutive_failures
+            FixedDelay,
+            fn,
+            delay,
+            initial_delay,
+            args,
+            kwargs,
+            task_id,
+            name,
+            max_consecutive_failures,
+            executor,
         )
 
     def _schedule_recurring(
@@ -249,20 +295,40 @@ class Scheduler:
         task_id: TaskId | None,
         name: str | None,
         max_consecutive_failures: int | None,
+        executor: str,
     ) -> TaskHandle:
         first_at = self._clock.now() + require_finite("initial_delay", initial_delay)
         trigger = kind(period, first_at)
-        kwargs = check_task(fn, args, kwargs, name, max_consecutive_failures)
-        task = TaskRecord(
-            task_id or "",
-            fn,
-            args,
-            kwargs,
-            trigger.first_at,
-            name or default_name(fn),
-            TaskSpec(trigger, max_consecutive_failures),
-        )
+        task = self._new_task(fn, args, kwargs, name, first_at, trigger, max_consecutive_failures, executor)
         return self._submit(task, task_id)
+
+    def _new_task(
+        self,
+        fn: Callable[..., object] | str,
+        args: tuple[Any, ...],
+        kwargs: Mapping[str, Any] | None,
+        name: str | None,
+        due_at: float,
+        trigger: FixedRate | FixedDelay | None,
+        failure_limit: int | None,
+        executor: str,
+    ) -> TaskRecord:
+        """Check a task's definition and build its record (its id is set by ``_submit``)."""
+        target = resolve_task_function(fn) if isinstance(fn, str) else fn
+        checked = check_task(target, args, kwargs, name, failure_limit)
+        if executor == THREADS:
+            runs: Callable[..., object] = target
+        elif executor == PROCESSES:
+            if not self._processes:
+                raise ValueError('executor="process" needs worker processes: Scheduler(processes=N)')
+            runs = process_target(fn, args, checked)
+        else:
+            raise ValueError(f'executor must be "thread" or "process", got {executor!r}')
+        if trigger is None and failure_limit is None and executor == THREADS:
+            spec = PLAIN
+        else:
+            spec = TaskSpec(trigger, failure_limit, executor)
+        return TaskRecord("", runs, args, checked, due_at, name or default_name(target), spec)
 
     def _submit(self, task: TaskRecord, task_id: TaskId | None) -> TaskHandle:
         handle = TaskHandle(task, self)
@@ -273,7 +339,7 @@ class Scheduler:
                 task.task_id = self._mint()
                 self._put(task)
             return handle
-        check_task_id(task_id)
+        task.task_id = check_task_id(task_id)
         with self._lock:
             if self._closed:
                 raise SchedulerShutdownError("scheduler is shut down")

@@ -21,11 +21,14 @@ from actors.clock import Clock
 from actors.errors import DuplicateTaskError, SchedulerShutdownError, WorkerLostError
 from actors.event_bus import EventBus
 from actors.outbox import Outbox
+from actors.process_slot import ProcessSlot
+from actors.process_worker import ProcessWorkerActor
 from actors.task_record import TaskRecord
 from actors.threads import Role, ThreadRegistry
 from actors.timer import TimerThread
 from actors.timetable import Effects, Timetable
 from actors.token import Token
+from actors.validation import MAX_PROCESSES, MAX_WORKERS, check_count
 from actors.worker import Report, WorkerActor
 from messages import (
     AddTask,
@@ -99,6 +102,7 @@ class SchedulerActor(LibraryActor):
         clock: Clock,
         bus: pykka.ActorRef[Any] | None = None,
         workers: int = 4,
+        processes: int = 0,
         history: int = 10_000,
         timer: bool = True,
         outbox: Outbox[OutboxItem] | None = None,
@@ -113,7 +117,9 @@ class SchedulerActor(LibraryActor):
         Args:
             clock: Where time is read.
             bus: The ``EventBus`` that delivers events; by default the actor starts its own.
-            workers: Size of the worker pool (at least 1).
+            workers: Size of the worker pool (1 to ``MAX_WORKERS``).
+            processes: How many worker processes run ``executor="process"`` tasks (0 to
+                ``MAX_PROCESSES``); each child process starts with its first run.
             history: How many finished tasks' ``TaskInfo`` to keep.
             timer: Start a timer thread. Without one, only ``Tick`` messages (or ``Settle``)
                 make due tasks run: handy in tests that drive the actor by hand.
@@ -127,12 +133,17 @@ class SchedulerActor(LibraryActor):
             live: The (empty) dict the timetable keeps its live tasks in; the facade reads it.
         """
         super().__init__(threads)
+        check_count("workers", workers, 1, MAX_WORKERS)
+        check_count("processes", processes, 0, MAX_PROCESSES)
+        check_count("history", history, 0)
         self._clock = clock
         self._bus = bus
         self._own_bus = bus is None
-        self._core = Timetable(workers=workers, history=history, tasks=live)
+        self._core = Timetable(workers=workers, processes=processes, history=history, tasks=live)
         self._pool_size = workers
-        self._workers: list[pykka.ActorRef[WorkerActor]] = []
+        # One slot per process worker, made here: killing a child must not wait for its worker.
+        self._slots = [ProcessSlot(f"process-worker-{index}") for index in range(processes)]
+        self._workers: list[pykka.ActorRef[Any]] = []
         self._timer = TimerThread(clock, self.actor_ref, threads=threads) if timer else None
         self._outbox: Outbox[OutboxItem] = outbox if outbox is not None else Outbox()
         self._mint = mint or new_id_mint()
@@ -166,8 +177,8 @@ class SchedulerActor(LibraryActor):
         try:
             if self._bus is None:
                 self._bus = self._start_bus()
-            for index in range(self._pool_size):  # one by one: on_stop stops those started if one fails
-                self._workers.append(self._start_worker(index))
+            for index in range(self._pool_size + len(self._slots)):  # one by one: on_stop stops those
+                self._workers.append(self._start_worker(index))  # started so far if one fails
             if self._timer is not None:
                 self._timer.start()
         except BaseException as error:
@@ -189,7 +200,9 @@ class SchedulerActor(LibraryActor):
         stops once the task returns; the bus first delivers every event already published.
         """
         try:
-            self._core.abandon(SchedulerShutdownError(STOPPED_BY_FORCE), now=self._clock.now())
+            if self._core.abandon(SchedulerShutdownError(STOPPED_BY_FORCE), now=self._clock.now()):
+                for slot in self._slots:  # a run abandoned in a child process must not go on
+                    slot.kill()
             self._carry_out_all()
         except Exception:
             logger.exception("scheduler failed to end its live tasks while stopping")
@@ -353,6 +366,7 @@ class SchedulerActor(LibraryActor):
             running=core.running_count,
             heap_size=core.heap_size,
             workers=self._pool_size,
+            processes=len(self._slots),
             ticks=self._ticks,
             timer_wakeups=self._timer.wakeups if self._timer is not None else 0,
             replaced_threads=self._replaced,
@@ -360,8 +374,11 @@ class SchedulerActor(LibraryActor):
 
     # -- the threads it runs (scheduler thread) ---------------------------------------------
 
-    def _start_worker(self, index: int) -> pykka.ActorRef[WorkerActor]:
-        return WorkerActor.start(index, self.actor_ref, self._clock, self._outbox, self._threads)
+    def _start_worker(self, index: int) -> pykka.ActorRef[Any]:
+        if index < self._pool_size:
+            return WorkerActor.start(index, self.actor_ref, self._clock, self._outbox, self._threads)
+        slot = self._slots[index - self._pool_size]
+        return ProcessWorkerActor.start(index, self.actor_ref, self._clock, slot, self._outbox, self._threads)
 
     def _start_bus(self) -> pykka.ActorRef[EventBus]:
         return EventBus.start(self._threads, self.actor_ref)

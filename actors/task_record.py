@@ -29,7 +29,7 @@ from actors.task_state import CANCELLING, FAILED, FINAL_STATUS, HANDED, PENDING,
 from actors.token import FREE, Token
 from messages import FixedDelay, FixedRate, Once, Schedule, TaskInfo, TaskStatus
 
-__all__ = ["Failures", "TaskRecord", "default_name"]
+__all__ = ["PLAIN", "PROCESSES", "THREADS", "Failures", "TaskRecord", "TaskSpec", "default_name"]
 
 
 def default_name(fn: object) -> str:
@@ -50,22 +50,33 @@ class Failures:
         self.last_traceback: str | None = None
 
 
+THREADS: Final = "thread"
+"""The executor of tasks run on the pool's threads (the default)."""
+PROCESSES: Final = "process"
+"""The executor of tasks run in the pool's worker processes."""
+
+
 class TaskSpec:
     """How a task repeats and what it allows: immutable, and shared by every plain one-time task.
 
-    A one-time task has no trigger: its due time is all there is to it.
+    A one-time task has no trigger: its due time is all there is to it. ``executor`` is
+    ``THREADS`` or ``PROCESSES``.
     """
 
-    __slots__ = ("failure_limit", "trigger")
+    __slots__ = ("executor", "failure_limit", "trigger")
 
     def __init__(
-        self, trigger: FixedRate | FixedDelay | None = None, failure_limit: int | None = None
+        self,
+        trigger: FixedRate | FixedDelay | None = None,
+        failure_limit: int | None = None,
+        executor: str = THREADS,
     ) -> None:
         self.trigger = trigger
         self.failure_limit = failure_limit
+        self.executor = executor
 
     def __repr__(self) -> str:
-        return f"TaskSpec(trigger={self.trigger!r}, failure_limit={self.failure_limit!r})"
+        return f"TaskSpec({self.trigger!r}, failure_limit={self.failure_limit!r}, executor={self.executor!r})"
 
 
 PLAIN: Final = TaskSpec()

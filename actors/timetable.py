@@ -91,9 +91,17 @@ class Timetable:
     """
 
     def __init__(
-        self, *, workers: int, history: int = 10_000, tasks: dict[TaskId, TaskRecord] | None = None
+        self,
+        *,
+        workers: int,
+        processes: int = 0,
+        history: int = 10_000,
+        tasks: dict[TaskId, TaskRecord] | None = None,
     ) -> None:
-        """Start empty, with workers ``0 .. workers-1`` idle, keeping ``history`` finished tasks.
+        """Start empty and idle, keeping ``history`` finished tasks.
+
+        Workers ``0 .. workers-1`` run tasks on threads, the next ``processes`` numbers in
+        worker processes (tasks with ``executor="process"``).
 
         ``tasks`` is the (empty) dict to keep the live tasks in, for an owner that lets
         another thread read it (the facade cancels by id with one lookup); only the
@@ -113,7 +121,7 @@ class Timetable:
         )  # live, in scheduling order
         self._tasks_view: Mapping[TaskId, TaskRecord] = MappingProxyType(self._tasks)
         self._heap = DueHeap(self._tasks)  # pending tasks by due time
-        self._dealer = Dealer(workers)  # due tasks, idle workers, batches
+        self._dealer = Dealer(workers, processes)  # due tasks, idle workers, batches
         self._history: OrderedDict[TaskId, TaskRecord] = OrderedDict()  # finished records, oldest first
         self._history_limit = history
         self._effects = Effects()
@@ -297,12 +305,14 @@ class Timetable:
             # else: a worker has started its one-time run (it holds the token): it finishes as usual
         self._deferred = deferred
 
-    def abandon(self, error: BaseException, *, now: float) -> None:
+    def abandon(self, error: BaseException, *, now: float) -> int:
         """End every task still live, at once: the scheduler is being stopped by force.
 
         A one-time run in progress (its token taken) ends ``FAILED`` with ``error``: its
-        outcome will never be known. Every other live task ends ``CANCELLED``.
+        outcome will never be known. Every other live task ends ``CANCELLED``. Returns how
+        many tasks were still live.
         """
+        live = len(self._tasks)
         self.closed = True
         deferred, self._deferred = self._deferred, True
         for task in self._tasks.values():
@@ -315,6 +325,7 @@ class Timetable:
                 self._finish(task, CANCELLED, now, None)
         self._dealer = Dealer(0)  # nothing is held by anyone any more
         self._deferred = deferred
+        return live
 
     # -- queries ----------------------------------------------------------------------------
 

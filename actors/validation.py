@@ -12,21 +12,28 @@ from datetime import datetime
 from typing import Any, Final
 
 from actors.clock import Clock
+from actors.references import LazyReference, check_picklable_arguments, reference_of, resolve
 from messages import is_minted_id
 from messages.commands import EMPTY_KWARGS, require_failure_limit
 from messages.triggers import require_finite
 
 __all__ = [
+    "MAX_PROCESSES",
     "MAX_WORKERS",
     "check_clock",
     "check_count",
     "check_task",
     "check_task_id",
     "once_due_at",
+    "process_target",
+    "resolve_task_function",
 ]
 
 MAX_WORKERS: Final = 1024
 """The most worker threads a scheduler runs (each is a real thread; more only costs)."""
+
+MAX_PROCESSES: Final = 256
+"""The most worker processes a scheduler runs (each is a whole interpreter)."""
 
 _CLOCK_METHODS: Final = ("now", "wall", "sleep_time", "watch")
 _CO_COROUTINE: Final = inspect.CO_COROUTINE
@@ -118,6 +125,37 @@ def check_task(
         raise TypeError(f"name must be a str, got {name!r}")
     require_failure_limit(failure_limit)
     return kwargs
+
+
+def resolve_task_function(fn: object) -> Callable[..., object]:
+    """Return ``fn``, or the function a reference string names (imported now).
+
+    Raises:
+        ValueError: a string that is not a reference, or does not import (the message says why).
+        TypeError: ``fn`` is neither callable nor a str.
+    """
+    if not isinstance(fn, str):
+        if not callable(fn):
+            raise TypeError(f"fn must be callable or a 'module:function' reference, got {fn!r}")
+        return fn
+    try:
+        return resolve(fn)
+    except (ImportError, TypeError, ValueError) as error:
+        raise ValueError(f"fn {fn!r} does not name an importable function: {error}") from None
+
+
+def process_target(fn: object, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> LazyReference:
+    """Check a task that runs in a worker process; return what the process worker calls.
+
+    Raises:
+        ValueError: ``fn`` has no importable name (a lambda, a nested function...), or its
+            reference does not import; the message says why and what to pass instead.
+        TypeError: an argument cannot be pickled.
+    """
+    reference = reference_of(fn)
+    resolve_task_function(reference)  # it must import here too (the child imports it again)
+    check_picklable_arguments(args, kwargs)
+    return LazyReference(reference)
 
 
 def _is_coroutine_function(fn: object) -> bool:

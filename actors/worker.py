@@ -100,13 +100,17 @@ class WorkerActor(LibraryActor):
             self._report(Started(self._index, run.task_id, run.run, self._clock.now()))
         reset = CURRENT_RUN.set(run)
         try:
-            value = run.fn(*run.args, **run.kwargs)
+            value = self._call(run)
         except BaseException as error:  # SystemExit too: a task never takes the worker down
             logger.debug("task %r run %d raised %r", run.task_id, run.run, error)
             return None, _detach(error), self._clock.now()
         finally:
             CURRENT_RUN.reset(reset)
         return value, None, self._clock.now()
+
+    def _call(self, run: RunTask) -> object:
+        """Run the task's function (here, on this thread; ``ProcessWorkerActor`` does it elsewhere)."""
+        return run.fn(*run.args, **run.kwargs)
 
     def _report(self, report: Report) -> None:
         if self._reports is None:

@@ -151,6 +151,7 @@ class SchedulerStats:
         timer_wakeups: Times the timer thread woke from a wait (0 when there is no timer).
         replaced_threads: Threads of the scheduler's (workers, the timer, the bus) that died
             and were replaced.
+        processes: Size of the process pool (``Scheduler(processes=...)``).
     """
 
     live_tasks: int
@@ -160,3 +161,4 @@ class SchedulerStats:
     ticks: int
     timer_wakeups: int
     replaced_threads: int = 0
+    processes: int = 0

@@ -116,7 +116,9 @@ NOT_NUMBERS = ["1", None, True, [1]]
 @pytest.mark.parametrize(
     ("call", "error"),
     [
-        (lambda s: s.schedule_once("not callable", delay=1), TypeError),
+        (lambda s: s.schedule_once(42, delay=1), TypeError),
+        (lambda s: s.schedule_once("no reference", delay=1), ValueError),
+        (lambda s: s.schedule_once("no_such_module_xyz:fn", delay=1), ValueError),
         (lambda s: s.schedule_once(print), ValueError),
         (lambda s: s.schedule_once(print, delay=1, at=2), ValueError),
         (lambda s: s.schedule_once(print, delay=math.nan), ValueError),

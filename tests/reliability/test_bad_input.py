@@ -141,9 +141,13 @@ def number_problems(name: str, value: object, *, positive: bool = False) -> list
     return []
 
 
-def common_problems(fn: object, args: object, kwargs: object, task_id: object, name: object) -> list[Problem]:
+def common_problems(
+    fn: object, args: object, kwargs: object, task_id: object, name: object, *, references: bool = True
+) -> list[Problem]:
     problems: list[Problem] = []
-    if not callable(fn):
+    if isinstance(fn, str) and references:  # a reference "module:function", imported at the call
+        problems.append((ValueError, r"\bfn\b"))
+    elif not callable(fn):
         problems.append((TypeError, r"\bfn\b"))
     if not isinstance(args, tuple):
         problems.append((TypeError, "args"))
@@ -413,7 +417,10 @@ def test_schedule_message_rejects_bad_fields(data: st.DataObject, trigger: objec
     a = draw_args(data, "fn", "args", "kwargs", "name", "limit")
     task_id = data.draw(st.one_of(st.text(max_size=3), JUNK), label="task_id")
     kwargs = a["kwargs"] if a["kwargs"] is not None else {}
-    problems = [*common_problems(a["fn"], a["args"], kwargs, None, a["name"]), *limit_problems(a["limit"])]
+    problems = [
+        *common_problems(a["fn"], a["args"], kwargs, None, a["name"], references=False),
+        *limit_problems(a["limit"]),
+    ]
     if task_id is not None and not isinstance(task_id, str):  # None: the scheduler mints one
         problems.append((TypeError, "task_id"))
     check(

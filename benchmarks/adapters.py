@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import importlib
 import itertools
 import math
@@ -29,6 +30,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, ClassVar
 
+from benchmarks.results import Skip
 from benchmarks.textbook import TextbookScheduler, shutdown_executor
 
 __all__ = [
@@ -128,6 +130,19 @@ class Adapter(ABC):
     def cancel(self, token: Any) -> bool:
         """Cancel the task behind ``token``; True if it was still pending."""
 
+    def schedule_cpu_bound(
+        self, reference: str, args: tuple[Any, ...], delay: float, *, in_process: bool
+    ) -> Any:
+        """Run the function ``reference`` names (``"module:function"``) with ``args`` after ``delay``.
+
+        ``in_process`` asks for it to run in a worker process; a peer without one raises ``Skip``.
+        """
+        if in_process:
+            raise Skip(f"{self.name} has no worker processes")
+        module, _, name = reference.partition(":")
+        fn = getattr(importlib.import_module(module), name)
+        return self.schedule_once(functools.partial(fn, *args), delay)
+
     #: Whether the peer can cancel by a task id (a string or number the caller kept).
     cancels_by_id: ClassVar[bool] = False
 
@@ -155,8 +170,8 @@ class TextbookAdapter(Adapter):
 
     name = "textbook"
 
-    def __init__(self) -> None:
-        self._s = TextbookScheduler(workers=WORKERS)
+    def __init__(self, workers: int = WORKERS) -> None:
+        self._s = TextbookScheduler(workers=workers)
 
     def start(self) -> None:
         self._s.start()
@@ -202,9 +217,9 @@ class SchedAdapter(Adapter):
 
     name = "sched"
 
-    def __init__(self) -> None:
+    def __init__(self, workers: int = WORKERS) -> None:
         self._sched = sched.scheduler(time.monotonic)
-        self._pool = ThreadPoolExecutor(WORKERS, thread_name_prefix="sched-worker")
+        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="sched-worker")
         self._cond = threading.Condition()
         self._wake_at = math.inf  # deadline the driver sleeps towards
         self._woken = False
@@ -309,12 +324,12 @@ class ApschedulerAdapter(Adapter):
             return f"apscheduler {version} installed; adapter needs 3.x"
         return None
 
-    def __init__(self) -> None:
+    def __init__(self, workers: int = WORKERS) -> None:
         from apscheduler.executors.pool import ThreadPoolExecutor as ApsPool  # type: ignore[import-untyped]
         from apscheduler.schedulers.background import BackgroundScheduler  # type: ignore[import-untyped]
 
         self._s = BackgroundScheduler(
-            executors={"default": ApsPool(WORKERS)},
+            executors={"default": ApsPool(workers)},
             job_defaults={
                 "misfire_grace_time": None,
                 "coalesce": False,
@@ -382,7 +397,7 @@ class TimerAdapter(Adapter):
     max_pending = 2_000
     max_pending_reason = "one OS thread per task; skipped above 2,000"
 
-    def __init__(self) -> None:
+    def __init__(self, workers: int = WORKERS) -> None:
         self._lock = threading.Lock()
         self._timers: set[threading.Timer] = set()
         self._stopped = False
@@ -470,11 +485,19 @@ class OursAdapter(Adapter):
             return f"actors.Scheduler not importable: {type(exc).__name__}: {exc}"
         return None
 
-    def __init__(self) -> None:
+    def __init__(self, workers: int = WORKERS, processes: int = 0) -> None:
         self._s: Any = None
+        self._workers = workers
+        self._processes = processes
 
     def start(self) -> None:
-        self._s = import_ours().Scheduler(workers=WORKERS)
+        self._s = import_ours().Scheduler(workers=self._workers, processes=self._processes)
+
+    def schedule_cpu_bound(
+        self, reference: str, args: tuple[Any, ...], delay: float, *, in_process: bool
+    ) -> Any:
+        executor = "process" if in_process else "thread"
+        return self._s.schedule_once(reference, delay=delay, args=args, executor=executor)
 
     def schedule_once(self, fn: Task, delay: float) -> Any:
         return self._s.schedule_once(fn, delay=delay)

@@ -36,6 +36,7 @@ DISPLAY: dict[str, list[tuple[str, str]]] = {
     "lateness": [("p50_ms", "p50 ms"), ("p99_ms", "p99 ms"), ("max_ms", "max ms")],
     "idle": [("cpu_ms_per_5s", "CPU ms per 5 s")],
     "fixed_rate": [("runs", "runs"), ("drift_ms", "drift of last run ms")],
+    "cpu_bound": [("p50_ms", "p50 ms"), ("p99_ms", "p99 ms"), ("max_ms", "max ms")],
 }
 RATIO_HEADER = "ours ÷ textbook"
 

@@ -8,6 +8,7 @@ leaked threads are excluded from the next baseline).
 from __future__ import annotations
 
 import gc
+import inspect
 import math
 import sys
 import threading
@@ -49,7 +50,11 @@ def run_once(cls: type[Adapter], case: Case) -> tuple[Measurement, list[str]]:
     """One measurement on a fresh adapter; returns it and any leaked threads."""
     gc.collect()
     baseline = set(threading.enumerate())
-    adapter = cls()
+    accepted = inspect.signature(cls).parameters
+    missing = [name for name in case.adapter_kwargs if name not in accepted]
+    if missing:
+        raise Skip(f"{cls.name} has no {' or '.join(missing)} setting")
+    adapter = cls(**case.adapter_kwargs)
     try:
         adapter.start()
         measurement = case.measure(adapter)

@@ -46,6 +46,9 @@ class Config:
     idle_window_s: float = 5.0
     rate_interval_s: float = 0.010
     rate_duration_s: float = 2.0
+    cpu_short_tasks: int = 300
+    cpu_spread_s: float = 2.0
+    cpu_burn_s: float = 2.5
 
     @classmethod
     def for_mode(cls, quick: bool, repeats: int | None = None) -> Config:
@@ -64,6 +67,9 @@ class Config:
             lateness_lead_s=0.5,
             idle_window_s=1.0,
             rate_duration_s=1.0,
+            cpu_short_tasks=50,
+            cpu_spread_s=0.5,
+            cpu_burn_s=0.5,
         )
 
     def repeats_for(self, pending: int) -> int:
@@ -91,6 +97,7 @@ class Case:
     repeats: int
     units: dict[str, str]
     measure: Callable[[Adapter], Measurement]
+    adapter_kwargs: dict[str, int] = field(default_factory=dict)  # e.g. a bigger pool for this case
 
 
 def _noop() -> None:
@@ -450,6 +457,70 @@ def _fixed_rate(cfg: Config) -> list[Case]:
     ]
 
 
+# ---------------------------------------------------------------------------
+# 6. short tasks beside CPU-bound ones
+
+CPU_BOUND_TASKS = 4
+CPU_BURN = "benchmarks.cpu:burn"
+
+
+def measure_cpu_bound(
+    adapter: Adapter, n: int, spread_s: float, burn_s: float, seed: int, in_process: bool
+) -> Measurement:
+    """Lateness (ms) of N short tasks while four CPU-bound tasks run, on threads or in processes.
+
+    The four CPU-bound tasks (a pure Python loop, so they hold the GIL when on threads) start
+    first; the short tasks are due at random moments over ``spread_s`` while they run. The
+    pool has room for both (see the case's ``workers``).
+    """
+    rng = random.Random(seed)
+    burners = Completions(CPU_BOUND_TASKS)
+    for _ in range(CPU_BOUND_TASKS):
+        adapter.schedule_cpu_bound(CPU_BURN, (burn_s,), 0.0, in_process=in_process)
+    lead_s = 0.3  # the burners are running by then
+    offsets = [lead_s + rng.random() * spread_s for _ in range(n)]
+    rec = _Recorder(n)
+    base = time.monotonic()
+    due = [base + o for o in offsets]
+    for i in range(n):
+        adapter.schedule_once(rec.task(i), due[i] - time.monotonic())
+    if not rec.done.wait(lead_s + spread_s + burn_s * CPU_BOUND_TASKS + 30.0):
+        raise TimeoutError(f"only {rec.done.count:,}/{n:,} short tasks ran")
+    late_ms = sorted((s - d) * 1000.0 for s, d in zip(rec.started, due, strict=True))
+    del burners
+    return Measurement(
+        {"p50_ms": percentile(late_ms, 50), "p99_ms": percentile(late_ms, 99), "max_ms": late_ms[-1]},
+        extra={"late_ms": late_ms},
+    )
+
+
+def _cpu_bound(cfg: Config) -> list[Case]:
+    units = {"p50_ms": "ms", "p99_ms": "ms", "max_ms": "ms"}
+    cases = []
+    for in_process in (False, True):
+        kwargs = {"workers": 8, "processes": 2} if in_process else {"workers": 8}
+        cases.append(
+            Case(
+                "cpu_bound",
+                "cpu tasks in 2 processes" if in_process else "cpu tasks on threads",
+                {"n": cfg.cpu_short_tasks, "cpu_tasks": CPU_BOUND_TASKS, "burn_s": cfg.cpu_burn_s, **kwargs},
+                pending=cfg.cpu_short_tasks,
+                repeats=cfg.repeats,
+                units=units,
+                measure=functools.partial(
+                    measure_cpu_bound,
+                    n=cfg.cpu_short_tasks,
+                    spread_s=cfg.cpu_spread_s,
+                    burn_s=cfg.cpu_burn_s,
+                    seed=cfg.seed,
+                    in_process=in_process,
+                ),
+                adapter_kwargs=kwargs,
+            )
+        )
+    return cases
+
+
 #: Workload name -> builder of its cases, in run order.
 WORKLOADS: dict[str, Callable[[Config], list[Case]]] = {
     "throughput": _throughput,
@@ -457,6 +528,7 @@ WORKLOADS: dict[str, Callable[[Config], list[Case]]] = {
     "lateness": _lateness,
     "idle": _idle,
     "fixed_rate": _fixed_rate,
+    "cpu_bound": _cpu_bound,
 }
 
 

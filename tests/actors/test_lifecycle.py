@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import threading
-import time
 
 import pytest
 
@@ -62,26 +61,6 @@ def test_shutdown_without_wait_lets_threads_end_on_their_own() -> None:
     gate.open()
     assert handle.result(timeout=5) == "ok"
     s.shutdown(wait=True, timeout=10)  # joins the threads that are ending anyway
-
-
-def test_shutdown_timeout_leaves_only_the_hung_worker() -> None:
-    s = Scheduler(workers=2, clock=FakeClock())
-    hung = Gate()
-    s.schedule_once(hung, delay=0)
-    hung.wait_started()
-    begun = time.monotonic()
-    s.shutdown(wait=True, timeout=0.2)
-    assert time.monotonic() - begun < 5
-    alive = [
-        t
-        for t in threading.enumerate()
-        if t.name.startswith(("SchedulerActor", "EventBus", "scheduler-timer"))
-    ]
-    assert alive == []
-    workers = [t for t in threading.enumerate() if t.name.startswith("WorkerActor")]
-    assert len(workers) == 1
-    assert workers[0].daemon
-    hung.open()
 
 
 def test_history_is_bounded_but_handles_keep_their_final_state(make_scheduler) -> None:

@@ -83,17 +83,6 @@ def test_an_actor_listener_is_told_each_event(make_scheduler) -> None:
         collector.stop()
 
 
-def test_a_stopped_actor_listener_is_dropped(make_scheduler, recorder) -> None:
-    s = make_scheduler()
-    collector = Collector.start()
-    s.subscribe(collector)
-    s.subscribe(recorder)
-    collector.stop()
-    s.schedule_once(lambda: None, delay=0)
-    s.settle()
-    assert recorder.kinds() == [EventKind.DUE, EventKind.STARTED, EventKind.COMPLETED]
-
-
 def test_scheduler_actor_without_timer_runs_only_on_tick(clock: FakeClock) -> None:
     bus = EventBus.start()
     ref = SchedulerActor.start(clock=clock, bus=bus, workers=1, timer=False)

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import threading
 
-import pytest
-
 from actors import FakeClock
 from messages import EventKind, TaskStatus
 
@@ -44,38 +42,6 @@ def test_ties_start_in_scheduling_order(make_scheduler, clock: FakeClock, record
     s.advance(10)
     assert order == list(range(20))
     assert [e.task_id for e in recorder.events] == [f"task-{n}" for n in range(1, 21)]
-
-
-@pytest.mark.parametrize("error", [ValueError("v"), SystemExit(3), KeyboardInterrupt(), GeneratorExit()])
-def test_any_exception_fails_only_its_task(make_scheduler, recorder, error: BaseException) -> None:
-    s = make_scheduler(workers=1)
-    s.subscribe(recorder, kinds=[EventKind.FAILED])
-
-    def raiser() -> None:
-        raise error
-
-    failing = s.schedule_once(raiser, delay=0)
-    after = s.schedule_once(lambda: "still fine", delay=0)
-    assert after.result(timeout=5) == "still fine"
-    with pytest.raises(type(error)):
-        failing.result(timeout=5)
-    info = failing.info()
-    assert (info.status, info.failure_count, info.last_error) == (TaskStatus.FAILED, 1, error)
-    s.settle()
-    assert [e.error for e in recorder.events] == [error]
-
-
-def test_a_raising_listener_does_not_stop_others(make_scheduler, recorder) -> None:
-    s = make_scheduler()
-
-    def bad(_: object) -> None:
-        raise RuntimeError("listener bug")
-
-    s.subscribe(bad)
-    s.subscribe(recorder)
-    s.schedule_once(lambda: None, delay=0)
-    s.settle()
-    assert recorder.kinds() == [EventKind.DUE, EventKind.STARTED, EventKind.COMPLETED]
 
 
 def test_facade_is_safe_from_many_threads(make_scheduler, clock: FakeClock) -> None:

@@ -36,7 +36,7 @@ from messages.events import (
     TaskStatus,
 )
 from messages.reports import Cancelled, Completed, Failed, Skipped, Started, WorkerExited
-from messages.triggers import FixedDelay, FixedRate, Once, Trigger
+from messages.triggers import Cron, FixedDelay, FixedRate, Once, Trigger
 
 __all__ = [
     "TERMINAL_STATUSES",
@@ -44,6 +44,7 @@ __all__ = [
     "Cancelled",
     "Claim",
     "Completed",
+    "Cron",
     "Drain",
     "EventKind",
     "Failed",

@@ -14,6 +14,7 @@ from typing import Final
 from actors.recurrence import first_due_at
 from messages import (
     Claim,
+    Cron,
     FixedDelay,
     FixedRate,
     Once,
@@ -85,7 +86,7 @@ class TaskRecord:
         self.args = cmd.args
         self.kwargs = cmd.kwargs
         # A one-time task keeps no trigger: its due time is all there is to it.
-        self.trigger: FixedRate | FixedDelay | None
+        self.trigger: FixedRate | FixedDelay | Cron | None
         if type(trigger) is Once:
             self.trigger = None
             self.due_at = trigger.at

@@ -13,6 +13,7 @@ PURE_FILES = [
     ROOT / "actors" / "dealer.py",
     ROOT / "actors" / "task_record.py",
     ROOT / "actors" / "recurrence.py",
+    ROOT / "actors" / "cron.py",
     *sorted((ROOT / "messages").glob("*.py")),
 ]
 MESSAGE_FILES = sorted((ROOT / "messages").glob("*.py"))

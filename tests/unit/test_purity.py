@@ -14,6 +14,7 @@ PURE_FILES = [
     ROOT / "actors" / "task_record.py",
     ROOT / "actors" / "recurrence.py",
     ROOT / "actors" / "cron.py",
+    ROOT / "actors" / "zones.py",
     ROOT / "actors" / "cli" / "jobfile.py",
     ROOT / "actors" / "cli" / "jobkeys.py",
     *sorted((ROOT / "messages").glob("*.py")),

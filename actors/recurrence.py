@@ -7,13 +7,20 @@ from __future__ import annotations
 
 import math
 
-from messages import Once, Trigger
+from messages import Cron, Once, Trigger
 
 __all__ = ["first_due_at", "next_fixed_delay", "next_fixed_rate"]
 
 
 def first_due_at(trigger: Trigger) -> float:
-    """Return the due time of a trigger's first run."""
+    """Return the due time of a trigger's first run.
+
+    Raises:
+        TypeError: a ``Cron`` trigger, whose times are wall-clock times (``actors.cron``), not
+            the scheduler's clock; ``Schedule`` refuses it until the scheduler takes cron jobs.
+    """
+    if isinstance(trigger, Cron):
+        raise TypeError(f"{trigger!r} has no due time on the scheduler's clock")
     return trigger.at if isinstance(trigger, Once) else trigger.first_at
 
 

@@ -27,7 +27,7 @@ from actors.claim import Claim
 from actors.recurrence import first_due_at
 from actors.task_state import CANCELLING, FAILED, FINAL_STATUS, HANDED, PENDING, State
 from actors.token import FREE, Token
-from messages import FixedDelay, FixedRate, Once, Schedule, TaskInfo, TaskStatus
+from messages import Cron, FixedDelay, FixedRate, Once, Schedule, TaskInfo, TaskStatus
 
 __all__ = ["PLAIN", "PROCESSES", "THREADS", "Failures", "TaskRecord", "TaskSpec", "default_name"]
 
@@ -134,6 +134,8 @@ class TaskRecord(Token):
     def from_schedule(cls, cmd: Schedule, task_id: str) -> TaskRecord:
         """Build the record a ``Schedule`` message describes, with id ``task_id``."""
         trigger = cmd.trigger
+        if isinstance(trigger, Cron):
+            raise TypeError(f"{trigger!r}: cron tasks are not taken by the scheduler yet")
         recurring = None if isinstance(trigger, Once) else trigger
         limit = cmd.max_consecutive_failures
         return cls(

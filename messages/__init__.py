@@ -38,7 +38,7 @@ from messages.events import (
     is_minted_id,
 )
 from messages.reports import BusExited, Cancelled, Completed, Failed, Skipped, Started, WorkerExited
-from messages.triggers import FixedDelay, FixedRate, Once, Trigger
+from messages.triggers import Cron, FixedDelay, FixedRate, Once, Trigger
 
 __all__ = [
     "TERMINAL_STATUSES",
@@ -47,6 +47,7 @@ __all__ = [
     "Cancel",
     "Cancelled",
     "Completed",
+    "Cron",
     "Drain",
     "EventKind",
     "Failed",

@@ -1,6 +1,8 @@
-"""When a task runs: the three triggers a `Schedule` can carry.
+"""When a task runs: the triggers a `Schedule` can carry.
 
-All times are seconds on the scheduler's clock (monotonic), never wall-clock time.
+``Once``, ``FixedRate`` and ``FixedDelay`` count seconds on the scheduler's clock (monotonic),
+never wall-clock time. ``Cron`` is the exception: a calendar rule, read on the wall clock of a
+time zone.
 """
 
 from __future__ import annotations
@@ -86,8 +88,29 @@ class FixedDelay:
         object.__setattr__(self, "first_at", require_finite("first_at", self.first_at))
 
 
-Trigger = Once | FixedRate | FixedDelay
-"""Any of the triggers."""
+@final
+@dataclass(frozen=True, slots=True)
+class Cron:
+    """Run at the wall-clock times a cron expression names, read in the time zone ``tz``.
+
+    ``expr`` is a 5-field expression or an alias such as ``@daily``; ``tz`` is an IANA name
+    (``"Europe/Berlin"``), ``"UTC"`` or a fixed offset (``"UTC+05:30"``). Only the types are
+    checked here: whether the expression parses and the zone exists is checked by
+    ``actors.cron`` where a schedule enters, since messages depend on nothing in ``actors``.
+    """
+
+    expr: str
+    tz: str = "UTC"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.expr, str):
+            raise TypeError(f"expr must be a cron expression (str), got {self.expr!r}")
+        if not isinstance(self.tz, str):
+            raise TypeError(f"tz must be a time zone name (str), got {self.tz!r}")
+
+
+Trigger = Once | FixedRate | FixedDelay | Cron
+"""Any of the four triggers."""
 
 TRIGGER_TYPES: frozenset[type] = frozenset({Once, FixedRate, FixedDelay})
-"""The trigger classes (all final, so ``type(trigger) in TRIGGER_TYPES`` identifies them)."""
+"""The triggers a ``Schedule`` takes (all final, so ``type(trigger) in TRIGGER_TYPES`` identifies them)."""

@@ -13,6 +13,10 @@ PURE_FILES = [
     ROOT / "actors" / "dealer.py",
     ROOT / "actors" / "task_record.py",
     ROOT / "actors" / "recurrence.py",
+    ROOT / "actors" / "cron.py",
+    ROOT / "actors" / "zones.py",
+    ROOT / "actors" / "cli" / "jobfile.py",
+    ROOT / "actors" / "cli" / "jobkeys.py",
     *sorted((ROOT / "messages").glob("*.py")),
 ]
 MESSAGE_FILES = sorted((ROOT / "messages").glob("*.py"))

@@ -1,0 +1,1 @@
+"""The command line's pure parts: the job file it runs (``jobfile``)."""

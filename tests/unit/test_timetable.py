@@ -1437,8 +1437,8 @@ def test_worker_lost_fails_the_started_run_and_worker_is_not_reused() -> None:
     ((worker, _, _),) = dispatched(pool.take())
     pool.start(worker)
     error = WorkerLostError("gone")
-    table.worker_lost(worker, error, now=1.0)
     pool.lose(worker)
+    table.worker_lost(worker, error, now=1.0)
     effects = pool.take()
     assert events(effects) == [(FAILED, "a", 1)]
     assert (effects.events[0].error, effects.events[0].at, effects.events[0].final) == (error, 1.0, True)
@@ -1466,8 +1466,8 @@ def test_worker_lost_gives_back_runs_it_had_not_claimed() -> None:
     table.tick(now=1.0)
     pool.take()
     pool.start(0)  # "a" runs; "b" and "c" wait in its batch
-    table.worker_lost(0, WorkerLostError("gone"), now=2.0)
     pool.lose(0)
+    table.worker_lost(0, WorkerLostError("gone"), now=2.0)
     effects = pool.take()
     assert events(effects) == [(FAILED, "a", 1)]
     assert not effects.dispatches
@@ -1488,8 +1488,8 @@ def test_worker_lost_holding_a_claimed_run_fails_it() -> None:
     pool.start(0)
     pool.finish(0, at=1.5, start_next=False)  # "b" claimed, not started
     pool.take()
-    table.worker_lost(0, WorkerLostError("gone"), now=2.0)
     pool.lose(0)
+    table.worker_lost(0, WorkerLostError("gone"), now=2.0)
     assert events(pool.take()) == [(FAILED, "b", 1)]
     assert pool.started == [(0, "a", 1)]
 
@@ -1498,8 +1498,8 @@ def test_worker_lost_before_starting_anything_fails_nothing() -> None:
     table, pool = setup(2)
     table.schedule(make("a", Once(0.0)), now=0.0)
     ((worker, _, _),) = dispatched(pool.take())
-    table.worker_lost(worker, WorkerLostError("gone"), now=0.0)
     pool.lose(worker)
+    table.worker_lost(worker, WorkerLostError("gone"), now=0.0)
     effects = pool.take()
     assert not effects.events
     assert dispatched(effects) == [(1 - worker, "a", 1)]  # straight to the other worker
@@ -1539,8 +1539,8 @@ def test_worker_lost_with_backlog_does_not_hand_work_to_the_lost_worker() -> Non
     pool.start(0)
     table.schedule(make("b", Once(0.0)), now=0.0)  # waits for the only worker
     pool.take()
-    table.worker_lost(0, WorkerLostError("gone"), now=1.0)
     pool.lose(0)
+    table.worker_lost(0, WorkerLostError("gone"), now=1.0)
     effects = pool.take()
     assert not effects.dispatches
     assert events(effects) == [(FAILED, "a", 1)]
@@ -1554,8 +1554,8 @@ def test_worker_lost_mid_recurring_run_then_its_next_run_goes_to_the_new_worker(
     r = table.schedule(make("r", FixedRate(1.0, 0.0)), now=0.0)
     pool.take()
     pool.start(0)
-    table.worker_lost(0, WorkerLostError("gone"), now=1.0)  # slot 1.0 is due at once
     pool.lose(0)  # the dying worker's finally still ended the run (end_run)
+    table.worker_lost(0, WorkerLostError("gone"), now=1.0)  # slot 1.0 is due at once
     assert r.token_state is TokenState.FREE
     effects = pool.take()
     assert not effects.dispatches
@@ -1565,6 +1565,26 @@ def test_worker_lost_mid_recurring_run_then_its_next_run_goes_to_the_new_worker(
     assert pool.start(0, now=1.0) is not None  # it runs again
     pool.finish(0, at=1.5)
     assert events(pool.take()) == [(COMPLETED, "r", 2)]
+
+
+@pytest.mark.parametrize("revoked", [False, True])
+def test_worker_lost_mid_recurring_run_counts_toward_the_failure_limit(revoked: bool) -> None:
+    """The dying worker ended its run (its ``finally``) before the scheduler heard it died."""
+    table, pool = setup(1)
+    r = table.schedule(make("r", FixedRate(1.0, 0.0), max_consecutive_failures=1), now=0.0)
+    pool.take()
+    pool.start(0)
+    report = revoke(r) if revoked else None
+    pool.lose(0)
+    table.worker_lost(0, WorkerLostError("gone"), now=0.5)
+    effects = pool.take()
+    ending = [(CANCELLED, "r", None)] if revoked else []  # a cancel that won the token first wins
+    assert events(effects) == [(FAILED, "r", 1), *ending]
+    assert status(table, "r") is (TaskStatus.CANCELLED if revoked else TaskStatus.FAILED)
+    if report is not None:
+        table.cancelled(report, now=0.6)  # late: ignored
+        assert not pool.take()
+    ended(r, table)
 
 
 # -- batch(): several commands and reports, one hand-out -------------------------------------------

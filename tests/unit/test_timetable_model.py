@@ -1,46 +1,93 @@
 """A stateful hypothesis test: the Timetable against a tiny, obviously correct reference model.
 
 The model is a plain list of dicts, recomputed by brute force on every step (O(n) by design):
-which tasks are pending, waiting (due, not started), running or finished, their counters and
-due times, and the exact events. Which worker gets which run is the Timetable's choice; the
-test plays the workers with ``Pool`` (claims taken in order, the next one claimed before a
-report) and checks every choice: batches go only to idle workers, hold only waiting runs in
-FIFO order, are at most ``BATCH`` long, and while any worker is idle no due run waits.
+each task's state (pending, ready, handed, cancelling, or how it ended), its token (mirrored
+move by move from the table in ``actors/token.py``), its counters and due time, and the exact
+events. Which worker gets which run is the Timetable's choice; the test plays the workers with
+``Pool`` (claim a run, ``try_start`` it, run it, ``end_run``, claim the next run before
+reporting) one step at a time, so that anything may happen in the gaps, and checks every
+choice: batches go only to idle workers, hold only due runs in FIFO order, are at most
+``BATCH`` long, and while any worker is idle no due run waits.
 
-In half the examples every task has a sink holding its token, and a caller may revoke it
-(``TaskHandle.cancel``) at any step; the ``Cancelled`` report reaches the timetable later, at a
-step of its own, so every interleaving with runs, reports, cancels and shutdown is explored.
+Every task has a token. A caller may revoke any task's token at any step
+(``TaskHandle.cancel``); the ``Cancelled`` report reaches the timetable later, at a step of its
+own (or inside a batch), so every interleaving with claims, starts, reports, cancels, lost
+workers and shutdown is explored. What the timetable learns it learns from moves and reports
+only: the model decides with what the timetable could know, never by looking at a token.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from actors.dealer import BATCH
+from actors.due_heap import COMPACT_MIN_STALE
 from actors.errors import DuplicateTaskError, SchedulerShutdownError, WorkerLostError
-from actors.timetable import COMPACT_MIN_STALE, Timetable
-from messages import EventKind, FixedDelay, FixedRate, Once, RunTask, TaskEvent, TaskStatus
-from tests.unit.helpers import ALL_KINDS, Pool, Sink, make
+from actors.task_record import TaskRecord
+from actors.timetable import Effects, Timetable
+from messages import (
+    Cancelled,
+    Completed,
+    EventKind,
+    Failed,
+    FixedDelay,
+    FixedRate,
+    Once,
+    RunTask,
+    Skipped,
+    Started,
+    TaskStatus,
+)
+from tests.unit.helpers import ALL_KINDS, Pool, make, take, traceback_of
 
 IDS = ["a", "b", "c", "d", "e", "f"]
 TERMINAL = {"completed", "failed", "cancelled"}
-STATUS = {
-    "pending": TaskStatus.SCHEDULED,
-    "waiting": TaskStatus.SCHEDULED,
-    "running": TaskStatus.RUNNING,
+LIVE = {"pending", "ready", "handed", "cancelling"}
+FINAL_STATUS = {
     "completed": TaskStatus.COMPLETED,
     "failed": TaskStatus.FAILED,
     "cancelled": TaskStatus.CANCELLED,
 }
 
-Event = tuple[EventKind, str, int | None, float, float | None]  # kind, task, run, at, due_at
+# The token's table, as the model plays it: (state, move) -> new state; a move not listed fails.
+TOKEN_MOVES = {
+    ("free", "start-one-time"): "taken",
+    ("free", "start-recurring"): "running",
+    ("free", "revoke"): "revoked",
+    ("free", "take"): "taken",
+    ("running", "end_run"): "free",
+    ("running", "revoke"): "revoked",
+    ("revoked", "end_run"): "revoked",
+}
+
+WORKAROUND_SKIP_DOES_NOT_DEAL = True
+"""A Skipped report for a task that has ended frees its worker but hands it nothing (the xfail
+``test_skip_of_an_ended_task_hands_the_freed_worker_the_waiting_work`` in test_timetable.py):
+the model then ticks, so that the invariants keep checking everything else. Drop this (and the
+tick) once the core is fixed."""
+
+# kind, task, run, at, due_at, final, value, error, traceback
+Event = tuple[EventKind, str, int | None, float, float | None, bool, object, BaseException | None, str | None]
+
+
+def as_tuple(event: Any) -> Event:
+    return (
+        event.kind,
+        event.task_id,
+        event.run,
+        event.at,
+        event.due_at,
+        event.final,
+        event.value,
+        event.error,
+        event.traceback,
+    )
 
 
 class Model:
@@ -57,10 +104,17 @@ class Model:
     # -- queries
 
     def live(self) -> list[dict[str, Any]]:
-        return [t for t in self.tasks if t["state"] not in TERMINAL]
+        return [t for t in self.tasks if t["state"] in LIVE]
 
     def live_task(self, task_id: str) -> dict[str, Any] | None:
         return next((t for t in self.live() if t["id"] == task_id), None)
+
+    def of(self, record: object) -> dict[str, Any]:
+        return next(t for t in self.tasks if t["record"] is record)
+
+    def live_of(self, record: object) -> dict[str, Any] | None:
+        task = self.of(record)
+        return task if task["state"] in LIVE else None
 
     def remembered(self, task_id: str) -> dict[str, Any] | None:
         """The task ``find`` must describe: the live one, else one of the last ``history`` ended."""
@@ -74,20 +128,52 @@ class Model:
         return next((t for t in kept[: self.history] if t["id"] == task_id), None)
 
     def in_state(self, *states: str) -> list[dict[str, Any]]:
-        return [t for t in self.live() if t["state"] in states]
+        return [t for t in self.tasks if t["state"] in states]
 
     def next_due(self) -> float | None:
         return min((t["due_at"] for t in self.in_state("pending")), default=None)
 
+    # -- the token
+
+    @staticmethod
+    def move(task: dict[str, Any], move: str) -> bool:
+        new = TOKEN_MOVES.get((task["token"], move))
+        if new is None:
+            return False
+        task["token"] = new
+        return True
+
+    def revoke(self, task: dict[str, Any]) -> str:
+        before = task["token"]
+        self.move(task, "revoke")
+        return before
+
+    def try_start(self, task: dict[str, Any]) -> bool:
+        return self.move(task, "start-one-time" if isinstance(task["trigger"], Once) else "start-recurring")
+
     # -- changes
 
-    def emit(self, kind: EventKind, task: dict[str, Any], at: float, run: int | None) -> None:
-        self.events.append((kind, task["id"], run, at, task["due_at"] if run is not None else None))
+    def emit(self, kind: EventKind, task: dict[str, Any], at: float, run: int | None, **extra: Any) -> None:
+        due_at = task["due_at"] if run is not None else None
+        self.events.append(
+            (
+                kind,
+                task["id"],
+                run,
+                at,
+                due_at,
+                extra.get("final", False),
+                extra.get("value"),
+                extra.get("error"),
+                extra.get("traceback"),
+            )
+        )
 
-    def end(self, task: dict[str, Any], state: str, at: float) -> None:
+    def end(self, task: dict[str, Any], state: str, at: float, outcome: object = None) -> None:
         task["state"] = state
+        task["outcome"] = outcome
         if state == "cancelled":
-            self.emit(EventKind.CANCELLED, task, at, None)
+            self.emit(EventKind.CANCELLED, task, at, None, final=True)
         self.finish_log.append(task)
 
     def push(self, task: dict[str, Any], due_at: float) -> None:
@@ -100,11 +186,11 @@ class Model:
             (t for t in self.in_state("pending") if t["due_at"] <= now), key=lambda t: (t["due_at"], t["seq"])
         )
         for task in due:
-            task["state"] = "waiting"
+            task["state"] = "ready"
             task["fifo"] = next(self.counter)
             self.emit(EventKind.DUE, task, now, task["runs"] + 1)
 
-    def schedule(self, task_id: str, trigger: Any, max_failures: int | None, sink: Sink | None) -> str | None:
+    def schedule(self, task_id: str, trigger: Any, max_failures: int | None) -> str | dict[str, Any]:
         if self.closed:
             return "shutdown"
         if self.live_task(task_id) is not None:
@@ -112,87 +198,111 @@ class Model:
         first = trigger.at if isinstance(trigger, Once) else trigger.first_at
         task = {
             "id": task_id,
+            "record": None,  # the timetable's record, once it made one
             "trigger": trigger,
             "max_failures": max_failures,
             "runs": 0,
             "failures": 0,
             "consecutive": 0,
             "last_error": None,
+            "last_traceback": None,
             "slot": 0,
-            "cancel_after_run": False,
-            "sink": sink,
-            "revoked": False,  # the caller revoked its token; the timetable may not know yet
+            "token": "free",
+            "outcome": None,
         }
         self.tasks.append(task)
         self.push(task, first)
-        return None
+        return task
 
-    def start(self, task_id: str, run: int, at: float) -> None:
-        task = self.live_task(task_id)
-        assert task is not None
-        assert (task["state"], task["runs"] + 1) == ("waiting", run)
-        task["state"] = "running"
-        task["started_at"] = at
-
-    def caller_cancel(self, task_id: str) -> bool:
-        task = self.live_task(task_id)
-        if task is None or task["sink"] is None or task["revoked"] or task["cancel_after_run"]:
-            return False  # the scheduler's own cancel (a Cancel message, shutdown) revoked it too
-        if isinstance(task["trigger"], Once) and task["state"] == "running":
-            return False  # its worker took the token
-        task["revoked"] = True
-        return True
-
-    def deliver_cancelled(self, task_id: str, sink: Sink, now: float) -> None:
-        task = self.live_task(task_id)
-        if task is None or task["sink"] is not sink or task["cancel_after_run"]:
-            return
-        if task["state"] in ("pending", "waiting"):
-            self.end(task, "cancelled", now)
+    def end_cancelled(self, task: dict[str, Any], now: float, *, mid_run: bool, claimed: bool) -> None:
+        """A cancel won: the task ends now, unless its worker holds the run and it may be in progress."""
+        if task["state"] == "handed" and claimed and mid_run:
+            task["state"] = "cancelling"
         else:
-            task["cancel_after_run"] = True
-
-    def skip(self, task_id: str, run: int, now: float) -> None:
-        task = self.live_task(task_id)
-        assert task is not None
-        assert (task["state"], task["runs"] + 1, task["revoked"]) == ("waiting", run, True)
-        self.end(task, "cancelled", now)
-
-    def cancel(self, task_id: str, now: float) -> bool:
-        task = self.live_task(task_id)
-        if task is None or task["revoked"]:
-            return False
-        if task["state"] in ("pending", "waiting"):
             self.end(task, "cancelled", now)
-            return True
-        if isinstance(task["trigger"], Once) or task["cancel_after_run"]:
+
+    def cancel(self, task_id: str, now: float, *, claimed: bool) -> bool:
+        """A ``Cancel`` message: the timetable revokes the token itself."""
+        task = self.live_task(task_id)
+        if task is None or task["state"] == "cancelling":
             return False
-        task["cancel_after_run"] = True
+        before = self.revoke(task)
+        if before not in ("free", "running"):
+            return False
+        self.end_cancelled(task, now, mid_run=before == "running", claimed=claimed)
         return True
 
-    def finish(self, task_id: str, error: BaseException | None, finished_at: float) -> None:
-        task = self.live_task(task_id)
+    def cancelled(self, report: Cancelled, now: float, *, claimed: bool, in_batch: bool) -> None:
+        """A caller's ``Cancelled`` report reaches the timetable."""
+        task = self.live_of(report.task)
+        if task is None or task["state"] == "cancelling":
+            return
+        if in_batch:
+            self.release(now)  # what fell due before the cancel is released first
+        self.end_cancelled(task, now, mid_run=report.mid_run, claimed=claimed)
+
+    def started(self, task: dict[str, Any], at: float) -> None:
+        assert task["state"] == "handed"
+        task["started_at"] = at
+        self.emit(EventKind.STARTED, task, at, task["runs"] + 1)
+
+    def skipped(self, record: object, now: float) -> None:
+        task = self.live_of(record)
+        if task is not None:  # else it ended when it was cancelled: the report only frees the worker
+            self.end(task, "cancelled", now)
+
+    def reported(
+        self,
+        record: object,
+        finished_at: float,
+        *,
+        value: object,
+        error: BaseException | None,
+        traceback: str,
+    ) -> None:
+        """A worker reports a run (``Completed`` or ``Failed``; a lost worker's runs fail)."""
+        task = self.live_of(record)
         assert task is not None
-        assert task["state"] == "running"
+        assert task["state"] in ("handed", "cancelling")
         task["runs"] += 1
         run = task["runs"]
+        one_time = isinstance(task["trigger"], Once)
         if error is None:
             task["consecutive"] = 0
-            self.emit(EventKind.COMPLETED, task, finished_at, run)
+            if one_time and task["state"] == "handed":
+                self.emit(EventKind.COMPLETED, task, finished_at, run, value=value, final=True)
+                self.end(task, "completed", finished_at, value)
+                return
+            self.emit(EventKind.COMPLETED, task, finished_at, run, value=value)
+            ending = "cancelled" if task["state"] == "cancelling" else None
         else:
             task["failures"] += 1
             task["consecutive"] += 1
             task["last_error"] = error
-            self.emit(EventKind.FAILED, task, finished_at, run)
+            task["last_traceback"] = traceback
+            limit = task["max_failures"]
+            if task["state"] == "cancelling":
+                ending = "cancelled"
+            elif one_time:
+                ending = "failed"
+            elif limit is not None and task["consecutive"] >= limit:
+                ending = "failed" if self.move(task, "take") else "cancelled"  # a revoke may have won
+            else:
+                ending = None
+            self.emit(
+                EventKind.FAILED,
+                task,
+                finished_at,
+                run,
+                error=error,
+                traceback=traceback,
+                final=ending == "failed",
+            )
+        if ending is not None:
+            self.end(task, ending, finished_at)
+            return
         trigger = task["trigger"]
-        limit = task["max_failures"]
-        if task["cancel_after_run"] or task["revoked"]:
-            self.end(task, "cancelled", finished_at)
-        elif isinstance(trigger, Once):
-            self.end(task, "completed" if error is None else "failed", finished_at)
-        elif error is not None and limit is not None and task["consecutive"] >= limit:
-            self.end(task, "failed", finished_at)
-        elif isinstance(trigger, FixedDelay):
+        if isinstance(trigger, FixedDelay):
             self.push(task, finished_at + trigger.delay)
         else:
             slot = task["slot"] + 1
@@ -201,13 +311,33 @@ class Model:
             task["slot"] = slot
             self.push(task, trigger.first_at + slot * trigger.interval)
 
-    def shut_down(self, now: float) -> None:
+    def shut_down(self, now: float, *, claimed: set[int], held: list[object]) -> None:
+        """``claimed``: ids of the records whose run a worker claimed; ``held``: records whose run
+        a worker holds unclaimed, in the timetable's order (batch by batch, as workers got them)."""
         self.closed = True
+        taken_back = [*sorted(self.in_state("ready"), key=lambda t: t["fifo"]), *map(self.of, held)]
+        for task in taken_back:
+            self.revoke(task)
+            self.end(task, "cancelled", now)
         for task in self.live():
-            if task["state"] in ("pending", "waiting"):
-                self.end(task, "cancelled", now)
-            elif not isinstance(task["trigger"], Once):
-                task["cancel_after_run"] = True
+            if task["state"] != "cancelling" and self.revoke(task) in ("free", "running", "revoked"):
+                self.end_cancelled(task, now, mid_run=True, claimed=id(task["record"]) in claimed)
+            # else: a worker started its one-time run (it took the token): it finishes as usual
+
+    def status(self, task: dict[str, Any], heads: set[int]) -> TaskStatus:
+        if task["state"] in FINAL_STATUS:
+            return FINAL_STATUS[task["state"]]
+        if task["state"] == "cancelling" or (task["state"] == "handed" and id(task["record"]) in heads):
+            return TaskStatus.RUNNING
+        return TaskStatus.SCHEDULED
+
+    @staticmethod
+    def end_reason(task: dict[str, Any]) -> str | None:
+        state = task["state"]
+        if state == "failed" and not isinstance(task["trigger"], Once):
+            limit = task["max_failures"]
+            return f"stopped after {limit} consecutive failures (max_consecutive_failures={limit})"
+        return {"completed": "completed", "failed": "the run failed", "cancelled": "cancelled"}.get(state)
 
 
 triggers = st.one_of(
@@ -223,83 +353,140 @@ class TimetableMachine(RuleBasedStateMachine):
         self.now = 100.0
         self.workers = 0
         self.errors = 0
+        self.values = 0
         self.seen_ids: set[str] = set()
         self.real_events: list[Event] = []
         self.lost: set[int] = set()
-        self.tokens = False  # whether tasks get sinks (and so tokens)
-        self.reports: list[tuple[str, Sink]] = []  # Cancelled reports on their way
+        self.reports: list[Cancelled] = []  # Cancelled reports on their way
+        self.batch_order: list[int] = []  # workers in the order they got their latest batch
         self.table: Timetable
         self.pool: Pool
         self.model: Model
 
-    @initialize(workers=st.integers(1, 3), history=st.integers(0, 4), tokens=st.booleans())
-    def start_up(self, workers: int, history: int, tokens: bool) -> None:
+    @initialize(workers=st.integers(1, 3), history=st.integers(0, 4))
+    def start_up(self, workers: int, history: int) -> None:
         self.workers = workers
-        self.tokens = tokens
         self.table = Timetable(workers=workers, history=history)
         self.table.wanted = ALL_KINDS
-        self.pool = Pool(self.table)
+        self.pool = Pool(self.table, announce=True)
         self.model = Model(history)
 
     # -- helpers
 
     def fifo(self, msg: RunTask) -> int:
-        task = self.model.live_task(msg.task_id)
-        assert task is not None
-        return task["fifo"]
+        return self.model.of(msg.task)["fifo"]
+
+    def anyone_busy(self) -> bool:
+        return any(self.pool.busy(w) for w in range(self.workers))
 
     def held(self) -> dict[int, list[RunTask]]:
         return {w: self.pool.held(w) for w in range(self.workers)}
 
-    def apply(self, earlier: Sequence[TaskEvent] = ()) -> None:
+    def claimed(self) -> set[int]:
+        """The records whose run a worker has claimed (started or not), by id."""
+        runs = [*self.pool.claimed.values(), *self.pool.current.values()]
+        return {id(run.task) for run in runs}
+
+    def is_claimed(self, record: object) -> bool:
+        claimed = id(record) in self.claimed()
+        if not claimed and self.model.of(record)["state"] == "handed":  # then a worker holds it unclaimed
+            assert any(run.task is record for runs in self.held().values() for run in runs)
+        return claimed
+
+    def apply(self, earlier: Effects | None = None, *, one_release: bool = True) -> None:
         """Take the Timetable's effects, check them against the model, hand runs to the pool."""
         self.model.release(self.now)
-        effects = self.table.take_effects()
-        for sink, final, value in effects.finished:
-            assert isinstance(sink, Sink)
-            task = next(t for t in self.model.tasks if t["sink"] is sink)
-            assert final.snapshot().status == STATUS[task["state"]]
-            sink.task_finished(final, value)
-        got = [(e.kind, e.task_id, e.run, e.at, e.due_at) for e in [*earlier, *effects.events]]
-        due_times = [e[4] for e in got if e[0] is EventKind.DUE]
-        assert due_times == sorted(due_times)  # one release: earliest due first
+        effects = take(self.table)
+        if earlier is not None:
+            for record, outcome in earlier.finished:
+                record.finish(outcome)
+            effects.events[:0] = earlier.events
+            effects.finished[:0] = earlier.finished
+        for record, outcome in effects.finished:
+            task = self.model.of(record)
+            assert task["state"] in FINAL_STATUS, f"{task['id']} ended in the timetable only"
+            assert record.snapshot().status is FINAL_STATUS[task["state"]]
+            assert outcome == task["outcome"]
+            assert task["token"] != "finished", f"{task['id']} finished twice"
+            task["token"] = "finished"
+        assert all(t["token"] == "finished" for t in self.model.in_state(*TERMINAL)), "an end not published"
+        got = [as_tuple(e) for e in effects.events]
+        if one_release:
+            due_times = [e[4] for e in got if e[0] is EventKind.DUE]
+            assert due_times == sorted(due_times)  # one release: earliest due first
         self.real_events.extend(got)
-        for box in self.pool.inbox.values():  # forget runs the timetable took back
-            for msg in [m for m in box if m.claim.taken]:
-                box.remove(msg)
         handed = [(m.task_id, m.run) for _, m in effects.dispatches]
         assert len(handed) == len(set(handed)), "a run handed out twice"
-        batches: dict[int, list[RunTask]] = {}
-        for worker, msg in effects.dispatches:
-            batches.setdefault(worker, []).append(msg)
-        held_elsewhere = {(m.task_id, m.run) for msgs in self.held().values() for m in msgs}
-        held_elsewhere |= {(m.task_id, m.run) for m in self.pool.current.values()}
-        for worker, batch in batches.items():
+        for _, msg in effects.dispatches:
+            task = self.model.live_of(msg.task)
+            assert task is not None
+            assert task["state"] in ("ready", "handed")  # handed: taken back from another batch
+            if task["state"] == "handed":
+                assert not self.is_claimed(msg.task), "a claimed run handed again"
+            task["state"] = "handed"
+            assert (msg.task_id, msg.run, msg.due_at) == (task["id"], task["runs"] + 1, task["due_at"])
+            assert (msg.one_time, msg.announce) == (isinstance(task["trigger"], Once), True)
+        self.pool.receive(effects)
+        for worker, batch in effects.batches:
             assert 0 <= worker < self.workers
             assert worker not in self.lost
-            assert not self.pool.busy(worker), f"worker {worker} got a batch while busy"
             assert 1 <= len(batch) <= BATCH
-            for msg in batch:
-                task = self.model.live_task(msg.task_id)
-                assert task is not None
-                assert task["state"] == "waiting"
-                assert (msg.run, msg.announce) == (task["runs"] + 1, True)
-                assert (msg.task_id, msg.run) not in held_elsewhere
-                assert not msg.claim.taken
+            held = self.pool.holding(worker)
+            assert all(any(run is mine for mine in batch) for run in held), (
+                f"worker {worker} got a batch while busy"
+            )
             orders = [self.fifo(m) for m in batch]
             assert orders == sorted(orders), "a batch out of FIFO order"
-        self.pool.receive(effects)
+            if worker in self.batch_order:
+                self.batch_order.remove(worker)
+            self.batch_order.append(worker)
 
-    def start_run(self, msg: RunTask | None, at: float) -> None:
-        """Mirror what the pool just did: the runs it skipped (reported ``Skipped``), the run it started."""
-        for task_id, run, now in self.pool.skipped:
-            self.model.skip(task_id, run, now)
-        self.pool.skipped.clear()
-        if msg is not None:
-            self.model.start(msg.task_id, msg.run, at)
+    def step(self, worker: int) -> None:
+        """``worker`` tries to start its claimed run: ``Started``, or ``Skipped`` (its next run claimed)."""
+        run = self.pool.claimed[worker]
+        task = self.model.of(run.task)
+        expected = self.model.try_start(task)
+        skipped_ended = len(self.pool.ignored_skips)
+        started = self.pool.step(worker, self.now)
+        assert (started is not None) is expected
+        if started is not None:
+            self.model.started(task, self.now)
+        else:
+            self.model.skipped(run.task, self.now)
+            if WORKAROUND_SKIP_DOES_NOT_DEAL and len(self.pool.ignored_skips) > skipped_ended:
+                self.table.tick(now=self.now)
 
-    def new_sink(self) -> Sink | None:
-        return Sink() if self.tokens else None
+    def finish(self, worker: int, *, ok: bool, finished_at: float) -> None:
+        """``worker`` ends its run: ``end_run``, claims its next run, reports."""
+        run = self.pool.current[worker]
+        task = self.model.of(run.task)
+        if not run.one_time:
+            self.model.move(task, "end_run")
+        error = None
+        self.values += 1
+        value = f"value {self.values}"
+        if not ok:
+            self.errors += 1
+            error = RuntimeError(self.errors)
+        self.pool.finish(worker, at=finished_at, now=self.now, value=value, error=error, start_next=False)
+        traceback = traceback_of(error) if error is not None else ""
+        self.model.reported(
+            run.task, finished_at, value=None if error else value, error=error, traceback=traceback
+        )
+
+    def add(self, task_id: str, trigger: Any, max_failures: int | None) -> None:
+        expected = self.model.schedule(task_id, trigger, max_failures)
+        cmd = make(task_id, trigger, max_consecutive_failures=max_failures)
+        if expected == "shutdown":
+            with pytest.raises(SchedulerShutdownError):
+                self.table.schedule(cmd, now=self.now)
+        elif expected == "duplicate":
+            with pytest.raises(DuplicateTaskError):
+                self.table.schedule(cmd, now=self.now)
+        else:
+            assert isinstance(expected, dict)
+            self.seen_ids.add(task_id)
+            expected["record"] = self.table.schedule(cmd, now=self.now)
 
     # -- rules
 
@@ -313,54 +500,56 @@ class TimetableMachine(RuleBasedStateMachine):
             trigger = FixedRate(spec[2], at)
         else:
             trigger = FixedDelay(spec[2], at)
-        sink = self.new_sink()
-        expected = self.model.schedule(task_id, trigger, max_failures, sink)
-        cmd = make(task_id, trigger, max_consecutive_failures=max_failures, sink=sink)
-        if expected == "shutdown":
-            with pytest.raises(SchedulerShutdownError):
-                self.table.schedule(cmd, now=self.now)
-        elif expected == "duplicate":
-            with pytest.raises(DuplicateTaskError):
-                self.table.schedule(cmd, now=self.now)
-        else:
-            self.seen_ids.add(task_id)
-            self.table.schedule(cmd, now=self.now)
+        self.add(task_id, trigger, max_failures)
         self.apply()
 
     @rule(task_id=st.sampled_from([*IDS, "unknown"]))
     def cancel(self, task_id: str) -> None:
-        expected = self.model.cancel(task_id, self.now)
+        task = self.model.live_task(task_id)
+        claimed = task is not None and self.is_claimed(task["record"])
+        expected = self.model.cancel(task_id, self.now, claimed=claimed)
         assert self.table.cancel(task_id, now=self.now) is expected
         self.apply()
 
-    @rule(pick=st.integers(0, 5))
-    def caller_cancel(self, pick: int) -> None:
-        """A caller revokes a live task's token (``TaskHandle.cancel``); the report goes on its way."""
-        live = self.model.live()
-        if not live:
+    @precondition(lambda self: self.model.tasks)
+    @rule(pick=st.integers(0, 30), among=st.sampled_from(["running", "claimed", "live", "any"]))
+    def caller_cancel(self, pick: int, among: str) -> None:
+        """A caller revokes a task's token (``TaskHandle.cancel``): any task, even one that has ended."""
+        if among == "running":
+            records = [self.pool.current[w].task for w in sorted(self.pool.current)]
+        elif among == "claimed":
+            records = [self.pool.claimed[w].task for w in sorted(self.pool.claimed)]
+        elif among == "live":
+            records = [t["record"] for t in self.model.live()]
+        else:
+            records = [t["record"] for t in self.model.tasks]
+        if not records:
             return
-        task = live[pick % len(live)]
-        task_id, sink = task["id"], task["sink"]
-        expected = self.model.caller_cancel(task_id)
-        assert (sink is not None and sink.revoke_token()) is expected
-        if expected:
-            assert sink is not None
-            self.reports.append((task_id, sink))
+        task = self.model.of(records[pick % len(records)])
+        expected = self.model.revoke(task)
+        before = task["record"].revoke()
+        assert before.name.lower() == expected
+        if expected in ("free", "running"):  # it won: the report goes on its way
+            self.reports.append(Cancelled(task["record"], mid_run=expected == "running"))
 
+    @precondition(lambda self: self.reports)
     @rule(count=st.integers(1, 3))
     def deliver_cancelled(self, count: int) -> None:
         """The oldest ``Cancelled`` reports reach the timetable."""
-        for task_id, sink in self.reports[:count]:
-            self.model.deliver_cancelled(task_id, sink, self.now)
-            self.table.cancelled(task_id, sink, now=self.now)
+        for report in self.reports[:count]:
+            self.model.cancelled(report, self.now, claimed=self.is_claimed(report.task), in_batch=False)
+            self.table.cancelled(report, now=self.now)
             self.apply()
         del self.reports[:count]
 
-    @rule(pick=st.integers(0, 5), started=st.booleans())
-    def cancel_handed(self, pick: int, started: bool) -> None:
-        """Cancel a run a worker holds: one it runs, or one it has not started yet."""
-        if started:
+    @precondition(lambda self: self.anyone_busy())
+    @rule(pick=st.integers(0, 5), which=st.sampled_from(["current", "claimed", "held"]))
+    def cancel_handed(self, pick: int, which: str) -> None:
+        """Cancel a run a worker holds: one it runs, one it claimed but not started, or one not claimed."""
+        if which == "current":
             runs = [self.pool.current[w] for w in sorted(self.pool.current)]
+        elif which == "claimed":
+            runs = [self.pool.claimed[w] for w in sorted(self.pool.claimed)]
         else:
             runs = [m for msgs in self.held().values() for m in msgs]
         if runs:
@@ -383,103 +572,136 @@ class TimetableMachine(RuleBasedStateMachine):
             if self.model.closed or self.model.live_task(task_id) is not None:
                 continue
             trigger: Any = FixedDelay(1, self.now + offset) if recurring else Once(self.now + offset)
-            sink = self.new_sink()
-            self.model.schedule(task_id, trigger, None, sink)
-            self.seen_ids.add(task_id)
-            self.table.schedule(make(task_id, trigger, sink=sink), now=self.now)
+            self.add(task_id, trigger, None)
             self.apply()
 
     @rule(
         ids=st.lists(st.sampled_from(IDS), max_size=4, unique=True),
         offset=st.integers(-1, 1),
-        finishes=st.integers(0, 3),
+        reports=st.integers(0, 3),
         fail=st.booleans(),
+        cancels=st.integers(0, 2),
     )
-    def drain(self, ids: list[str], offset: int, finishes: int, fail: bool) -> None:
-        """What the scheduler does with its outboxes: schedules and reports applied in one batch."""
+    def drain(self, ids: list[str], offset: int, reports: int, fail: bool, cancels: int) -> None:
+        """What the scheduler does with its outbox: tasks, worker reports and cancels applied in one batch."""
         with self.table.batch(now=self.now):
             for task_id in ids:
                 if self.model.closed or self.model.live_task(task_id) is not None:
                     continue
-                trigger = Once(self.now + offset)
-                sink = self.new_sink()
-                self.model.schedule(task_id, trigger, None, sink)
-                self.seen_ids.add(task_id)
-                self.table.schedule(make(task_id, trigger, sink=sink), now=self.now)
-            for worker in sorted(self.pool.current)[:finishes]:
-                msg = self.pool.current[worker]
-                self.errors += 1
-                error = RuntimeError(self.errors) if fail else None
-                self.pool.finish(worker, at=self.now, now=self.now, error=error)
-                self.model.finish(msg.task_id, error, self.now)
-                self.start_run(self.pool.current.get(worker), self.now)
+                self.add(task_id, Once(self.now + offset), None)
+            for worker in sorted({*self.pool.current, *self.pool.claimed})[:reports]:
+                if worker in self.pool.current:
+                    self.finish(worker, ok=not fail, finished_at=self.now)
+                else:
+                    self.step(worker)
+            for report in self.reports[:cancels]:
+                self.model.cancelled(report, self.now, claimed=self.is_claimed(report.task), in_batch=True)
+                self.table.cancelled(report, now=self.now)
+            del self.reports[:cancels]
             so_far = self.table.take_effects()
             assert not so_far.dispatches  # nothing handed out before the end
-            assert not [e for e in so_far.events if e.kind is EventKind.DUE]  # nor released
-            earlier = list(so_far.events)  # a copy: an empty Effects may be the live one
-        self.apply(earlier)
+            if not cancels:
+                assert not [e for e in so_far.events if e.kind is EventKind.DUE]  # nor released
+        self.apply(so_far, one_release=not cancels)
 
-    @rule(pick=st.integers(0, 2), ok=st.booleans(), took=st.sampled_from([0, 0.5, 1, 3]), late=st.booleans())
-    def work(self, pick: int, ok: bool, took: float, late: bool) -> None:
-        """A worker with runs to do starts the next one it can claim, or finishes the one it runs."""
+    @precondition(lambda self: self.anyone_busy())
+    @rule(
+        pick=st.integers(0, 2),
+        phases=st.integers(1, 3),
+        ok=st.booleans(),
+        took=st.sampled_from([0, 0.5, 1, 3]),
+        late=st.booleans(),
+    )
+    def work(self, pick: int, phases: int, ok: bool, took: float, late: bool) -> None:
+        """A worker with runs takes a few steps: claim its next run, try to start it, finish it."""
         workers = [w for w in range(self.workers) if self.pool.busy(w)]
         if not workers:
             return
         worker = workers[pick % len(workers)]
-        if worker not in self.pool.current:
-            self.start_run(self.pool.start(worker, self.now), self.now)
-            self.apply()  # runs it skipped ended the tasks and may have freed the worker
-            return
-        msg = self.pool.current[worker]
-        task = self.model.live_task(msg.task_id)
-        assert task is not None
-        if late:  # the report arrives after time moved on: finished_at in [start, now]
-            finished_at = max(task["started_at"], self.now - took)
-        else:
-            self.now += took
-            finished_at = self.now
-        error = None
-        if not ok:
-            self.errors += 1
-            error = RuntimeError(self.errors)
-        self.pool.finish(worker, at=finished_at, now=self.now, value=None, error=error)
-        self.model.finish(msg.task_id, error, finished_at)
-        self.model.release(self.now)  # as the timetable did on the report, before any skip
-        self.start_run(self.pool.current.get(worker), finished_at)  # claimed before reporting
-        self.apply()
+        for _ in range(phases):
+            if worker in self.pool.current:
+                started_at = self.model.of(self.pool.current[worker].task)["started_at"]
+                if late:  # the report arrives after time moved on: finished_at in [start, now]
+                    finished_at = max(started_at, self.now - took)
+                else:
+                    self.now += took
+                    finished_at = self.now
+                self.finish(worker, ok=ok, finished_at=finished_at)
+            elif worker in self.pool.claimed:
+                self.step(worker)
+            elif self.pool.busy(worker):
+                assert self.pool.claim(worker) is not None
+            else:
+                return
+            self.apply()
 
-    @rule(worker=st.integers(0, 3), task_id=st.sampled_from(IDS), run=st.integers(0, 4), ok=st.booleans())
-    def stale_report(self, worker: int, task_id: str, run: int, ok: bool) -> None:
-        mine = [*self.pool.held(worker), *filter(None, [self.pool.current.get(worker)])]
+    @precondition(lambda self: self.anyone_busy())
+    @rule(ok=st.booleans())
+    def every_worker_steps(self, ok: bool) -> None:
+        """Every worker with runs takes one step (finishing at once), in worker order."""
+        for worker in range(self.workers):
+            if worker in self.pool.current:
+                self.finish(worker, ok=ok, finished_at=self.now)
+            elif worker in self.pool.claimed:
+                self.step(worker)
+            elif self.pool.busy(worker):
+                assert self.pool.claim(worker) is not None
+            self.apply()
+
+    @rule(
+        worker=st.integers(0, 3),
+        task_id=st.sampled_from(IDS),
+        run=st.integers(0, 4),
+        kind=st.sampled_from(["completed", "failed", "skipped", "started"]),
+    )
+    def stale_report(self, worker: int, task_id: str, run: int, kind: str) -> None:
+        mine = self.pool.holding(worker) if worker < self.workers else []
         if any((m.task_id, m.run) == (task_id, run) for m in mine):
             return  # not stale
-        if ok:
-            self.table.completed(worker, task_id, run, None, finished_at=self.now, now=self.now)
+        activity = self.table.activity
+        if kind == "completed":
+            self.table.completed(Completed(worker, task_id, run, None, self.now), now=self.now)
+        elif kind == "failed":
+            self.table.failed(Failed(worker, task_id, run, RuntimeError(), "", self.now), now=self.now)
+        elif kind == "skipped":
+            self.table.skipped(Skipped(worker, task_id, run), now=self.now)
         else:
-            self.table.failed(worker, task_id, run, RuntimeError(), finished_at=self.now, now=self.now)
-        effects = self.table.take_effects()
-        assert not effects
+            self.table.started(Started(worker, task_id, run, self.now))
+        assert not self.table.take_effects()
+        assert self.table.activity == activity
 
     @rule(pick=st.integers(0, 2))
     def replace_worker(self, pick: int) -> None:
-        """A worker dies (its started run fails, the others go back) and a new one takes its place."""
+        """A worker dies (its claimed run fails, its unclaimed runs go back); a new one takes its place."""
         worker = pick % self.workers
         error = WorkerLostError("gone")
         running = self.pool.current.get(worker)
-        self.table.worker_lost(worker, error, now=self.now)
+        claimed = running or self.pool.claimed.get(worker)
+        if running is not None and not running.one_time:
+            self.model.move(self.model.of(running.task), "end_run")  # the dying worker's finally
+        for run in self.pool.held(worker):  # back to the front of the FIFO, in their order
+            task = self.model.of(run.task)
+            assert task["state"] == "handed"
+            task["state"] = "ready"
         self.pool.lose(worker)
-        if running is not None:
-            self.model.finish(running.task_id, error, self.now)
+        self.table.worker_lost(worker, error, now=self.now)
+        if claimed is not None and self.model.live_of(claimed.task) is not None:
+            self.model.reported(claimed.task, self.now, value=None, error=error, traceback="")
         self.lost.add(worker)
         self.apply()
         self.lost.discard(worker)
         self.table.add_worker(worker, now=self.now)
         self.apply()
 
-    @rule()
-    def shut_down(self) -> None:
+    @rule(chance=st.integers(0, 7))
+    def shut_down(self, chance: int) -> None:
+        """Shut down (one time in eight: after it little is left to explore)."""
+        if chance:
+            return
+        held = [run.task for worker in self.batch_order for run in self.pool.held(worker)]
+        claimed = self.claimed()
         self.table.shut_down(now=self.now)
-        self.model.shut_down(self.now)
+        self.model.shut_down(self.now, claimed=claimed, held=held)
         self.apply()
 
     # -- invariants
@@ -492,7 +714,9 @@ class TimetableMachine(RuleBasedStateMachine):
     def same_tasks(self) -> None:
         live = self.model.live()
         assert [info.task_id for info in self.table.infos()] == [t["id"] for t in live]
+        assert dict(self.table.tasks) == {t["id"]: t["record"] for t in live}
         assert self.table.live_count == len(live)
+        heads = {id(runs[0].task) for w in range(self.workers) if (runs := self.pool.holding(w))}
         for task_id in self.seen_ids | {"unknown"}:
             info = self.table.find(task_id)
             task = self.model.remembered(task_id)
@@ -500,7 +724,7 @@ class TimetableMachine(RuleBasedStateMachine):
                 assert info is None, task_id
                 continue
             assert info is not None, task_id
-            waiting = task["state"] in ("pending", "waiting")
+            status = self.model.status(task, heads)
             assert (
                 info.status,
                 info.trigger,
@@ -509,22 +733,33 @@ class TimetableMachine(RuleBasedStateMachine):
                 info.failure_count,
                 info.consecutive_failures,
                 info.next_run_at,
+                info.last_traceback,
+                info.end_reason,
             ) == (
-                STATUS[task["state"]],
+                status,
                 task["trigger"],
                 "noop",
                 task["runs"],
                 task["failures"],
                 task["consecutive"],
-                task["due_at"] if waiting else None,
+                task["due_at"] if status is TaskStatus.SCHEDULED else None,
+                task["last_traceback"],
+                self.model.end_reason(task),
             ), task_id
             assert info.last_error is task["last_error"]
 
     @invariant()
+    def same_tokens(self) -> None:
+        for task in self.model.tasks:
+            record: TaskRecord = task["record"]
+            assert record.token_state.name.lower() == task["token"], task["id"]
+            if task["token"] == "finished":
+                assert record.outcome == task["outcome"]
+
+    @invariant()
     def same_running(self) -> None:
-        running = {m.task_id for m in self.pool.current.values()}
-        assert running == {t["id"] for t in self.model.in_state("running")}
-        assert self.table.running_count == len(running) <= self.workers
+        holding = [w for w in range(self.workers) if self.pool.busy(w)]
+        assert self.table.running_count == len(holding) <= self.workers
 
     @invariant()
     def same_due_and_settled(self) -> None:
@@ -533,13 +768,18 @@ class TimetableMachine(RuleBasedStateMachine):
         busy = any(self.pool.busy(w) for w in range(self.workers))
         assert self.table.busy == busy
         assert self.table.is_settled(self.now) == (not busy)
-        assert self.table.heap_size - self.table.live_count <= COMPACT_MIN_STALE + self.table.live_count
+        assert self.table.heap_size <= 2 * len(self.model.in_state("pending")) + COMPACT_MIN_STALE
 
     @invariant()
     def no_due_run_waits_while_a_worker_is_idle(self) -> None:
         held = self.held()
-        holding = {(m.task_id, m.run) for msgs in held.values() for m in msgs}
-        unheld = [t for t in self.model.in_state("waiting") if (t["id"], t["runs"] + 1) not in holding]
+        holding = {id(m.task): m.task for w in range(self.workers) for m in self.pool.holding(w)}
+        handed = {id(t["record"]) for t in self.model.in_state("handed", "cancelling")}
+        assert handed <= set(holding)
+        for key in set(holding) - handed:  # a run claimed before its task ended: its Skipped is to come
+            assert key in self.claimed()
+            assert self.model.of(holding[key])["state"] in TERMINAL
+        unheld = self.model.in_state("ready")
         for msgs in held.values():  # handed runs were all due before any run still unhanded
             for msg in msgs:
                 assert all(self.fifo(msg) < t["fifo"] for t in unheld)
@@ -547,12 +787,12 @@ class TimetableMachine(RuleBasedStateMachine):
             return
         assert not unheld, "a due run waits while a worker is idle"
         for worker in range(self.workers):
-            runs = len(held[worker]) + (worker in self.pool.current)
+            runs = len(self.pool.holding(worker))
             assert runs <= 1, f"worker {worker} holds {runs} runs while another worker is idle"
 
 
 TimetableMachine.TestCase.settings = settings(
-    max_examples=400, stateful_step_count=40, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=250, stateful_step_count=50, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 test_timetable_matches_model = TimetableMachine.TestCase
 

@@ -24,6 +24,7 @@ from messages import (
     Skipped,
     Started,
     TaskStatus,
+    Trigger,
 )
 from tests.unit.helpers import Pool, dispatched, events, make, noop, revoke, take, timetable, traceback_of
 
@@ -555,20 +556,13 @@ def test_cancel_handed_recurring_before_it_is_claimed() -> None:
 
 
 @pytest.mark.parametrize("trigger", [Once(0.0), FixedRate(1.0, 0.0)])
-@pytest.mark.parametrize("by", ["cancel", "caller"])
-def test_cancel_a_claimed_run_not_started_ends_the_task_at_once(trigger: Once | FixedRate, by: str) -> None:
+def test_cancel_message_for_a_claimed_run_not_started_ends_the_task_at_once(trigger: Trigger) -> None:
     """The worker holds the claim, but the revoke found the token FREE: the run can never start."""
     table, pool = setup(1)
     a = table.schedule(make("a", trigger), now=0.0)
     pool.take()
     assert pool.claim(0) is not None
-    if by == "cancel":
-        assert table.cancel("a", now=0.1) is True
-    else:
-        report = revoke(a)
-        assert report is not None
-        assert (report.task, report.mid_run) == (a, False)
-        table.cancelled(report, now=0.1)
+    assert table.cancel("a", now=0.1) is True
     effects = pool.take()
     assert events(effects) == [(CANCELLED, "a", None)]
     assert (effects.events[0].at, effects.events[0].final) == (0.1, True)
@@ -660,16 +654,21 @@ def test_token_revoked_while_pending_then_reported() -> None:
     assert table.next_due() is None
 
 
+@pytest.mark.parametrize("trigger", [Once(0.0), FixedRate(1.0, 0.0)])
 @pytest.mark.parametrize("report_first", [True, False])
-def test_token_revoked_after_the_worker_claimed_the_run(report_first: bool) -> None:
-    """The worker claimed the run but had not started it: it skips the run, never starts it."""
+def test_token_revoked_after_the_worker_claimed_the_run(trigger: Trigger, report_first: bool) -> None:
+    """The worker claimed the run but had not started it: it skips the run, never starts it.
+
+    With the report first, the task ends at once: the revoke found the token FREE, so the
+    claimed run can never start, and the worker's ``Skipped`` then only frees the worker.
+    """
     table, pool = setup(1)
-    a = table.schedule(make("a", Once(0.0)), now=0.0)
+    a = table.schedule(make("a", trigger), now=0.0)
     pool.take()
     assert pool.claim(0) is not None  # the worker claims "a"...
     report = revoke(a)  # ... and a caller's cancel revokes its token before the worker's try_start
     assert report is not None
-    assert not report.mid_run
+    assert (report.task, report.mid_run) == (a, False)
     if report_first:
         table.cancelled(report, now=0.1)
         effects = pool.take()

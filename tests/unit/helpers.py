@@ -13,7 +13,8 @@ would: a run handed to another worker was taken back from the first, and a run w
 ended before its worker claimed it was taken back too. When a worker reaches such a run, it
 still tries the claim (as the real worker does), and the pool checks that the claim is gone:
 a timetable that re-handed or ended a run without taking back its claim would let two parties
-own it.
+own it. (``Timetable.abandon`` ends tasks without taking their claims back, on purpose: do not
+let a pool's workers claim runs after it.)
 """
 
 from __future__ import annotations
@@ -102,7 +103,6 @@ class Pool:
         self.current: dict[int, RunTask] = {}  # worker -> the run it started and runs
         self.started: list[tuple[int, str, int]] = []  # (worker, task_id, run), in start order
         self.skipped: list[tuple[int, str, int, float]] = []  # (worker, task_id, run, now) reported Skipped
-        self.ignored_skips: list[tuple[int, str, int, float]] = []  # those whose task had ended already
 
     # -- the timetable's side
 
@@ -178,11 +178,8 @@ class Pool:
         following = self._claim_next(worker)
         if following is not None:
             self.claimed[worker] = following
-        ended = run.task.task_id not in self.table.tasks or self.table.tasks[run.task_id] is not run.task
         self.table.skipped(Skipped(worker, run.task_id, run.run, following is None), now=now)
         self.skipped.append((worker, run.task_id, run.run, now))
-        if ended:
-            self.ignored_skips.append((worker, run.task_id, run.run, now))
         return None
 
     def start(self, worker: int, now: float = 0.0) -> RunTask | None:

@@ -569,6 +569,7 @@ def test_cancel_message_for_a_claimed_run_not_started_ends_the_task_at_once(trig
     ended(a, table)
     assert table.busy  # the worker still holds the run: its Skipped report frees it
     assert pool.step(0, now=0.2) is None  # try_start fails: it reports Skipped
+    assert pool.skipped == [(0, "a", 1, 0.2)]
     assert not pool.take()  # the task has ended: the report only frees the worker
     assert not table.busy
     assert pool.started == []

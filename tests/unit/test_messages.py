@@ -1,20 +1,26 @@
-"""Validation of triggers and Schedule, and that every message is frozen and slotted."""
+"""Validation of triggers and of the messages users may send; every message is frozen and slotted."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
 from concurrent.futures import Future
+from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 import messages
+from actors.claim import Claim
+from actors.token import Token
 from messages import (
+    AddTask,
+    BusExited,
     Cancel,
-    Claim,
+    Cancelled,
     Completed,
     Drain,
     EventKind,
@@ -34,6 +40,8 @@ from messages import (
     SchedulerStats,
     Settle,
     Shutdown,
+    Skipped,
+    Started,
     Subscribe,
     TaskEvent,
     TaskInfo,
@@ -41,7 +49,9 @@ from messages import (
     Tick,
     Unsubscribe,
     WorkerExited,
+    is_minted_id,
 )
+from messages.frozen import fast_init
 from tests.unit.helpers import noop
 
 NON_FINITE = [math.nan, math.inf, -math.inf]
@@ -118,6 +128,22 @@ def test_triggers_compare_by_value() -> None:
     assert hash(FixedRate(1, 2)) == hash(FixedRate(1.0, 2.0))
 
 
+# -- ids -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("task_id", ["task-0", "task-1", "task-007", "task-123456789012345678901234567890"])
+def test_minted_ids(task_id: str) -> None:
+    assert is_minted_id(task_id)
+
+
+NOT_MINTED = ["", "task-", "task", "Task-1", "task-1a", "task-1 ", " task-1", "task-1\n", "task--1"]
+
+
+@pytest.mark.parametrize("task_id", [*NOT_MINTED, "task-\u0661"])  # an Arabic-Indic digit is not [0-9]
+def test_ids_not_of_the_minted_form(task_id: str) -> None:
+    assert not is_minted_id(task_id)
+
+
 # -- Schedule ------------------------------------------------------------------------------------
 
 
@@ -128,15 +154,32 @@ def schedule(**overrides: object) -> Schedule:
 
 
 def test_schedule_defaults() -> None:
-    cmd = schedule()
-    assert (cmd.args, dict(cmd.kwargs), cmd.name, cmd.max_consecutive_failures, cmd.sink) == (
+    cmd = Schedule(fn=noop, trigger=Once(0.0))
+    assert (cmd.task_id, cmd.args, dict(cmd.kwargs), cmd.name, cmd.max_consecutive_failures) == (
+        None,
         (),
         {},
         None,
         None,
-        None,
     )
     assert isinstance(cmd.kwargs, MappingProxyType)
+    assert not hasattr(cmd, "sink")
+
+
+def test_schedule_is_keyword_only() -> None:
+    with pytest.raises(TypeError):
+        Schedule("t", noop, Once(0.0))  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("task_id", ["task-1", "task-0042"])
+def test_schedule_refuses_ids_of_the_minted_form(task_id: str) -> None:
+    with pytest.raises(ValueError, match="reserved"):
+        schedule(task_id=task_id)
+
+
+@pytest.mark.parametrize("task_id", ["task", "task-x", "my-task-1", "TASK-1", ""])
+def test_schedule_accepts_other_ids(task_id: str) -> None:
+    assert schedule(task_id=task_id).task_id == task_id
 
 
 @pytest.mark.parametrize("fn", [None, 1, "noop", object()])
@@ -147,11 +190,30 @@ def test_schedule_rejects_non_callable(fn: object) -> None:
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("task_id", 1), ("task_id", None), ("args", [1]), ("kwargs", [("a", 1)]), ("name", 3)],
+    [
+        ("task_id", 1),
+        ("task_id", b"t"),
+        ("trigger", None),
+        ("trigger", 5.0),
+        ("args", [1]),
+        ("kwargs", [("a", 1)]),
+        ("kwargs", {1: "a"}),
+        ("name", 3),
+    ],
 )
 def test_schedule_rejects_wrong_types(field: str, value: object) -> None:
     with pytest.raises(TypeError, match=field):
         schedule(**{field: value})
+
+
+def test_schedule_rejects_a_trigger_subclass() -> None:
+    """Triggers are identified by exact type: a subclass could bring other behaviour along."""
+
+    class Sneaky(Once):  # type: ignore[misc]
+        pass
+
+    with pytest.raises(TypeError, match="trigger"):
+        schedule(trigger=Sneaky(0.0))
 
 
 @pytest.mark.parametrize("limit", [0, -1, -100])
@@ -173,6 +235,54 @@ def test_schedule_accepts_valid_values() -> None:
     assert (cmd.args, cmd.kwargs["a"], cmd.name, cmd.max_consecutive_failures) == ((1,), 1, "n", 1)
 
 
+# -- the other messages users may send validate their fields -------------------------------------
+
+
+class NotAFuture:
+    set_result = None  # present but not callable
+
+
+BAD_USER_MESSAGES = {
+    "cancel-int-id": lambda: Cancel(1),
+    "cancel-no-id": lambda: Cancel(None),
+    "query-bytes-id": lambda: QueryTask(b"t"),
+    "settle-no-future": lambda: Settle(object()),
+    "settle-set_result-not-callable": lambda: Settle(NotAFuture()),
+    "shutdown-none": lambda: Shutdown(None),
+    "flush-no-future": lambda: Flush(object()),
+    "subscribe-str-id": lambda: Subscribe("1", noop, frozenset({EventKind.DUE})),
+    "subscribe-bool-id": lambda: Subscribe(True, noop, frozenset({EventKind.DUE})),
+    "subscribe-listener-not-callable": lambda: Subscribe(1, "listener", frozenset({EventKind.DUE})),
+    "subscribe-kinds-a-set": lambda: Subscribe(1, noop, {EventKind.DUE}),
+    "subscribe-no-kinds": lambda: Subscribe(1, noop, frozenset()),
+    "subscribe-kinds-not-event-kinds": lambda: Subscribe(1, noop, frozenset({"due"})),
+    "unsubscribe-str-id": lambda: Unsubscribe("1"),
+    "unsubscribe-bool-id": lambda: Unsubscribe(False),
+}
+
+
+@pytest.mark.parametrize("build", BAD_USER_MESSAGES.values(), ids=BAD_USER_MESSAGES.keys())
+def test_user_messages_reject_wrong_types(build: Any) -> None:
+    with pytest.raises(TypeError):
+        build()
+
+
+def test_user_messages_accept_valid_values() -> None:
+    class Listener:
+        def tell(self, message: object) -> None: ...
+
+    future: Future[Any] = Future()
+    assert Cancel("t").task_id == "t"
+    assert QueryTask("t").task_id == "t"
+    assert Settle(future).waiter is future
+    assert Shutdown(future).drained is future
+    assert (Flush(future).value, Flush(future, 5).value) == (None, 5)
+    listener = Listener()  # an ActorRef has tell
+    kinds = frozenset({EventKind.DUE, EventKind.CANCELLED})
+    assert Subscribe(3, listener, kinds) == Subscribe(3, noop, kinds)  # listener not compared
+    assert Unsubscribe(3).subscription_id == 3
+
+
 # -- frozen and slotted ----------------------------------------------------------------------------
 
 INFO = TaskInfo(
@@ -187,7 +297,9 @@ INFO = TaskInfo(
     last_error=None,
 )
 EVENT = TaskEvent(kind=EventKind.DUE, task_id="t", name="n", at=0.0, run=1, due_at=0.0)
-RUN = RunTask("t", 1, noop, (), {}, Claim(), 0.0)
+RUN = RunTask(Token(), "t", 1, 0.0, noop, (), {}, Claim(), True, False)
+COMPLETED = Completed(0, "t", 1, None, 0.0)
+FAILED = Failed(0, "t", 1, RuntimeError(), "Traceback...", 0.0)
 INSTANCES = [
     Once(0.0),
     FixedRate(1.0, 0.0),
@@ -196,6 +308,7 @@ INSTANCES = [
     Cancel("t"),
     Tick(),
     Drain(),
+    AddTask(Token()),  # type: ignore[arg-type]
     QueryTask("t"),
     QueryTasks(),
     QueryNextDue(),
@@ -207,10 +320,14 @@ INSTANCES = [
     RUN,
     RunBatch((RUN,)),
     Publish((EVENT,)),
-    Flush(),
-    Completed(0, "t", 1, None, 0.0),
-    Failed(0, "t", 1, RuntimeError(), 0.0),
+    Flush(Future()),
+    Started(0, "t", 1, 0.0),
+    COMPLETED,
+    FAILED,
+    Skipped(0, "t", 1),
+    Cancelled(Token()),  # type: ignore[arg-type]
     WorkerExited(0, "died"),
+    BusExited("died"),
     EVENT,
     INFO,
     SchedulerStats(live_tasks=0, running=0, heap_size=0, workers=1, ticks=0, timer_wakeups=0),
@@ -223,8 +340,8 @@ MESSAGE_CLASSES = sorted(
 )
 
 
-def test_instances_cover_most_message_classes() -> None:
-    assert len({type(i) for i in INSTANCES} & set(MESSAGE_CLASSES)) >= 20
+def test_instances_cover_every_message_class() -> None:
+    assert {type(i) for i in INSTANCES} == set(MESSAGE_CLASSES)
 
 
 @pytest.mark.parametrize("cls", MESSAGE_CLASSES, ids=lambda cls: cls.__name__)
@@ -254,57 +371,91 @@ def test_task_info_done() -> None:
     assert not dataclasses.replace(INFO, status=TaskStatus.RUNNING).done
 
 
-def test_claim_has_exactly_one_taker() -> None:
-    claim = Claim()
-    assert not claim.taken
-    assert claim.take() is True
-    assert claim.taken
-    assert claim.take() is False
-    assert claim.take() is False
-    assert claim.taken
+def test_new_fields_default_to_nothing() -> None:
+    assert (EVENT.traceback, EVENT.value, EVENT.final, EVENT.error) == (None, None, False, None)
+    assert (INFO.next_run_wall, INFO.last_traceback, INFO.end_reason) == (None, None, None)
+    assert INSTANCES[-1].replaced_threads == 0  # type: ignore[union-attr]
 
 
-def test_claim_is_slotted() -> None:
-    assert not hasattr(Claim(), "__dict__")
-    with pytest.raises(AttributeError):
-        Claim().extra = 1  # type: ignore[attr-defined]
+def test_run_task_compares_without_its_task_claim_fn_or_kwargs() -> None:
+    first = RunTask(Token(), "t", 1, 0.0, noop, (), {}, Claim(), True, False)
+    second = RunTask(Token(), "t", 1, 0.0, print, (), {"k": 1}, Claim(), True, False)
+    assert first == second
+    assert first != dataclasses.replace(first, run=2)
 
 
-def test_claims_are_independent_and_not_compared() -> None:
-    first, second = Claim(), Claim()
-    first.take()
-    assert not second.taken
-    assert RunTask("t", 1, noop, (), {}, first, 0.0) == RunTask("t", 1, noop, (), {}, second, 0.0)
+def test_reports_compare_without_value_error_or_traceback() -> None:
+    assert Completed(0, "t", 1, "a", 0.0) == Completed(0, "t", 1, "b", 0.0)
+    assert Failed(0, "t", 1, OSError(), "x", 0.0) == Failed(0, "t", 1, ValueError(), "y", 0.0)
+    assert "Traceback" not in repr(FAILED)  # long, and useless in a log line about the report
 
 
-# The per-task messages write their __init__ by hand with slot setters (messages.frozen): each
-# must still set every field, positionally and by keyword, defaults included, and stay frozen.
-HAND_WRITTEN_INIT = [Schedule, RunTask, Completed, Failed]
+# -- fast_init: the per-run messages build through their slots' setters -----------------------------
+
+FAST_INIT = [RunTask, Completed, Failed]
 
 
-@pytest.mark.parametrize("cls", HAND_WRITTEN_INIT, ids=lambda cls: cls.__name__)
-def test_hand_written_init_sets_every_field_by_name(cls: type) -> None:
-    sample = next(m for m in INSTANCES if type(m) is cls)
-    values = {f.name: getattr(sample, f.name) for f in dataclasses.fields(sample)}  # type: ignore[arg-type]
-    rebuilt = cls(**values)
+@pytest.mark.parametrize("sample", [RUN, COMPLETED, FAILED], ids=lambda m: type(m).__name__)
+def test_fast_init_sets_every_field_by_name_and_position(sample: Any) -> None:
+    cls = type(sample)
+    values = {f.name: object() for f in dataclasses.fields(sample)}
+    by_name = cls(**values)
+    by_position = cls(*values.values())
     for name, value in values.items():
-        assert getattr(rebuilt, name) is value, name
+        assert getattr(by_name, name) is value, name
+        assert getattr(by_position, name) is value, name
     assert dataclasses.replace(sample) == sample  # replace() goes through __init__ too
-
-
-def test_hand_written_init_defaults() -> None:
-    claim = Claim()
-    run = RunTask("t", 2, noop, (1,), {}, claim)
-    assert (run.task_id, run.run, run.args, run.claim, run.announce, run.token, run.once) == (
-        "t",
-        2,
-        (1,),
-        claim,
-        False,
-        None,
-        True,
-    )
-    assert Completed(1, "t", 2, "v", 3.0).idle is True
-    assert Failed(1, "t", 2, RuntimeError(), 3.0, False).idle is False
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        by_name.run = 5
     with pytest.raises(TypeError):
-        Schedule("t", noop, Once(0.0))  # type: ignore[misc]  # keyword-only, as before
+        cls(*values.values(), object())  # one too many
+    assert cls.__init__.__qualname__ == f"{cls.__name__}.__init__"
+
+
+def test_fast_init_defaults() -> None:
+    assert Completed(1, "t", 2, "v", 3.0).idle is True
+    assert Failed(1, "t", 2, RuntimeError(), "", 3.0).idle is True
+    assert Failed(1, "t", 2, RuntimeError(), "", 3.0, False).idle is False
+    assert Completed(1, "t", 2, "v", finished_at=3.0, idle=False).idle is False
+    with pytest.raises(TypeError):
+        RunTask(Token(), "t", 1, 0.0, noop, (), {}, Claim(), True)  # type: ignore[call-arg]  # no defaults
+
+
+@pytest.mark.parametrize("cls", FAST_INIT, ids=lambda cls: cls.__name__)
+def test_fast_init_is_what_builds_the_per_run_messages(cls: type) -> None:
+    assert "slots' setters" in (cls.__init__.__doc__ or "")
+
+
+def test_fast_init_keeps_keyword_only_fields_defaults_and_post_init() -> None:
+    checked: list[object] = []
+
+    @fast_init
+    @dataclass(frozen=True, slots=True)
+    class Sample:
+        a: int
+        b: str = "b"
+        c: float = field(default=1.5, kw_only=True)
+
+        def __post_init__(self) -> None:
+            checked.append(self.a)
+            if self.a < 0:
+                raise ValueError("a must not be negative")
+
+    sample = Sample(1)
+    assert (sample.a, sample.b, sample.c, checked) == (1, "b", 1.5, [1])
+    assert Sample(2, "x", c=3.0) == Sample(a=2, b="x", c=3.0)
+    with pytest.raises(TypeError):
+        Sample(1, "x", 3.0)  # type: ignore[misc]  # c is keyword-only
+    with pytest.raises(ValueError, match="negative"):
+        Sample(-1)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        sample.a = 5  # type: ignore[misc]
+
+
+def test_fast_init_refuses_a_default_factory() -> None:
+    @dataclass(frozen=True, slots=True)
+    class WithFactory:
+        items: list[int] = field(default_factory=list)
+
+    with pytest.raises(TypeError, match="default_factory"):
+        fast_init(WithFactory)

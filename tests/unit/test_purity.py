@@ -1,4 +1,5 @@
-"""The pure core and the messages start no thread, read no clock and depend on no actor."""
+"""The pure core and the messages start no thread, read no clock, depend on no actor, and never
+read the state other threads share (tokens and claims): they only make moves on it."""
 
 from __future__ import annotations
 
@@ -11,7 +12,10 @@ ROOT = Path(__file__).resolve().parents[2]
 PURE_FILES = [
     ROOT / "actors" / "timetable.py",
     ROOT / "actors" / "dealer.py",
+    ROOT / "actors" / "due_heap.py",
     ROOT / "actors" / "task_record.py",
+    ROOT / "actors" / "task_state.py",
+    ROOT / "actors" / "claim.py",
     ROOT / "actors" / "recurrence.py",
     ROOT / "actors" / "cron.py",
     ROOT / "actors" / "zones.py",
@@ -19,14 +23,26 @@ PURE_FILES = [
     ROOT / "actors" / "cli" / "jobkeys.py",
     *sorted((ROOT / "messages").glob("*.py")),
 ]
+# actors/token.py is not pure (it holds a lock): it is where the shared state lives.
 MESSAGE_FILES = sorted((ROOT / "messages").glob("*.py"))
 FORBIDDEN = {"threading", "time", "pykka", "concurrent", "_thread", "asyncio"}
 CLOCK_READS = {"now", "utcnow", "today", "monotonic", "perf_counter", "time_ns", "monotonic_ns"}
 
+SHARED_STATE_READS = {"token_state", "_token", "_outcome", "_free", "taken", "outcome", "wait_ended"}
+"""What shows the state of a token or a claim. The pure core may only make moves on them
+(``try_start``, ``end_run``, ``revoke``, ``take``, ``finish``) and act on each move's result: a
+read would be a decision made on state another thread may be changing."""
+OWN_STATE = {ROOT / "actors" / "claim.py": {"_free"}}
+"""A module may touch the state it implements (the claim's move is written on ``_free``)."""
+
+
+def parse(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(), filename=str(path))
+
 
 def imported_modules(path: Path) -> set[str]:
     modules = set()
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+    for node in ast.walk(parse(path)):
         if isinstance(node, ast.Import):
             modules.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -34,16 +50,41 @@ def imported_modules(path: Path) -> set[str]:
     return modules
 
 
+def reads(node: ast.AST, forbidden: frozenset[str]) -> bool:
+    if isinstance(node, ast.Attribute):
+        return node.attr in forbidden
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in {"getattr", "setattr", "hasattr", "delattr"}
+        and any(isinstance(arg, ast.Constant) and arg.value in forbidden for arg in node.args)
+    )
+
+
+def shared_state_reads(path: Path, allowed: frozenset[str] = frozenset()) -> list[str]:
+    """Every access to a forbidden name, in file order: ``x.name``, ``getattr(x, "name")`` and the like."""
+    forbidden = frozenset(SHARED_STATE_READS - allowed)
+    found = sorted(
+        (node.lineno, node.col_offset, ast.unparse(node))
+        for node in ast.walk(parse(path))
+        if isinstance(node, ast.expr) and reads(node, forbidden)
+    )
+    return [f"line {line}: {code}" for line, _, code in found]
+
+
 def ids(paths: list[Path]) -> list[str]:
     return [str(p.relative_to(ROOT)) for p in paths]
 
 
 def test_files_found() -> None:
+    assert all(path.is_file() for path in PURE_FILES)
+    assert ROOT / "actors" / "token.py" not in PURE_FILES
     assert len(MESSAGE_FILES) >= 5
     assert {p.name for p in MESSAGE_FILES} >= {
         "__init__.py",
         "commands.py",
         "events.py",
+        "frozen.py",
         "reports.py",
         "triggers.py",
     }
@@ -59,12 +100,18 @@ def test_no_threads_clocks_or_actors_imported(path: Path) -> None:
 def test_no_clock_reads(path: Path) -> None:
     calls = [
         ast.unparse(node.func)
-        for node in ast.walk(ast.parse(path.read_text()))
+        for node in ast.walk(parse(path))
         if isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
         and node.func.attr in CLOCK_READS
     ]
     assert not calls, f"{path.name} reads a clock: {calls}"
+
+
+@pytest.mark.parametrize("path", PURE_FILES, ids=ids(PURE_FILES))
+def test_no_reads_of_shared_state(path: Path) -> None:
+    found = shared_state_reads(path, frozenset(OWN_STATE.get(path, ())))
+    assert not found, f"{path.name} reads the state of a token or a claim: {found}"
 
 
 @pytest.mark.parametrize("path", MESSAGE_FILES, ids=ids(MESSAGE_FILES))
@@ -84,3 +131,25 @@ def test_checker_catches_violations(tmp_path: Path) -> None:
         test_no_clock_reads(sample)
     with pytest.raises(AssertionError):
         test_no_threads_clocks_or_actors_imported(sample)
+
+
+def test_checker_catches_reads_of_shared_state(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        "def decide(task, claim):\n"
+        "    if task.token_state is RUNNING:\n"  # a read of the token
+        "        return claim._free\n"  # a read of the claim
+        "    state = getattr(task, 'outcome')\n"  # the same, spelt differently
+        "    task.revoke()\n"
+        "    return task.take() and claim.take() and task.try_start(True)\n"  # moves: fine
+    )
+    assert shared_state_reads(sample) == [
+        "line 2: task.token_state",
+        "line 3: claim._free",
+        "line 4: getattr(task, 'outcome')",
+    ]
+    with pytest.raises(AssertionError, match="reads the state of a token or a claim"):
+        test_no_reads_of_shared_state(sample)
+    moves_only = tmp_path / "moves.py"
+    moves_only.write_text("def end(task, outcome):\n    task.end_run()\n    task.finish(outcome)\n")
+    test_no_reads_of_shared_state(moves_only)

@@ -1,0 +1,105 @@
+"""A task's states in the core, the table of moves between them, and what each state shows."""
+
+from __future__ import annotations
+
+import pytest
+
+from actors.errors import InvalidTransitionError
+from actors.task_record import TaskRecord
+from actors.task_state import FINAL_STATUS, TRANSITIONS, State, move_to
+from messages import TaskStatus
+from tests.unit.helpers import noop
+
+PENDING, READY, HANDED, CANCELLING, COMPLETED, FAILED, CANCELLED = State
+
+DIAGRAM = {
+    PENDING: {READY, CANCELLED},
+    READY: {HANDED, CANCELLED},
+    HANDED: {PENDING, READY, CANCELLING, COMPLETED, FAILED, CANCELLED},
+    CANCELLING: {CANCELLED},
+    COMPLETED: set(),
+    FAILED: set(),
+    CANCELLED: set(),
+}
+"""The state diagram, edge by edge (``actors/task_state.py`` describes each edge in a comment):
+
+    PENDING --due--> READY --dealt--> HANDED --recurring run reported--> PENDING
+    HANDED --taken back (stolen, worker lost)--> READY
+    HANDED --cancelled while its worker holds the run--> CANCELLING --worker reported--> CANCELLED
+    HANDED --run reported--> COMPLETED | FAILED;  PENDING | READY | HANDED --cancelled--> CANCELLED
+"""
+
+
+def test_every_state_is_a_key() -> None:
+    assert set(TRANSITIONS) == set(State)
+
+
+def test_the_table_is_the_diagram() -> None:
+    assert {state: set(targets) for state, targets in TRANSITIONS.items()} == DIAGRAM
+
+
+def test_final_states_are_those_without_a_way_out() -> None:
+    assert set(FINAL_STATUS) == {state for state, targets in TRANSITIONS.items() if not targets}
+    assert FINAL_STATUS == {
+        COMPLETED: TaskStatus.COMPLETED,
+        FAILED: TaskStatus.FAILED,
+        CANCELLED: TaskStatus.CANCELLED,
+    }
+
+
+def reachable(start: State) -> set[State]:
+    seen, todo = {start}, [start]
+    while todo:
+        for target in TRANSITIONS[todo.pop()]:
+            if target not in seen:
+                seen.add(target)
+                todo.append(target)
+    return seen
+
+
+def test_every_state_is_reachable_and_every_live_one_can_end() -> None:
+    assert reachable(PENDING) == set(State)
+    for state in set(State) - set(FINAL_STATUS):
+        assert reachable(state) & set(FINAL_STATUS), state
+        assert CANCELLED in TRANSITIONS[state]  # a live task can always be cancelled
+
+
+def record_in(state: State) -> TaskRecord:
+    record = TaskRecord("t", noop, (), {}, due_at=0.0)
+    record.state = state
+    return record
+
+
+PAIRS = [(old, new) for old in State for new in State]
+
+
+@pytest.mark.parametrize(("old", "new"), PAIRS, ids=[f"{old.name}->{new.name}" for old, new in PAIRS])
+def test_move_to_follows_the_table(old: State, new: State) -> None:
+    record = record_in(old)
+    if new in TRANSITIONS[old]:
+        move_to(record, new)
+        assert record.state is new
+    else:
+        with pytest.raises(InvalidTransitionError, match=f"'t' cannot move from {old.name} to {new.name}"):
+            move_to(record, new)
+        assert record.state is old  # refused: nothing changed
+
+
+@pytest.mark.parametrize(
+    ("state", "running", "shown"),
+    [
+        (PENDING, False, TaskStatus.SCHEDULED),
+        (READY, False, TaskStatus.SCHEDULED),
+        (HANDED, False, TaskStatus.SCHEDULED),  # waiting its turn in a batch
+        (HANDED, True, TaskStatus.RUNNING),  # its worker's current run
+        (CANCELLING, False, TaskStatus.RUNNING),
+        (COMPLETED, False, TaskStatus.COMPLETED),
+        (FAILED, False, TaskStatus.FAILED),
+        (CANCELLED, True, TaskStatus.CANCELLED),
+    ],
+)
+def test_what_each_state_shows(state: State, running: bool, shown: TaskStatus) -> None:
+    info = record_in(state).snapshot(running=running)
+    assert info.status is shown
+    assert info.next_run_at == (0.0 if shown is TaskStatus.SCHEDULED else None)
+    assert (info.end_reason is None) is (state not in FINAL_STATUS)

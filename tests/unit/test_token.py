@@ -1,0 +1,284 @@
+"""A task's token and a run's claim: the atomic moves that threads race on.
+
+This is the one module of ``tests/unit`` that starts threads: the races are the point. They are
+kept short (``ROUNDS`` rounds) and bounded (every wait has a timeout, and every thread is
+joined with one).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+import actors.token as token_module
+from actors.claim import Claim
+from actors.task_record import TaskRecord
+from actors.token import TRANSITIONS, Move, Token, TokenState
+from tests.unit.helpers import noop
+
+FREE, RUNNING, TAKEN, REVOKED, FINISHED = TokenState
+ROUNDS = 2_000
+TIMEOUT = 10.0  # seconds any thread or wait may take before the test fails
+
+
+def token_in(state: TokenState) -> Token:
+    """A fresh token brought to ``state`` by legal moves only."""
+    token = Token()
+    if state is RUNNING:
+        assert token.try_start(False)
+    elif state is TAKEN:
+        assert token.take()
+    elif state is REVOKED:
+        assert token.revoke() is FREE
+    elif state is FINISHED:
+        token.finish("outcome")
+    assert token.token_state is state
+    return token
+
+
+def finish_new(token: Token) -> RuntimeError | None:
+    try:
+        token.finish("new outcome")
+    except RuntimeError as error:
+        return error
+    return None
+
+
+MOVES: dict[Move, Callable[[Token], object]] = {
+    Move.START_ONE_TIME: lambda token: token.try_start(True),
+    Move.START_RECURRING: lambda token: token.try_start(False),
+    Move.END_RUN: lambda token: token.end_run(),
+    Move.REVOKE: lambda token: token.revoke(),
+    Move.TAKE: lambda token: token.take(),
+    Move.FINISH: finish_new,  # returns the error of a refused finish
+}
+"""Each move, made by its method; each returns what the method returned."""
+
+
+# -- the table --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("state", TokenState, ids=lambda s: s.name)
+@pytest.mark.parametrize("move", Move, ids=lambda m: m.name)
+def test_the_table_drives_every_move(state: TokenState, move: Move) -> None:
+    token = token_in(state)
+    outcome = token.outcome
+    result = MOVES[move](token)
+    new = TRANSITIONS.get((state, move))
+    assert token.token_state is (state if new is None else new)  # a move not in the table changes nothing
+    if move in (Move.START_ONE_TIME, Move.START_RECURRING, Move.TAKE):
+        assert result is (new is not None)  # the mover learns whether it won
+    elif move is Move.REVOKE:
+        assert result is state  # the mover learns the state before: FREE or RUNNING means it won
+    elif move is Move.FINISH:
+        assert isinstance(result, RuntimeError) is (new is None)
+        assert token.outcome == (outcome if new is None else "new outcome")
+    else:
+        assert result is None
+    if move is not Move.FINISH:
+        assert token.outcome is outcome  # only finish publishes an outcome
+
+
+DOC_COLUMNS = {
+    "start(one-time)": Move.START_ONE_TIME,
+    "start(recurring)": Move.START_RECURRING,
+    "end_run()": Move.END_RUN,
+    "revoke()": Move.REVOKE,
+    "take()": Move.TAKE,
+    "finish()": Move.FINISH,
+}
+
+
+def documented_table() -> dict[tuple[TokenState, Move], TokenState]:
+    """The table in ``actors/token.py``'s docstring, read as data."""
+    doc = token_module.__doc__ or ""
+    lines = [line.strip() for line in doc.splitlines()]
+    header = next(i for i, line in enumerate(lines) if line.startswith("state "))
+    columns = [DOC_COLUMNS[name] for name in re.split(r"\s{2,}", lines[header])[1:]]
+    table: dict[tuple[TokenState, Move], TokenState] = {}
+    for line in lines[header + 1 : header + 1 + len(TokenState)]:
+        name, *cells = re.split(r"\s{2,}", line)
+        state = TokenState[name]
+        assert len(cells) == len(columns), line
+        for move, cell in zip(columns, cells, strict=True):
+            if cell == "ok (stays)":
+                table[state, move] = state
+            elif cell != "-":
+                assert cell.startswith("-> "), line
+                table[state, move] = TokenState[cell.removeprefix("-> ")]
+    return table
+
+
+def test_the_documented_table_is_the_table() -> None:
+    assert documented_table() == dict(TRANSITIONS)
+
+
+def test_finished_is_final_and_every_other_state_can_finish() -> None:
+    assert not [move for (state, move) in TRANSITIONS if state is FINISHED]
+    assert all((state, Move.FINISH) in TRANSITIONS for state in TokenState if state is not FINISHED)
+
+
+def test_finish_publishes_the_outcome_once() -> None:
+    token = Token()
+    assert token.outcome is None
+    token.finish(["value"])
+    assert (token.token_state, token.outcome) == (FINISHED, ["value"])
+    with pytest.raises(RuntimeError, match="FINISHED"):
+        token.finish("again")
+    assert token.outcome == ["value"]
+
+
+def test_a_task_record_is_a_token() -> None:
+    record = TaskRecord("a", noop, (), {}, due_at=0.0)
+    assert isinstance(record, Token)
+    assert record.token_state is FREE
+    assert record.try_start(True)
+    assert record.revoke() is TAKEN
+
+
+# -- waiting for the end ----------------------------------------------------------------------
+
+
+def test_wait_ended_returns_at_once_when_revoked_or_finished() -> None:
+    assert token_in(REVOKED).wait_ended(0)
+    assert token_in(FINISHED).wait_ended(0)
+
+
+@pytest.mark.parametrize("state", [FREE, RUNNING, TAKEN])
+def test_wait_ended_times_out_while_the_task_lives(state: TokenState) -> None:
+    token = token_in(state)
+    begun = time.monotonic()
+    assert token.wait_ended(0.02) is False
+    assert time.monotonic() - begun >= 0.02
+
+
+def run_thread(target: Callable[[], Any]) -> tuple[threading.Thread, list[Any]]:
+    result: list[Any] = []
+    thread = threading.Thread(target=lambda: result.append(target()), daemon=True)
+    thread.start()
+    return thread, result
+
+
+@pytest.mark.parametrize("end", ["revoke", "finish"])
+def test_wait_ended_wakes_every_waiter(end: str) -> None:
+    token = Token()
+    assert token.wait_ended(0) is False  # a waiter that gave up leaves nothing that could block later
+    waiters = [run_thread(lambda: token.wait_ended(TIMEOUT)) for _ in range(3)]
+    if end == "revoke":
+        assert token.revoke() is FREE
+    else:
+        token.finish(None)
+    for thread, result in waiters:
+        thread.join(TIMEOUT)
+        assert not thread.is_alive()
+        assert result == [True]
+    assert token not in token_module._WAITERS  # nothing kept for a token that has ended
+
+
+# -- races between threads ----------------------------------------------------------------------
+
+
+@contextmanager
+def frequent_switches() -> Iterator[None]:
+    """Let the interpreter switch threads as often as it can, so the races interleave."""
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(interval)
+
+
+def race(first: Callable[[int], object], second: Callable[[int], object]) -> tuple[list[Any], list[Any]]:
+    """Call ``first(i)`` and ``second(i)`` on two threads, released together by a barrier, for each round."""
+    barrier = threading.Barrier(2, timeout=TIMEOUT)
+    results: tuple[list[Any], list[Any]] = ([], [])
+
+    def play(move: Callable[[int], object], out: list[Any]) -> None:
+        for i in range(ROUNDS):
+            barrier.wait()
+            out.append(move(i))
+
+    threads = [
+        threading.Thread(target=play, args=(first, results[0]), daemon=True),
+        threading.Thread(target=play, args=(second, results[1]), daemon=True),
+    ]
+    with frequent_switches():
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(TIMEOUT)
+    assert not any(thread.is_alive() for thread in threads), "a racer is stuck"
+    assert len(results[0]) == len(results[1]) == ROUNDS, "a racer failed"
+    return results
+
+
+def test_revoke_against_a_one_time_start_exactly_one_wins() -> None:
+    tokens = [Token() for _ in range(ROUNDS)]
+    revokes, starts = race(lambda i: tokens[i].revoke(), lambda i: tokens[i].try_start(True))
+    for token, before, started in zip(tokens, revokes, starts, strict=True):
+        assert before in (FREE, TAKEN)
+        assert (before is FREE) is not started, "both won, or neither"
+        assert token.token_state is (TAKEN if started else REVOKED)
+
+
+def test_revoke_against_take_exactly_one_wins() -> None:
+    tokens = [Token() for _ in range(ROUNDS)]
+    revokes, takes = race(lambda i: tokens[i].revoke(), lambda i: tokens[i].take())
+    for token, before, took in zip(tokens, revokes, takes, strict=True):
+        assert before in (FREE, TAKEN)
+        assert (before is FREE) is not took, "both won, or neither"
+        assert token.token_state is (TAKEN if took else REVOKED)
+
+
+def test_no_recurring_run_starts_after_a_revoke() -> None:
+    attempts = 4
+    tokens = [Token() for _ in range(ROUNDS)]
+
+    def runs(i: int) -> list[bool]:
+        token, started = tokens[i], []
+        for _ in range(attempts):
+            ok = token.try_start(False)
+            started.append(ok)
+            if ok:
+                token.end_run()
+        return started
+
+    revokes, starts = race(lambda i: tokens[i].revoke(), runs)
+    for token, before, started in zip(tokens, revokes, starts, strict=True):
+        assert before in (FREE, RUNNING)  # the revoke always wins: only it ends the token
+        assert token.token_state is REVOKED  # end_run after the revoke did not undo it
+        count = started.count(True)
+        assert started == [True] * count + [False] * (attempts - count), "a run started after a refusal"
+        if before is RUNNING:
+            assert count >= 1  # it met a run in progress, and that run went on; no other started
+
+
+def test_claim_has_exactly_one_taker() -> None:
+    claim = Claim()
+    assert claim.take() is True
+    assert claim.take() is False
+    assert claim.take() is False
+
+
+def test_claims_are_slotted_and_independent() -> None:
+    first, second = Claim(), Claim()
+    assert not hasattr(first, "__dict__")
+    with pytest.raises(AttributeError):
+        first.extra = 1  # type: ignore[attr-defined]
+    assert first.take()
+    assert second.take()
+
+
+def test_a_claim_raced_by_two_threads_has_one_taker() -> None:
+    claims = [Claim() for _ in range(ROUNDS)]
+    firsts, seconds = race(lambda i: claims[i].take(), lambda i: claims[i].take())
+    for first, second in zip(firsts, seconds, strict=True):
+        assert first is not second

@@ -19,13 +19,17 @@ __all__ = ["FREE", "Claim"]
 
 
 FREE: Final = b"\x01"
-"""A free claim's one byte: a new claim is ``Claim(FREE)`` (bytearray's own constructor: cheap)."""
+"""A free claim's one byte."""
 
 
 class Claim(bytearray):
     """One run's claim. ``take`` may be called from any thread; exactly one call returns ``True``."""
 
     __slots__ = ()
+
+    def __init__(self, free: bytes = FREE) -> None:
+        """Make a free claim."""
+        super().__init__(free)
 
     def take(self) -> bool:
         """Take the claim; ``False`` if the other side already has it."""

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Final
 
-from actors.claim import FREE, Claim
+from actors.claim import Claim
 from actors.task_record import PROCESSES, THREADS, TaskRecord
 from actors.task_state import HANDED, READY, move_to
 from messages import RunTask, TaskId
@@ -123,9 +123,10 @@ class Dealer:
             task.claim = None
         return started, taken_back
 
-    def add(self, worker: int) -> None:
-        """Make ``worker`` (a replacement, in the pool it was in) available."""
-        idle = self._pool_of[worker].idle
+    def add(self, worker: int, executor: str = THREADS) -> None:
+        """Make ``worker`` available: a replacement, in the pool it was in, or a new one in ``executor``'s."""
+        pool = self._pool_of.setdefault(worker, self._pools[executor])
+        idle = pool.idle
         if worker not in idle and worker not in self._batches:
             idle.append(worker)
 
@@ -188,7 +189,7 @@ class Dealer:
             runs: list[RunTask] = []
             for task in batch:
                 move_to(task, HANDED)
-                claim = task.claim = Claim(FREE)
+                claim = task.claim = Claim()
                 runs.append(
                     RunTask(
                         task,

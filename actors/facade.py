@@ -31,7 +31,7 @@ from actors.outbox import Outbox
 from actors.scheduler import OutboxItem, SchedulerActor, new_id_mint
 from actors.task_record import PLAIN, PROCESSES, THREADS, TaskRecord, TaskSpec, default_name
 from actors.threads import Role, ThreadRegistry
-from actors.token import FREE, RUNNING
+from actors.token import FREE, RAN, RUNNING
 from actors.validation import (
     MAX_PROCESSES,
     MAX_WORKERS,
@@ -386,13 +386,13 @@ class Scheduler:
     def _revoke(self, task: TaskRecord) -> bool:
         """Cancel ``task`` through its token (caller's thread); if that won, tell the scheduler."""
         before = task.revoke()
-        if before is not FREE and before is not RUNNING:
+        if before is not FREE and before is not RUNNING and before is not RAN:
             return False  # a one-time run started, the task is ending or has ended, or was cancelled
         with self._lock:
             if self._closed:
                 return True  # the shutdown ends it anyway: it finds the token revoked
             with contextlib.suppress(SchedulerShutdownError):  # stopped by force: every task has ended
-                self._put(Cancelled(task, before is RUNNING))
+                self._put(Cancelled(task, before is not FREE))  # RUNNING or RAN: a run is in flight
         return True
 
     def info(self, task_id: TaskId) -> TaskInfo:

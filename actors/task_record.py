@@ -108,12 +108,12 @@ class TaskRecord(Token):
         args: tuple[Any, ...],
         kwargs: Mapping[str, Any],
         due_at: float,
-        name: str,
+        name: str | None = None,
         spec: TaskSpec = PLAIN,
     ) -> None:
         """Record a new task (on whichever thread builds it; nobody else sees it until it is handed over).
 
-        ``name`` is the name to show (``default_name(fn)`` when the caller gave none).
+        ``name`` is the name to show; ``None`` means ``default_name(fn)``.
         """
         self._token = FREE  # the Token's two slots, set here: a million tasks pay for each call
         self._outcome: object = None
@@ -122,7 +122,7 @@ class TaskRecord(Token):
         self.args = args
         self.kwargs = kwargs
         self.due_at = due_at
-        self.name = name
+        self.name = name if name is not None else default_name(fn)
         self.spec = spec
         self.state = PENDING
         self.heap_seq: int | None = None  # the due heap's entry this task waits on (actors/due_heap.py)

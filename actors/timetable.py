@@ -43,7 +43,7 @@ from actors.task_state import (
     State,
     move_to,
 )
-from actors.token import FREE, REVOKED, RUNNING, TAKEN
+from actors.token import FREE, RAN, REVOKED, RUNNING, TAKEN
 from messages import (
     Cancelled,
     Completed,
@@ -199,9 +199,9 @@ class Timetable:
         if task is None or task.state is CANCELLING:
             return False
         before = task.revoke()
-        if before is not FREE and before is not RUNNING:
+        if before is not FREE and before is not RUNNING and before is not RAN:
             return False  # a one-time run started, the task is ending, or a caller cancelled it first
-        self._end_cancelled(task, now, mid_run=before is RUNNING)
+        self._end_cancelled(task, now, mid_run=before is not FREE)
         return True
 
     def cancelled(self, report: Cancelled, *, now: float) -> None:
@@ -224,6 +224,7 @@ class Timetable:
         """Record that a worker finished a run normally."""
         task = self._dealer.report(report.worker, report.task_id, report.run, idle=report.idle)
         if task is None or task.state in FINAL_STATES:
+            self._release(now)  # the report may have freed its worker
             return
         self.activity += 1
         task.run_count += 1
@@ -236,6 +237,7 @@ class Timetable:
                 )
             self._finish(task, COMPLETED, report.finished_at, report.value)
         else:
+            task.run_reported()
             if self._want_completed:
                 self._emit(EventKind.COMPLETED, task, report.finished_at, report.run, value=report.value)
             self._after_run(task, report.finished_at)
@@ -245,19 +247,17 @@ class Timetable:
     def failed(self, report: Failed, *, now: float) -> None:
         """Record that a worker finished a run by raising."""
         task = self._dealer.report(report.worker, report.task_id, report.run, idle=report.idle)
-        if task is None or task.state in FINAL_STATES:
-            return
-        self._fail_run(task, report.error, report.traceback, report.finished_at)
-        self._release(now)
+        if task is not None and task.state not in FINAL_STATES:
+            self._fail_run(task, report.error, report.traceback, report.finished_at)
+        self._release(now)  # the report freed its worker
 
     def skipped(self, report: Skipped, *, now: float) -> None:
         """Record that a worker did not start a run: the task's token said it was cancelled."""
         task = self._dealer.report(report.worker, report.task_id, report.run, idle=report.idle)
-        if task is None or task.state in FINAL_STATES:
-            return  # ended when it was cancelled: this only frees its worker
-        self.activity += 1
-        self._finish(task, CANCELLED, now, None)
-        self._release(now)
+        if task is not None and task.state not in FINAL_STATES:  # else it ended when cancelled
+            self.activity += 1
+            self._finish(task, CANCELLED, now, None)
+        self._release(now)  # the report freed its worker
 
     def started(self, report: Started) -> None:
         """Record that a worker started a run (publishes ``STARTED``)."""
@@ -299,7 +299,7 @@ class Timetable:
             task.revoke()
             self._finish(task, CANCELLED, now, None)
         for task in list(self._tasks.values()):
-            if task.state is not CANCELLING and task.revoke() in (FREE, RUNNING, REVOKED):
+            if task.state is not CANCELLING and task.revoke() in (FREE, RUNNING, RAN, REVOKED):
                 # A caller may have revoked it mid-run (its report will not come): wait for the worker.
                 self._end_cancelled(task, now, mid_run=True)
             # else: a worker has started its one-time run (it holds the token): it finishes as usual
@@ -440,6 +440,8 @@ class Timetable:
         self.activity += 1
         run = task.run_count = task.run_count + 1
         task.count_failure(error, traceback)
+        if task.spec.trigger is not None:
+            task.run_reported()
         if task.state is CANCELLING:
             ending: State | None = CANCELLED
         elif task.spec.trigger is None:

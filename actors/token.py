@@ -10,16 +10,19 @@ decides by looking at a token: the scheduler's core treats a move's result as an
 The state table (``TRANSITIONS`` below is this table as data). "-" means the move fails and
 nothing changes:
 
-    state      start(one-time)  start(recurring)  end_run()   revoke()    take()     finish()
-    FREE       -> TAKEN         -> RUNNING        -           -> REVOKED  -> TAKEN   -> FINISHED
-    RUNNING    -                -                 -> FREE     -> REVOKED  -          -> FINISHED
-    TAKEN      -                -                 -           -           -          -> FINISHED
-    REVOKED    -                -                 ok (stays)  -           -          -> FINISHED
-    FINISHED   -                -                 -           -           -          -
+    state     start(1-time)  start(recurring)  end_run()    run_reported()  revoke()    take()    finish()
+    FREE      -> TAKEN       -> RUNNING        -            -               -> REVOKED  -> TAKEN  -> FINISHED
+    RUNNING   -              -                 -> RAN       -               -> REVOKED  -         -> FINISHED
+    RAN       -              -                 -            -> FREE         -> REVOKED  -         -> FINISHED
+    TAKEN     -              -                 -            -               -           -         -> FINISHED
+    REVOKED   -              -                 ok (stays)   ok (stays)      -           -         -> FINISHED
+    FINISHED  -              -                 -            -               -           -         -
 
-- ``RUNNING``: a run of a recurring task is in progress (the worker moves it back with
-  ``end_run`` before it reports). A cancel still wins then, for every later run, and learns
-  from ``revoke``'s result that the current run goes on.
+- ``RUNNING``: a run of a recurring task is in progress; ``RAN``: it has ended and its report
+  is on its way to the scheduler (the worker moves the token on with ``end_run`` before it
+  reports; the scheduler back to ``FREE`` with ``run_reported`` when the report arrives). A
+  cancel still wins in either, for every later run, and learns from ``revoke``'s result that a
+  run is in flight: the task ends when its report arrives, and the run counts.
 - ``TAKEN``: the task's fate is sealed: a one-time run has started (a cancel can no longer
   prevent it), or the scheduler is ending the task (a cancel can no longer change how).
 - ``REVOKED``: cancelled; no run starts any more. A handle reports ``done()`` from here on.
@@ -28,8 +31,8 @@ nothing changes:
 
 Who makes which move: ``try_start`` and ``end_run`` the worker, around a run; ``revoke`` a
 caller (``TaskHandle.cancel``, ``Scheduler.cancel``) or the scheduler (``Cancel`` message,
-shutdown); ``take`` the scheduler, to end a recurring task after too many failures; ``finish``
-the scheduler, once.
+shutdown); ``run_reported`` the scheduler, as a recurring run's report arrives; ``take`` the
+scheduler, to end a recurring task after too many failures; ``finish`` the scheduler, once.
 """
 
 from __future__ import annotations
@@ -42,7 +45,18 @@ from typing import Final
 
 from actors.waiting import wait_until
 
-__all__ = ["FINISHED", "FREE", "REVOKED", "RUNNING", "TAKEN", "TRANSITIONS", "Move", "Token", "TokenState"]
+__all__ = [
+    "FINISHED",
+    "FREE",
+    "RAN",
+    "REVOKED",
+    "RUNNING",
+    "TAKEN",
+    "TRANSITIONS",
+    "Move",
+    "Token",
+    "TokenState",
+]
 
 
 class TokenState(enum.IntEnum):
@@ -50,9 +64,10 @@ class TokenState(enum.IntEnum):
 
     FREE = 0
     RUNNING = 1
-    TAKEN = 2
-    REVOKED = 3
-    FINISHED = 4
+    RAN = 2
+    TAKEN = 3
+    REVOKED = 4
+    FINISHED = 5
 
 
 class Move(enum.IntEnum):
@@ -61,12 +76,13 @@ class Move(enum.IntEnum):
     START_ONE_TIME = 0
     START_RECURRING = 1
     END_RUN = 2
-    REVOKE = 3
-    TAKE = 4
-    FINISH = 5
+    RUN_REPORTED = 3
+    REVOKE = 4
+    TAKE = 5
+    FINISH = 6
 
 
-FREE, RUNNING, TAKEN, REVOKED, FINISHED = TokenState
+FREE, RUNNING, RAN, TAKEN, REVOKED, FINISHED = TokenState
 
 _MOVES: Final[dict[tuple[TokenState, Move], TokenState]] = {
     (FREE, Move.START_ONE_TIME): TAKEN,
@@ -74,11 +90,15 @@ _MOVES: Final[dict[tuple[TokenState, Move], TokenState]] = {
     (FREE, Move.REVOKE): REVOKED,
     (FREE, Move.TAKE): TAKEN,
     (FREE, Move.FINISH): FINISHED,
-    (RUNNING, Move.END_RUN): FREE,
+    (RUNNING, Move.END_RUN): RAN,
     (RUNNING, Move.REVOKE): REVOKED,
     (RUNNING, Move.FINISH): FINISHED,
+    (RAN, Move.RUN_REPORTED): FREE,
+    (RAN, Move.REVOKE): REVOKED,
+    (RAN, Move.FINISH): FINISHED,
     (TAKEN, Move.FINISH): FINISHED,
     (REVOKED, Move.END_RUN): REVOKED,
+    (REVOKED, Move.RUN_REPORTED): REVOKED,
     (REVOKED, Move.FINISH): FINISHED,
 }
 TRANSITIONS: Final[Mapping[tuple[TokenState, Move], TokenState]] = MappingProxyType(_MOVES)
@@ -117,23 +137,31 @@ class Token:
             return True
 
     def end_run(self) -> None:
-        """Worker, after a recurring run (before reporting it): no run is in progress any more."""
+        """Worker, after a recurring run (before reporting it): the run has ended, its report follows."""
+        self._move(Move.END_RUN)
+
+    def run_reported(self) -> None:
+        """Scheduler, as a recurring run's report arrives: nothing of the task is in flight any more."""
+        self._move(Move.RUN_REPORTED)
+
+    def _move(self, move: Move) -> None:
         with _LOCK:
-            new = _MOVES.get((self._token, Move.END_RUN))
+            new = _MOVES.get((self._token, move))
             if new is not None:
                 self._token = new
 
     def revoke(self) -> TokenState:
         """Cancel through the token; return the state *before* the move.
 
-        ``FREE`` or ``RUNNING``: this call won (with ``RUNNING`` a recurring run is still in
-        progress: it finishes, and no other starts). The other results tell the loser why:
+        ``FREE``, ``RUNNING`` or ``RAN``: this call won (with ``RUNNING`` or ``RAN`` a recurring
+        run is in flight: it finishes and reports, and no other starts). The other results tell
+        the loser why:
         ``REVOKED`` (cancelled already), ``TAKEN`` (a one-time run has started, or the task is
         ending), ``FINISHED`` (it has ended).
         """
         with _LOCK:
             before = self._token
-            if before is not FREE and before is not RUNNING:
+            if before is not FREE and before is not RUNNING and before is not RAN:
                 return before
             self._token = REVOKED
             event = _WAITERS.pop(self, None)

@@ -25,7 +25,7 @@ from typing import Any
 
 from actors.task_record import TaskRecord
 from actors.timetable import Effects, Timetable
-from actors.token import FREE, RUNNING
+from actors.token import FREE, RAN, RUNNING
 from messages import Cancelled, Completed, EventKind, Failed, RunTask, Schedule, Skipped, Started, Trigger
 
 ALL_KINDS = frozenset(EventKind)
@@ -68,8 +68,8 @@ def take(table: Timetable) -> Effects:
 def revoke(record: TaskRecord) -> Cancelled | None:
     """A caller's cancel (``TaskHandle.cancel``): revoke the token; the report to send if that won."""
     before = record.revoke()
-    if before is FREE or before is RUNNING:
-        return Cancelled(record, mid_run=before is RUNNING)
+    if before in (FREE, RUNNING, RAN):
+        return Cancelled(record, mid_run=before is not FREE)  # RUNNING or RAN: a run is in flight
     return None
 
 

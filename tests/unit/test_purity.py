@@ -32,8 +32,12 @@ SHARED_STATE_READS = {"token_state", "_token", "_outcome", "_free", "taken", "ou
 """What shows the state of a token or a claim. The pure core may only make moves on them
 (``try_start``, ``end_run``, ``revoke``, ``take``, ``finish``) and act on each move's result: a
 read would be a decision made on state another thread may be changing."""
-OWN_STATE = {ROOT / "actors" / "claim.py": {"_free"}}
-"""A module may touch the state it implements (the claim's move is written on ``_free``)."""
+OWN_STATE = {
+    ROOT / "actors" / "claim.py": {"_free"},
+    ROOT / "actors" / "task_record.py": {"_token", "_outcome"},
+}
+"""A module may touch the state it implements: the claim's move is written on ``_free``, and a
+new ``TaskRecord`` sets up its own token (before anyone else can see the record)."""
 
 
 def parse(path: Path) -> ast.Module:

@@ -578,12 +578,6 @@ def test_cancel_message_for_a_claimed_run_not_started_ends_the_task_at_once(trig
     assert pool.run_everything(1.0) == [(0, "b", 1)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core bug: Timetable.skipped() returns early for a task that already ended, after the "
-    "dealer freed the worker, without dealing: a due task waits (and is_settled() says True) "
-    "while a worker is idle. completed()/failed() have the same early return.",
-)
 def test_skip_of_an_ended_task_hands_the_freed_worker_the_waiting_work() -> None:
     table, pool = setup(1)
     table.schedule(make("a", Once(0.0)), now=0.0)
@@ -596,12 +590,6 @@ def test_skip_of_an_ended_task_hands_the_freed_worker_the_waiting_work() -> None
     assert dispatched(pool.take()) == [(0, "b", 1)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core bug: a recurring run that ended (end_run: token FREE again) but has not reported "
-    "yet looks to a cancel exactly like a claimed run not started: the task ends CANCELLED at "
-    "once, and the run's Completed report is then dropped (no COMPLETED event, run_count too low)",
-)
 @pytest.mark.parametrize("by", ["cancel", "caller"])
 def test_a_recurring_run_that_ended_just_before_a_cancel_is_still_counted(by: str) -> None:
     table, pool = setup(1)

@@ -23,7 +23,7 @@ from actors.task_record import TaskRecord
 from actors.token import TRANSITIONS, Move, Token, TokenState
 from tests.unit.helpers import noop
 
-FREE, RUNNING, TAKEN, REVOKED, FINISHED = TokenState
+FREE, RUNNING, RAN, TAKEN, REVOKED, FINISHED = TokenState
 ROUNDS = 2_000
 TIMEOUT = 10.0  # seconds any thread or wait may take before the test fails
 
@@ -33,6 +33,9 @@ def token_in(state: TokenState) -> Token:
     token = Token()
     if state is RUNNING:
         assert token.try_start(False)
+    elif state is RAN:
+        assert token.try_start(False)
+        token.end_run()
     elif state is TAKEN:
         assert token.take()
     elif state is REVOKED:
@@ -55,6 +58,7 @@ MOVES: dict[Move, Callable[[Token], object]] = {
     Move.START_ONE_TIME: lambda token: token.try_start(True),
     Move.START_RECURRING: lambda token: token.try_start(False),
     Move.END_RUN: lambda token: token.end_run(),
+    Move.RUN_REPORTED: lambda token: token.run_reported(),
     Move.REVOKE: lambda token: token.revoke(),
     Move.TAKE: lambda token: token.take(),
     Move.FINISH: finish_new,  # returns the error of a refused finish
@@ -76,7 +80,7 @@ def test_the_table_drives_every_move(state: TokenState, move: Move) -> None:
     if move in (Move.START_ONE_TIME, Move.START_RECURRING, Move.TAKE):
         assert result is (new is not None)  # the mover learns whether it won
     elif move is Move.REVOKE:
-        assert result is state  # the mover learns the state before: FREE or RUNNING means it won
+        assert result is state  # the mover learns the state before: FREE, RUNNING or RAN means it won
     elif move is Move.FINISH:
         assert isinstance(result, RuntimeError) is (new is None)
         assert token.outcome == (outcome if new is None else "new outcome")
@@ -87,9 +91,10 @@ def test_the_table_drives_every_move(state: TokenState, move: Move) -> None:
 
 
 DOC_COLUMNS = {
-    "start(one-time)": Move.START_ONE_TIME,
+    "start(1-time)": Move.START_ONE_TIME,
     "start(recurring)": Move.START_RECURRING,
     "end_run()": Move.END_RUN,
+    "run_reported()": Move.RUN_REPORTED,
     "revoke()": Move.REVOKE,
     "take()": Move.TAKE,
     "finish()": Move.FINISH,
@@ -151,7 +156,7 @@ def test_wait_ended_returns_at_once_when_revoked_or_finished() -> None:
     assert token_in(FINISHED).wait_ended(0)
 
 
-@pytest.mark.parametrize("state", [FREE, RUNNING, TAKEN])
+@pytest.mark.parametrize("state", [FREE, RUNNING, RAN, TAKEN])
 def test_wait_ended_times_out_while_the_task_lives(state: TokenState) -> None:
     token = token_in(state)
     begun = time.monotonic()
@@ -249,16 +254,17 @@ def test_no_recurring_run_starts_after_a_revoke() -> None:
             started.append(ok)
             if ok:
                 token.end_run()
+                token.run_reported()  # the scheduler, as the run's report arrives
         return started
 
     revokes, starts = race(lambda i: tokens[i].revoke(), runs)
     for token, before, started in zip(tokens, revokes, starts, strict=True):
-        assert before in (FREE, RUNNING)  # the revoke always wins: only it ends the token
+        assert before in (FREE, RUNNING, RAN)  # the revoke always wins: only it ends the token
         assert token.token_state is REVOKED  # end_run after the revoke did not undo it
         count = started.count(True)
         assert started == [True] * count + [False] * (attempts - count), "a run started after a refusal"
-        if before is RUNNING:
-            assert count >= 1  # it met a run in progress, and that run went on; no other started
+        if before in (RUNNING, RAN):
+            assert count >= 1  # it met a run in flight, and that run went on; no other started
 
 
 def test_claim_has_exactly_one_taker() -> None:

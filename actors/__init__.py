@@ -1,8 +1,9 @@
 """An actor-based, in-process task scheduler on pykka.
 
 The public API: ``Scheduler`` (the facade), the actors it runs (``SchedulerActor``,
-``WorkerActor``, ``EventBus``), clocks (``Clock``, ``MonotonicClock``, ``FakeClock``),
-``TaskHandle``, ``Subscription`` and the errors. The messages live in ``messages``.
+``WorkerActor``, ``ProcessWorkerActor``, ``EventBus``), clocks (``Clock``, ``MonotonicClock``,
+``FakeClock``), ``TaskHandle``, ``Subscription``, ``current_run``/``RunContext``, the stores
+(``Store``, ``SQLiteStore``) and the errors. The messages live in ``messages``.
 """
 
 import logging
@@ -12,26 +13,34 @@ from actors.errors import (
     DuplicateTaskError,
     InvalidTransitionError,
     JobFileError,
+    MissedRunError,
     ProcessDiedError,
+    RemoteTraceback,
     SchedulerError,
     SchedulerShutdownError,
     SchedulerStartError,
     StoreError,
     StoreLockedError,
     UnknownTaskError,
+    UnpicklableExceptionError,
+    UnpicklableResultError,
     WorkerLostError,
     WouldDeadlockError,
 )
 from actors.event_bus import EventBus
 from actors.facade import Scheduler
 from actors.handles import Subscription, TaskHandle
+from actors.process_worker import ProcessWorkerActor
+from actors.run_context import RunContext, current_run
 from actors.scheduler import SchedulerActor
-from actors.validation import MAX_WORKERS
+from actors.store import SQLiteStore, Store
+from actors.validation import MAX_PROCESSES, MAX_WORKERS
 from actors.worker import WorkerActor
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 __all__ = [
+    "MAX_PROCESSES",
     "MAX_WORKERS",
     "Clock",
     "DuplicateTaskError",
@@ -39,19 +48,28 @@ __all__ = [
     "FakeClock",
     "InvalidTransitionError",
     "JobFileError",
+    "MissedRunError",
     "MonotonicClock",
     "ProcessDiedError",
+    "ProcessWorkerActor",
+    "RemoteTraceback",
+    "RunContext",
+    "SQLiteStore",
     "Scheduler",
     "SchedulerActor",
     "SchedulerError",
     "SchedulerShutdownError",
     "SchedulerStartError",
+    "Store",
     "StoreError",
     "StoreLockedError",
     "Subscription",
     "TaskHandle",
     "UnknownTaskError",
+    "UnpicklableExceptionError",
+    "UnpicklableResultError",
     "WorkerActor",
     "WorkerLostError",
     "WouldDeadlockError",
+    "current_run",
 ]

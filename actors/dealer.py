@@ -62,14 +62,22 @@ class Dealer:
         move_to(task, READY)
         self._pools[task.spec.executor].ready.append(task)
 
-    def deal(self, handed: list[tuple[int, list[RunTask]]], *, announce: bool) -> None:
+    def deal(
+        self,
+        handed: list[tuple[int, list[RunTask]]],
+        *,
+        announce: bool,
+        now: float = 0.0,
+        missed: list[TaskRecord] | None = None,
+    ) -> None:
         """Hand out work while a worker is idle: first the FIFO, then runs taken back from a backlog.
 
         Appends each ``(worker, runs)`` batch to ``handed``; ``announce`` asks the workers to
-        report ``Started``.
+        report ``Started``. A run that would start at ``now`` later than its task's
+        ``misfire_grace`` allows is not dealt but appended to ``missed`` (still ``READY``).
         """
         for pool in self._pools.values():
-            while pool.idle and (self._hand_out(pool, handed, announce) or self._steal(pool)):
+            while pool.idle and (self._hand_out(pool, handed, announce, now, missed) or self._steal(pool)):
                 pass
 
     def take_back(self, task: TaskRecord) -> bool:
@@ -164,7 +172,14 @@ class Dealer:
 
     # -- internals --------------------------------------------------------------------------
 
-    def _hand_out(self, pool: _Pool, handed: list[tuple[int, list[RunTask]]], announce: bool) -> bool:
+    def _hand_out(
+        self,
+        pool: _Pool,
+        handed: list[tuple[int, list[RunTask]]],
+        announce: bool,
+        now: float,
+        missed: list[TaskRecord] | None,
+    ) -> bool:
         """Deal a pool's FIFO round-robin to its idle workers; return whether any was dealt."""
         ready, idle = pool.ready, pool.idle
         while ready and ready[0].state is not READY:
@@ -178,6 +193,9 @@ class Dealer:
         for _ in range(per_worker):
             for batch in batches:
                 task = _next_ready(ready)
+                while task is not None and missed is not None and _too_late(task, now):
+                    missed.append(task)
+                    task = _next_ready(ready)
                 if task is None:
                     break
                 batch.append(task)
@@ -228,6 +246,12 @@ class Dealer:
         stolen.reverse()
         self.requeue(stolen)
         return bool(stolen)
+
+
+def _too_late(task: TaskRecord, now: float) -> bool:
+    """Whether a run starting at ``now`` would be later than its task's ``misfire_grace``."""
+    grace = task.spec.misfire_grace
+    return grace is not None and now - task.due_at > grace
 
 
 def _next_ready(ready: deque[TaskRecord]) -> TaskRecord | None:

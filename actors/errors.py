@@ -27,7 +27,7 @@ class WorkerLostError(SchedulerError):
     """The worker running a task stopped before reporting; the run is marked failed with this."""
 
 
-class StoreError(SchedulerError):
+class StoreError(SchedulerError, OSError):
     """A store cannot be opened, read or written; the message names the file (or server) and why."""
 
 
@@ -100,3 +100,7 @@ class UnpicklableExceptionError(SchedulerError):
 
 class UnpicklableResultError(SchedulerError, TypeError):
     """A task in a worker process returned a value that cannot be pickled back to the parent."""
+
+
+class MissedRunError(SchedulerError):
+    """A run was not started: it would have started later than the task's ``misfire_grace``."""

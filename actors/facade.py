@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
+import os
 import threading
 import warnings
 import weakref
@@ -19,6 +20,7 @@ import pykka
 from actors import stepping
 from actors.base import stop_quietly
 from actors.clock import Clock, MonotonicClock
+from actors.durable import definition, json_arguments, load
 from actors.errors import (
     DuplicateTaskError,
     SchedulerShutdownError,
@@ -27,14 +29,18 @@ from actors.errors import (
     WouldDeadlockError,
 )
 from actors.handles import Subscription, TaskHandle
+from actors.minting import IdMint
 from actors.outbox import Outbox
-from actors.scheduler import OutboxItem, SchedulerActor, new_id_mint
-from actors.task_record import PLAIN, PROCESSES, THREADS, TaskRecord, TaskSpec, default_name
+from actors.references import check_json_arguments, reference_of
+from actors.scheduler import OutboxItem, SchedulerActor
+from actors.store import Store, open_store
+from actors.task_record import PROCESSES, THREADS, TaskRecord, TaskSpec, default_name
 from actors.threads import Role, ThreadRegistry
 from actors.token import FREE, RAN, RUNNING
 from actors.validation import (
     MAX_PROCESSES,
     MAX_WORKERS,
+    TaskOptions,
     check_clock,
     check_count,
     check_task,
@@ -50,6 +56,7 @@ from messages import (
     Cancelled,
     Drain,
     EventKind,
+    FindTask,
     FixedDelay,
     FixedRate,
     QueryNextDue,
@@ -95,27 +102,46 @@ class Scheduler:
     """
 
     def __init__(
-        self, workers: int = 4, clock: Clock | None = None, history: int = 10_000, processes: int = 0
+        self,
+        workers: int = 4,
+        clock: Clock | None = None,
+        history: int = 10_000,
+        processes: int = 0,
+        *,
+        store: Store | str | os.PathLike[str] | None = None,
     ) -> None:
-        """Start the scheduler; return once its threads run.
+        """Start the scheduler; return once its threads run and its stored tasks are loaded.
 
         Args:
             workers: How many tasks may run at once on threads (1 to ``MAX_WORKERS``, 1024).
+            clock: Where time is read; a ``MonotonicClock`` by default, a ``FakeClock`` in tests.
+            history: How many finished tasks ``info`` still knows about (at least 0).
             processes: How many worker processes run tasks scheduled with
                 ``executor="process"`` (0 to ``MAX_PROCESSES``, 256); each starts with the
                 first task that needs it.
-            clock: Where time is read; a ``MonotonicClock`` by default, a ``FakeClock`` in tests.
-            history: How many finished tasks ``info`` still knows about (at least 0).
+            store: Where durable tasks live: ``None`` (memory only), a path (an SQLite file,
+                created if missing) or a ``Store``. Every live task in it is loaded and
+                scheduled; new tasks are durable by default (``docs/persistence.md``).
 
         Raises:
             ValueError: ``workers`` out of range, or ``history < 0``.
-            TypeError: ``workers`` or ``history`` is not an int, or ``clock`` is not a ``Clock``.
+            TypeError: ``workers`` or ``history`` is not an int, ``clock`` is not a ``Clock``,
+                or ``store`` is neither a path nor a ``Store``.
+            StoreLockedError: another live scheduler holds the store.
+            StoreError: the store cannot be used (the message names it and says why).
             SchedulerStartError: the system refused to start a thread.
         """
         check_count("workers", workers, 1, MAX_WORKERS)
         check_count("history", history, 0)
         self._processes = check_count("processes", processes, 0, MAX_PROCESSES)
         self._clock: Clock = check_clock(clock) if clock is not None else MonotonicClock()
+        self._store = None if store is None else open_store(store)
+        try:
+            loaded = self._load()
+        except BaseException:
+            if self._store is not None:
+                self._store.close()
+            raise
         self._threads = ThreadRegistry()
         # Tasks with minted ids and handles' cancels go through this outbox: the scheduler
         # takes them in bulk, in the order they were put.
@@ -124,7 +150,7 @@ class Scheduler:
         # by id without a round trip (one dict lookup, then the task's token decides).
         live: dict[TaskId, TaskRecord] = {}
         self._live: Mapping[TaskId, TaskRecord] = MappingProxyType(live)
-        self._mint = new_id_mint()
+        self._mint = IdMint(None if self._store is None else self._store.reserve_minted)
         started: Future[None] = Future()
         self._stopped: Future[None] = Future()
         self._ref = SchedulerActor.start(
@@ -138,6 +164,8 @@ class Scheduler:
             started=started,
             stopped=self._stopped,
             live=live,
+            store=self._store,
+            loaded=loaded,
         )
         # _lock guards _closed, and is held while sending, so that nothing is sent after Shutdown.
         self._lock = threading.Lock()
@@ -157,10 +185,22 @@ class Scheduler:
 
     def _abort_start(self) -> None:
         self._closed = True
-        stop_quietly(self._ref)
+        stop_quietly(self._ref)  # its on_stop closes the store
         deadline = Deadline(5.0)
         for thread, _ in self._threads.threads():
             join(thread, deadline)
+
+    def _load(self) -> list[TaskRecord]:
+        """Read the store's live tasks back as records (caller's thread, before the actors start)."""
+        if self._store is None:
+            return []
+        offset = self._wall_offset()
+        functions: dict[str, Callable[..., object]] = {}
+        return [load(row, wall_offset=offset, functions=functions) for row in self._store.load()]
+
+    def _wall_offset(self) -> float:
+        """Wall-clock time (UTC epoch seconds) minus clock time, now."""
+        return self._clock.wall().timestamp() - self._clock.now()
 
     # -- properties -------------------------------------------------------------------------
 
@@ -178,7 +218,7 @@ class Scheduler:
 
     def schedule_once(
         self,
-        fn: Callable[..., object],
+        fn: Callable[..., object] | str,
         delay: float | None = None,
         *,
         at: float | datetime | None = None,
@@ -187,6 +227,9 @@ class Scheduler:
         task_id: TaskId | None = None,
         name: str | None = None,
         executor: str = THREADS,
+        misfire_grace: float | None = None,
+        if_exists: str = "error",
+        durable: bool | None = None,
     ) -> TaskHandle:
         """Run ``fn(*args, **kwargs)`` once, ``delay`` seconds from now or at ``at``.
 
@@ -194,31 +237,51 @@ class Scheduler:
         A time already past, or a negative delay, means as soon as possible. ``fn`` may also
         be a reference, ``"package.module:function"``, imported now.
 
-        ``executor="process"`` runs it in one of the scheduler's worker processes
-        (``Scheduler(processes=N)``): ``fn`` must then be importable by its name (a module-level
-        function, or a reference) and the arguments picklable; its result or exception comes
-        back as for a thread task, and a run that kills its process fails with
-        ``ProcessDiedError``.
+        Options (all keyword-only, and the same for every ``schedule_*``):
+
+        - ``task_id``: your id for the task (``None``: one is minted, ``"task-<n>"``);
+          ``if_exists`` says what to do when it is live: ``"error"`` raises
+          ``DuplicateTaskError``, ``"keep"`` leaves the live task as it is and returns its
+          handle, ``"replace"`` gives the live task this definition (function, arguments,
+          trigger, options), keeping its counters, and returns its handle.
+        - ``name``: a label for events and snapshots (default: the function's name).
+        - ``executor="process"`` runs it in one of the scheduler's worker processes
+          (``Scheduler(processes=N)``): ``fn`` must then be importable by its name (a
+          module-level function, or a reference) and the arguments picklable; its result or
+          exception comes back as for a thread task, and a run that kills its process fails
+          with ``ProcessDiedError``.
+        - ``misfire_grace``: a run that would start more than this many seconds after its
+          due time is not run: ``MISSED`` is published, and a one-time task ends ``FAILED``
+          with ``MissedRunError`` (``None``, the default: a late run still runs, once).
+        - ``durable``: keep the task in the scheduler's store (the default when it has one;
+          ``True`` without a store is a ``ValueError``). A durable task's ``fn`` is stored by
+          reference and its arguments as JSON (tuples come back as lists): it returns only
+          once the task is committed.
 
         Raises:
-            TypeError: ``fn`` is not callable (or is ``async def``), an argument has the wrong
-                type, or (process tasks) an argument cannot be pickled.
+            TypeError: ``fn`` is not callable (or is ``async def``); an argument has the wrong
+                type; a process task's argument cannot be pickled; a durable task's argument
+                does not round-trip through JSON.
             ValueError: both or neither of ``delay``/``at``; a NaN or infinite time; a naive
                 ``datetime``; a ``task_id`` of the reserved form ``task-<digits>``; a reference
-                that does not import; ``executor="process"`` without worker processes, or for a
-                function that has no importable name (a lambda, a nested function...).
-            DuplicateTaskError: ``task_id`` belongs to a live task.
+                that does not import; a process or durable task whose ``fn`` has no importable
+                name (a lambda, a nested function, a bound method...: the message says why and
+                what to pass); ``executor="process"`` without worker processes; ``durable=True``
+                without a store; a bad ``if_exists`` or ``misfire_grace``.
+            DuplicateTaskError: ``task_id`` belongs to a live task (and ``if_exists="error"``).
+            StoreError: the store could not commit the task.
             SchedulerShutdownError: after ``shutdown``.
         """
         if at is None and type(delay) is float and delay - delay == 0.0:  # the common case, fast
             due_at = self._clock.now() + delay
         else:
             due_at = once_due_at(self._clock, delay, at)
-        return self._submit(self._new_task(fn, args, kwargs, name, due_at, None, None, executor), task_id)
+        options = TaskOptions(name, None, executor, misfire_grace, if_exists, durable)
+        return self._schedule(fn, args, kwargs, due_at, None, task_id, options)
 
     def schedule_at_fixed_rate(
         self,
-        fn: Callable[..., object],
+        fn: Callable[..., object] | str,
         interval: float,
         initial_delay: float = 0.0,
         *,
@@ -228,33 +291,30 @@ class Scheduler:
         name: str | None = None,
         max_consecutive_failures: int | None = None,
         executor: str = THREADS,
+        misfire_grace: float | None = None,
+        if_exists: str = "error",
+        durable: bool | None = None,
     ) -> TaskHandle:
         """Run ``fn`` at ``now + initial_delay + k * interval``, k = 0, 1, 2, ...
 
         Runs never overlap: a run that overruns its slot makes the next run wait for the
-        first slot not already past when it finished (missed slots are skipped).
+        first slot not already past when it finished (missed slots are skipped). With
+        ``max_consecutive_failures``, the task ends ``FAILED`` after that many failed runs in
+        a row. Other options as for ``schedule_once``.
 
         Raises:
             ValueError: ``interval`` not a finite number > 0; ``initial_delay`` not finite;
-                ``max_consecutive_failures < 1``; a reserved ``task_id``.
-            TypeError, DuplicateTaskError, SchedulerShutdownError: as ``schedule_once``.
+                ``max_consecutive_failures < 1``; otherwise as ``schedule_once``.
+            TypeError, DuplicateTaskError, StoreError, SchedulerShutdownError: as ``schedule_once``.
         """
-        return self._schedule_recurring(
-            FixedRate,
-            fn,
-            interval,
-            initial_delay,
-            args,
-            kwargs,
-            task_id,
-            name,
-            max_consecutive_failures,
-            executor,
-        )
+        first_at = self._clock.now() + require_finite("initial_delay", initial_delay)
+        trigger = FixedRate(interval, first_at)
+        options = TaskOptions(name, max_consecutive_failures, executor, misfire_grace, if_exists, durable)
+        return self._schedule(fn, args, kwargs, first_at, trigger, task_id, options)
 
     def schedule_with_fixed_delay(
         self,
-        fn: Callable[..., object],
+        fn: Callable[..., object] | str,
         delay: float,
         initial_delay: float = 0.0,
         *,
@@ -264,91 +324,84 @@ class Scheduler:
         name: str | None = None,
         max_consecutive_failures: int | None = None,
         executor: str = THREADS,
+        misfire_grace: float | None = None,
+        if_exists: str = "error",
+        durable: bool | None = None,
     ) -> TaskHandle:
         """Run ``fn`` at ``now + initial_delay``, then ``delay`` seconds after each run finishes.
 
+        Options as for ``schedule_at_fixed_rate``.
+
         Raises:
             ValueError: ``delay`` not a finite number > 0; otherwise as ``schedule_at_fixed_rate``.
-            TypeError, DuplicateTaskError, SchedulerShutdownError: as ``schedule_once``.
+            TypeError, DuplicateTaskError, StoreError, SchedulerShutdownError: as ``schedule_once``.
         """
-        return self._schedule_recurring(
-            FixedDelay,
-            fn,
-            delay,
-            initial_delay,
-            args,
-            kwargs,
-            task_id,
-            name,
-            max_consecutive_failures,
-            executor,
-        )
-
-    def _schedule_recurring(
-        self,
-        kind: type[FixedRate] | type[FixedDelay],
-        fn: Callable[..., object],
-        period: float,
-        initial_delay: float,
-        args: tuple[Any, ...],
-        kwargs: Mapping[str, Any] | None,
-        task_id: TaskId | None,
-        name: str | None,
-        max_consecutive_failures: int | None,
-        executor: str,
-    ) -> TaskHandle:
         first_at = self._clock.now() + require_finite("initial_delay", initial_delay)
-        trigger = kind(period, first_at)
-        task = self._new_task(fn, args, kwargs, name, first_at, trigger, max_consecutive_failures, executor)
-        return self._submit(task, task_id)
+        trigger = FixedDelay(delay, first_at)
+        options = TaskOptions(name, max_consecutive_failures, executor, misfire_grace, if_exists, durable)
+        return self._schedule(fn, args, kwargs, first_at, trigger, task_id, options)
 
-    def _new_task(
+    def _schedule(
         self,
         fn: Callable[..., object] | str,
         args: tuple[Any, ...],
         kwargs: Mapping[str, Any] | None,
-        name: str | None,
         due_at: float,
         trigger: FixedRate | FixedDelay | None,
-        failure_limit: int | None,
-        executor: str,
-    ) -> TaskRecord:
-        """Check a task's definition and build its record (its id is set by ``_submit``)."""
+        task_id: TaskId | None,
+        options: TaskOptions,
+    ) -> TaskHandle:
+        """Check a task's definition, build its record, hand it to the scheduler; return its handle."""
         target = resolve_task_function(fn) if isinstance(fn, str) else fn
-        checked = check_task(target, args, kwargs, name, failure_limit)
-        if executor == THREADS:
-            runs: Callable[..., object] = target
-        elif executor == PROCESSES:
-            if not self._processes:
-                raise ValueError('executor="process" needs worker processes: Scheduler(processes=N)')
+        checked = check_task(target, args, kwargs, options.name, options.failure_limit)
+        if trigger is None and options.plain and self._store is None:  # the common case, fast
+            task = TaskRecord("", target, args, checked, due_at, options.name or default_name(target))
+            return self._submit(task, task_id, None, "error")
+        durable = options.check(self._processes, self._store is not None)
+        runs: Callable[..., object] = target
+        if options.executor == PROCESSES:
             runs = process_target(fn, args, checked)
-        else:
-            raise ValueError(f'executor must be "thread" or "process", got {executor!r}')
-        if trigger is None and failure_limit is None and executor == THREADS:
-            spec = PLAIN
-        else:
-            spec = TaskSpec(trigger, failure_limit, executor)
-        return TaskRecord("", runs, args, checked, due_at, name or default_name(target), spec)
+        row: tuple[str, str, str] | None = None
+        if durable:
+            fn_ref = fn if isinstance(fn, str) else reference_of(fn)
+            check_json_arguments(args, checked)
+            args_json, kwargs_json, args, checked = json_arguments(args, checked)
+            row = (fn_ref, args_json, kwargs_json)
+        spec = TaskSpec(trigger, options.failure_limit, options.executor, options.misfire_grace)
+        task = TaskRecord("", runs, args, checked, due_at, options.name or default_name(target), spec)
+        if durable:
+            task.due_wall = due_at + self._wall_offset()
+        return self._submit(task, task_id, row, options.if_exists)
 
-    def _submit(self, task: TaskRecord, task_id: TaskId | None) -> TaskHandle:
-        handle = TaskHandle(task, self)
+    def _submit(
+        self, task: TaskRecord, task_id: TaskId | None, row: tuple[str, str, str] | None, if_exists: str
+    ) -> TaskHandle:
+        """Hand a new task to the scheduler (a durable one committed to the store first)."""
         if task_id is None:  # a minted id cannot clash: no need to wait for a reply
-            with self._lock:
+            with self._lock:  # held across the commit, so that nothing is committed after shutdown
                 if self._closed:
                     raise SchedulerShutdownError("scheduler is shut down")
                 task.task_id = self._mint()
+                if row is not None:
+                    assert self._store is not None
+                    stored, _ = self._store.add(definition(task, *row, wall_offset=self._wall_offset()))
+                    task.store_seq = stored.seq
                 self._put(task)
-            return handle
+            return TaskHandle(task, self)
         task.task_id = check_task_id(task_id)
+        plan = None if row is None else definition(task, *row, wall_offset=self._wall_offset())
         with self._lock:
             if self._closed:
                 raise SchedulerShutdownError("scheduler is shut down")
-            reply = self._ask(AddTask(task))
-        if not self._get(reply):
+            reply = self._ask(AddTask(task, if_exists, plan))
+        live = self._get(reply)
+        if isinstance(live, BaseException):
+            raise live
+        if live is None:
             if self._closed:
                 raise SchedulerShutdownError("scheduler is shut down")
             raise DuplicateTaskError(f"a live task already has id {task_id!r}")
-        return handle
+        return TaskHandle(live, self)
 
     def _put(self, item: OutboxItem) -> None:
         """Put ``item`` in the scheduler's outbox, waking it if the outbox was empty (hold ``_lock``)."""
@@ -384,16 +437,35 @@ class Scheduler:
         return bool(self._get(reply))
 
     def _revoke(self, task: TaskRecord) -> bool:
-        """Cancel ``task`` through its token (caller's thread); if that won, tell the scheduler."""
+        """Cancel ``task`` through its token (caller's thread); if that won, tell the scheduler.
+
+        A durable task's cancel is committed to the store before this returns ``True``.
+        """
         before = task.revoke()
         if before is not FREE and before is not RUNNING and before is not RAN:
             return False  # a one-time run started, the task is ending or has ended, or was cancelled
+        if task.store_seq is not None and self._store is not None:
+            self._store.cancel(task.task_id)  # a StoreError here: cancelled in this process only
         with self._lock:
             if self._closed:
                 return True  # the shutdown ends it anyway: it finds the token revoked
             with contextlib.suppress(SchedulerShutdownError):  # stopped by force: every task has ended
                 self._put(Cancelled(task, before is not FREE))  # RUNNING or RAN: a run is in flight
         return True
+
+    def handle(self, task_id: TaskId) -> TaskHandle:
+        """Return a handle of the live task ``task_id`` (scheduled here, or loaded from the store).
+
+        Raises:
+            UnknownTaskError: no live task has that id.
+            SchedulerShutdownError: the scheduler has stopped.
+        """
+        task = self._live.get(task_id) if isinstance(task_id, str) else None
+        if task is None and isinstance(task_id, str):
+            task = self._query(FindTask(task_id))  # one still on its way to the scheduler, say
+        if not isinstance(task, TaskRecord):
+            raise UnknownTaskError(f"no live task with id {task_id!r}")
+        return TaskHandle(task, self)
 
     def info(self, task_id: TaskId) -> TaskInfo:
         """Return a snapshot of a live task, or the final state of a recently finished one.

@@ -5,10 +5,10 @@ from __future__ import annotations
 from concurrent.futures import CancelledError
 from typing import TYPE_CHECKING
 
-from actors.errors import UnknownTaskError, WouldDeadlockError
+from actors.errors import SchedulerShutdownError, UnknownTaskError, WouldDeadlockError
+from actors.run_context import CURRENT_RUN
 from actors.task_record import TaskRecord
-from actors.token import FINISHED, REVOKED, TAKEN
-from actors.worker import CURRENT_RUN
+from actors.token import DETACHED, FINISHED, REVOKED, TAKEN
 from messages import TaskId, TaskInfo, TaskStatus
 
 if TYPE_CHECKING:
@@ -82,15 +82,22 @@ class TaskHandle:
             TimeoutError: it did not end within ``timeout`` seconds.
             WouldDeadlockError: called from inside a run of this very task, which cannot
                 end while it waits.
+            SchedulerShutdownError: the scheduler stopped with this durable task still
+                scheduled: it lives on in the store (at once, instead of waiting).
             BaseException: whatever the task's (last) run raised, if it failed.
         """
         task = self._task
         current = CURRENT_RUN.get()
-        if current is not None and current.task is task and task.token_state is not FINISHED:
+        if current is not None and current[0].task is task and task.token_state is not FINISHED:
             raise WouldDeadlockError(f"task {task.task_id!r} waits for its own result from inside its run")
         if not task.wait_ended(timeout):
             raise TimeoutError(f"task {task.task_id!r} did not end within {timeout} s")
-        if task.token_state is not FINISHED:
+        state = task.token_state
+        if state is DETACHED:
+            raise SchedulerShutdownError(
+                f"task {task.task_id!r} did not end before the scheduler stopped; it stays in the store"
+            )
+        if state is not FINISHED:
             raise CancelledError(f"task {task.task_id!r} was cancelled")
         info = task.snapshot()
         if info.status is TaskStatus.CANCELLED:
@@ -113,6 +120,8 @@ class TaskHandle:
             shown = "cancelled"
         elif state is TAKEN:
             shown = "running"
+        elif state is DETACHED:
+            shown = "left in the store"
         else:
             shown = "pending"
         return f"<TaskHandle {self.task_id!r} {shown}>"

@@ -8,7 +8,6 @@ and the dict" gives: no other thread ever touches that state, so it needs no loc
 
 from __future__ import annotations
 
-import itertools
 import logging
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -18,11 +17,14 @@ import pykka
 
 from actors.base import LibraryActor, stop_quietly, tell_quietly
 from actors.clock import Clock
+from actors.durable import run_record, task_update
 from actors.errors import DuplicateTaskError, SchedulerShutdownError, WorkerLostError
 from actors.event_bus import EventBus
+from actors.minting import IdMint
 from actors.outbox import Outbox
 from actors.process_slot import ProcessSlot
 from actors.process_worker import ProcessWorkerActor
+from actors.store.protocol import Store, TaskDefinition
 from actors.task_record import TaskRecord
 from actors.threads import Role, ThreadRegistry
 from actors.timer import TimerThread
@@ -39,6 +41,7 @@ from messages import (
     Drain,
     EventKind,
     Failed,
+    FindTask,
     Flush,
     Publish,
     QueryNextDue,
@@ -61,16 +64,6 @@ from messages import (
 )
 
 logger = logging.getLogger(__name__)
-
-IdMint = Callable[[], str]
-"""Returns a fresh ``"task-<n>"`` id; thread-safe (the facade and the scheduler share one)."""
-
-
-def new_id_mint() -> IdMint:
-    """Return a mint of ``task-1``, ``task-2``, ... (``next`` on an ``itertools.count`` is atomic)."""
-    counter = itertools.count(1)
-    return lambda: f"task-{next(counter)}"
-
 
 OutboxItem = TaskRecord | Cancelled | Report
 """What reaches the scheduler through its outbox, in the order it was put: new tasks (minted
@@ -111,6 +104,8 @@ class SchedulerActor(LibraryActor):
         started: Future[None] | None = None,
         stopped: Future[None] | None = None,
         live: dict[str, TaskRecord] | None = None,
+        store: Store | None = None,
+        loaded: list[TaskRecord] | None = None,
     ) -> None:
         """Create the actor (runs on the caller's thread; workers, bus and timer start in ``on_start``).
 
@@ -131,6 +126,9 @@ class SchedulerActor(LibraryActor):
             started: Set once ``on_start`` has started everything (or to the error that stopped it).
             stopped: Set when the actor has stopped, however it stopped.
             live: The (empty) dict the timetable keeps its live tasks in; the facade reads it.
+            store: Where durable tasks live (opened already); this actor writes their runs'
+                outcomes, and closes it when it stops.
+            loaded: The live tasks read from ``store``, to own from the start.
         """
         super().__init__(threads)
         check_count("workers", workers, 1, MAX_WORKERS)
@@ -146,9 +144,11 @@ class SchedulerActor(LibraryActor):
         self._workers: list[pykka.ActorRef[Any]] = []
         self._timer = TimerThread(clock, self.actor_ref, threads=threads) if timer else None
         self._outbox: Outbox[OutboxItem] = outbox if outbox is not None else Outbox()
-        self._mint = mint or new_id_mint()
+        self._mint = mint or IdMint()
         self._started = started
         self._stopped = stopped
+        self._store = store
+        self._loaded = loaded or []
         self._armed: float | None = None  # the deadline the timer was last given
         self._subscriptions: dict[int, Subscribe] = {}
         self._settle_waiters: list[Waiter] = []
@@ -187,6 +187,19 @@ class SchedulerActor(LibraryActor):
                 self._started.set_exception(error)
             self.stop()
             return
+        if self._loaded:
+            try:
+                self._refresh_wall_offset()
+                self._core.add_many(self._loaded, now=self._clock.now())
+            except Exception as error:
+                logger.exception("scheduler could not take the tasks loaded from its store")
+                if self._started is not None:
+                    self._started.set_exception(error)
+                self.stop()
+                return
+            self._loaded = []
+            self._carry_out_all()
+            self._after_message()
         if self._started is not None:
             self._started.set_result(None)
 
@@ -215,6 +228,11 @@ class SchedulerActor(LibraryActor):
         for waiter in self._settle_waiters:
             _wake(waiter, None)
         self._settle_waiters = []
+        if self._store is not None:
+            try:
+                self._store.close()
+            except Exception:
+                logger.exception("could not close the store %s", self._store.location)
         if self._stopped is not None and not self._stopped.done():
             self._stopped.set_result(None)
 
@@ -227,6 +245,8 @@ class SchedulerActor(LibraryActor):
     def on_receive(self, message: Any) -> object:
         """Handle one message, carry out what the timetable decided, re-arm the timer."""
         try:
+            if self._store is not None:
+                self._refresh_wall_offset()
             reply = self._handle(message)
             self._carry_out_all()
             self._after_message()
@@ -252,10 +272,14 @@ class SchedulerActor(LibraryActor):
                 core.tick(now=self._clock.now())
             case Schedule():
                 return self._schedule(message)
-            case AddTask(task):
-                return isinstance(task, TaskRecord) and self._add(task, self._clock.now())
+            case AddTask(task, if_exists, definition):
+                if not isinstance(task, TaskRecord):
+                    return None
+                return self._add_by_id(task, if_exists, definition, self._clock.now())
+            case FindTask(task_id):
+                return core.tasks.get(task_id)
             case Cancel(task_id):
-                return core.cancel(task_id, now=self._clock.now())
+                return self._cancel(task_id)
             case QueryTask(task_id):
                 return core.find(task_id, wall_offset=self._wall_offset())
             case QueryTasks():
@@ -294,6 +318,36 @@ class SchedulerActor(LibraryActor):
             return False
         return True if command.task_id is not None else task_id
 
+    def _cancel(self, task_id: str) -> bool:
+        """Cancel a task (a ``Cancel`` message); a durable one's cancel is committed before the reply."""
+        task = self._core.tasks.get(task_id)
+        cancelled = self._core.cancel(task_id, now=self._clock.now())
+        if cancelled and task is not None and task.store_seq is not None and self._store is not None:
+            self._store.cancel(task_id)
+        return cancelled
+
+    def _add_by_id(self, task: TaskRecord, if_exists: str, definition: object, now: float) -> object:
+        """Add a task with a caller-chosen id, as ``if_exists`` says; reply as ``AddTask`` documents."""
+        core = self._core
+        live = core.tasks.get(task.task_id)
+        try:
+            if live is not None and if_exists == "keep":
+                return live
+            if live is not None and if_exists == "replace":
+                if isinstance(definition, TaskDefinition) and self._store is not None:
+                    row, _ = self._store.add(definition, "replace")
+                    task.store_seq = row.seq
+                core.replace(live, task, now=now)
+                return live
+            if live is not None or core.closed:
+                return None
+            if isinstance(definition, TaskDefinition) and self._store is not None:
+                row, _ = self._store.add(definition, "error")
+                task.store_seq = row.seq
+        except Exception as error:  # the store's error goes back to the caller, who raises it
+            return error
+        return task if self._add(task, now) else None
+
     def _add(self, task: TaskRecord, now: float) -> bool:
         try:
             self._core.add(task, now=now)
@@ -312,17 +366,33 @@ class SchedulerActor(LibraryActor):
     def _carry_out_all(self) -> None:
         core = self._core
         effects = core.take_effects()
-        while effects.events or effects.batches or effects.finished:
+        while effects:
             self._carry_out(effects)  # rarely makes more: only when a worker is found dead
             effects = core.take_effects()
 
     def _carry_out(self, effects: Effects) -> None:
+        if effects.saves or effects.ledger:
+            self._save(effects)  # before anything makes the changes visible
         if effects.events:
             self._tell_bus(Publish(tuple(effects.events)))
         for worker, runs in effects.batches:
             self._hand_batch(worker, runs)
         if effects.finished:
             Token.finish_all(effects.finished)  # type: ignore[arg-type]
+
+    def _save(self, effects: Effects) -> None:
+        """Write what changed of durable tasks, and their runs' outcomes, in one transaction."""
+        store = self._store
+        if store is None:
+            return
+        offset = self._core.wall_offset
+        updates = [task_update(task) for task in dict.fromkeys(effects.saves)]  # each task once
+        runs = [run_record(outcome, wall_offset=offset) for outcome in effects.ledger]
+        try:
+            store.save(updates, runs)
+        except Exception:
+            # Not fatal: the runs ran. After a restart they count as not run (at least once).
+            logger.exception("could not save %d task(s) and %d run(s) to the store", len(updates), len(runs))
 
     def _hand_batch(self, worker: int, runs: list[RunTask]) -> None:
         if not tell_quietly(self._workers[worker], RunBatch(runs)):
@@ -351,6 +421,12 @@ class SchedulerActor(LibraryActor):
         for subscription in self._subscriptions.values():
             wanted |= subscription.kinds
         self._core.wanted = wanted
+
+    def _refresh_wall_offset(self) -> None:
+        """Tell the core how wall-clock time relates to clock time now (durable tasks need it)."""
+        offset = self._wall_offset()
+        if offset is not None:
+            self._core.wall_offset = offset
 
     def _wall_offset(self) -> float | None:
         """Wall-clock time minus clock time now (to show wall-clock times in snapshots)."""

@@ -7,8 +7,10 @@ everyone who deals with the task, so who may touch which part is written down he
   trigger and options): written by its creator before anyone else sees it (``fn``, ``args``,
   ``kwargs`` cleared by ``retire``); read by the core (a worker reads none of them: its
   ``RunTask`` carries copies).
-- ``state``, ``due_at``, ``heap_seq``, ``run_count``, ``failures``, ``claim``: written and read
-  by the core, on the scheduler's thread; read by anyone once the token is ``FINISHED``.
+- ``state``, ``due_at``, ``due_wall``, ``heap_seq``, ``run_count``, ``failures``, ``claim``,
+  ``store_seq``, ``last_outcome``: written and read by the core, on the scheduler's thread (``store_seq`` and
+  ``due_wall`` are set by the facade before it hands the record over); read by anyone once
+  the token is ``FINISHED``.
 - the token and the outcome (``Token``): changed only by their moves, under
   ``actors/token.py``'s lock; read by anyone.
 
@@ -60,23 +62,39 @@ class TaskSpec:
     """How a task repeats and what it allows: immutable, and shared by every plain one-time task.
 
     A one-time task has no trigger: its due time is all there is to it. ``executor`` is
-    ``THREADS`` or ``PROCESSES``.
+    ``THREADS`` or ``PROCESSES``; ``misfire_grace`` the seconds a run may start late (``None``:
+    any lateness; a run later than that is missed instead).
     """
 
-    __slots__ = ("executor", "failure_limit", "trigger")
+    __slots__ = ("executor", "failure_limit", "misfire_grace", "trigger")
 
     def __init__(
         self,
         trigger: FixedRate | FixedDelay | None = None,
         failure_limit: int | None = None,
         executor: str = THREADS,
+        misfire_grace: float | None = None,
     ) -> None:
         self.trigger = trigger
         self.failure_limit = failure_limit
         self.executor = executor
+        self.misfire_grace = misfire_grace
+
+    @property
+    def plain(self) -> bool:
+        """Whether this spec asks for nothing beyond one run on a thread (``PLAIN`` can stand for it)."""
+        return (
+            self.trigger is None
+            and self.failure_limit is None
+            and self.executor == THREADS
+            and self.misfire_grace is None
+        )
 
     def __repr__(self) -> str:
-        return f"TaskSpec({self.trigger!r}, failure_limit={self.failure_limit!r}, executor={self.executor!r})"
+        return (
+            f"TaskSpec({self.trigger!r}, failure_limit={self.failure_limit!r}, "
+            f"executor={self.executor!r}, misfire_grace={self.misfire_grace!r})"
+        )
 
 
 PLAIN: Final = TaskSpec()
@@ -90,14 +108,17 @@ class TaskRecord(Token):
         "args",
         "claim",
         "due_at",
+        "due_wall",
         "failures",
         "fn",
         "heap_seq",
         "kwargs",
+        "last_outcome",
         "name",
         "run_count",
         "spec",
         "state",
+        "store_seq",
         "task_id",
     )
 
@@ -129,6 +150,11 @@ class TaskRecord(Token):
         self.claim: Claim | None = None  # the claim of the run a worker holds
         self.run_count = 0
         self.failures: Failures | None = None
+        # Durable tasks only: the store's row (its seq), and the due time as a wall-clock
+        # instant (UTC epoch): the store keeps it, and the run key is made from it.
+        self.store_seq: int | None = None
+        self.due_wall: float | None = None
+        self.last_outcome: str | None = None  # how its last run ended, for the store
 
     @classmethod
     def from_schedule(cls, cmd: Schedule, task_id: str) -> TaskRecord:
@@ -157,6 +183,11 @@ class TaskRecord(Token):
     def failure_limit(self) -> int | None:
         """Its ``max_consecutive_failures``."""
         return self.spec.failure_limit
+
+    @property
+    def durable(self) -> bool:
+        """Whether the task lives in a store (it has a row there)."""
+        return self.store_seq is not None
 
     @property
     def is_one_time(self) -> bool:
@@ -237,6 +268,7 @@ _END_REASONS: dict[State, str] = {
     State.COMPLETED: "completed",
     State.FAILED: "the run failed",
     State.CANCELLED: "cancelled",
+    State.DETACHED: "left in its store when the scheduler stopped (it runs again after a restart)",
 }
 
 

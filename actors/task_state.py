@@ -3,6 +3,15 @@
 Part of the pure core (see ``actors/timetable.py``). Every change of a task's state goes
 through ``move_to``, which refuses a move the table does not list: such a move is a bug in the
 scheduler, never the user's doing, and failing loudly beats a task silently stuck.
+
+The diagram (``TRANSITIONS`` below is the same, as data)::
+
+    PENDING --due--> READY --dealt--> HANDED --recurring run reported--> PENDING
+    HANDED --taken back (stolen, worker lost)--> READY
+    HANDED --cancelled while its worker holds the run--> CANCELLING --worker reported--> CANCELLED
+    HANDED --run reported--> COMPLETED | FAILED;  PENDING | READY | HANDED --cancelled--> CANCELLED
+    READY --missed its run (misfire_grace)--> PENDING (recurring) | FAILED (one-time)
+    PENDING | READY | HANDED --the scheduler stopped, the task lives on in its store--> DETACHED
 """
 
 from __future__ import annotations
@@ -32,13 +41,23 @@ class State(enum.IntEnum):
     COMPLETED = 4
     FAILED = 5
     CANCELLED = 6
+    DETACHED = 7
+    """The scheduler stopped; the task lives on in its store (final for this process)."""
 
 
-PENDING, READY, HANDED, CANCELLING, COMPLETED, FAILED, CANCELLED = State
+PENDING, READY, HANDED, CANCELLING, COMPLETED, FAILED, CANCELLED, DETACHED = State
 
 _LEGAL: Final[dict[State, frozenset[State]]] = {
-    PENDING: frozenset({READY, CANCELLED}),  # due; or cancelled, shut down
-    READY: frozenset({HANDED, CANCELLED}),  # dealt to a worker; or cancelled
+    PENDING: frozenset({READY, CANCELLED, DETACHED}),  # due; or cancelled, shut down, detached
+    READY: frozenset(
+        {
+            HANDED,  # dealt to a worker
+            CANCELLED,
+            PENDING,  # a recurring task that missed its slot (misfire_grace) waits for the next
+            FAILED,  # a one-time task that missed its run
+            DETACHED,
+        }
+    ),
     HANDED: frozenset(
         {
             PENDING,  # a recurring run reported: waits for its next slot
@@ -47,23 +66,30 @@ _LEGAL: Final[dict[State, frozenset[State]]] = {
             COMPLETED,
             FAILED,
             CANCELLED,  # taken back and cancelled, or its worker skipped it
+            DETACHED,  # taken back at shutdown, or its run reported after shutdown
         }
     ),
     CANCELLING: frozenset({CANCELLED}),  # its worker reported (ran it, or skipped it)
     COMPLETED: frozenset(),
     FAILED: frozenset(),
     CANCELLED: frozenset(),
+    DETACHED: frozenset(),
 }
 TRANSITIONS: Final[Mapping[State, frozenset[State]]] = MappingProxyType(_LEGAL)
-"""``state -> the states it may move to``. The last three are final."""
+"""``state -> the states it may move to``. The last four are final."""
 
 FINAL_STATUS: Final[Mapping[State, TaskStatus]] = MappingProxyType(
-    {COMPLETED: TaskStatus.COMPLETED, FAILED: TaskStatus.FAILED, CANCELLED: TaskStatus.CANCELLED}
+    {
+        COMPLETED: TaskStatus.COMPLETED,
+        FAILED: TaskStatus.FAILED,
+        CANCELLED: TaskStatus.CANCELLED,
+        DETACHED: TaskStatus.SCHEDULED,  # still scheduled, in the store
+    }
 )
-"""The status a finished task shows."""
+"""The status a task shows once it has left this scheduler."""
 
 FINAL_STATES: Final = frozenset(FINAL_STATUS)
-"""The states a task never leaves."""
+"""The states a task never leaves (here)."""
 
 
 class HasState(Protocol):

@@ -26,16 +26,18 @@ from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import NamedTuple
 
 from actors.dealer import Dealer
 from actors.due_heap import DueHeap
-from actors.errors import DuplicateTaskError, SchedulerShutdownError, UnknownTaskError
+from actors.errors import DuplicateTaskError, MissedRunError, SchedulerShutdownError, UnknownTaskError
 from actors.recurrence import next_fixed_delay, next_fixed_rate
 from actors.task_record import TaskRecord
 from actors.task_state import (
     CANCELLED,
     CANCELLING,
     COMPLETED,
+    DETACHED,
     FAILED,
     FINAL_STATES,
     HANDED,
@@ -60,16 +62,36 @@ from messages import (
 )
 
 
+class RunOutcome(NamedTuple):
+    """How one run of a durable task ended, for the store's run ledger.
+
+    Times are clock times; the owner turns them into wall-clock times.
+    """
+
+    task: TaskRecord
+    run: int
+    due_wall: float
+    started_at: float | None
+    finished_at: float
+    outcome: str  # "completed", "failed" or "missed"
+    error: str | None
+
+
 @dataclass(slots=True)
 class Effects:
     """What the owner of a ``Timetable`` must now do, in this order.
 
     Attributes:
+        saves: Durable tasks whose state changed: write them to the store (with ``ledger``),
+            before anything below makes the change visible.
+        ledger: How runs of durable tasks ended, for the store's run ledger.
         events: Events to publish (only the kinds in ``Timetable.wanted``).
         batches: ``(worker, runs)``: hand each idle worker its batch, in order.
         finished: ``(task, outcome)``: publish each task's end (``task.finish(outcome)``).
     """
 
+    saves: list[TaskRecord] = field(default_factory=list)
+    ledger: list[RunOutcome] = field(default_factory=list)
     events: list[TaskEvent] = field(default_factory=list)
     batches: list[tuple[int, list[RunTask]]] = field(default_factory=list)
     finished: list[tuple[TaskRecord, object]] = field(default_factory=list)
@@ -80,7 +102,7 @@ class Effects:
         return [(worker, run) for worker, runs in self.batches for run in runs]
 
     def __bool__(self) -> bool:
-        return bool(self.events or self.batches or self.finished)
+        return bool(self.events or self.batches or self.finished or self.saves or self.ledger)
 
 
 class Timetable:
@@ -114,7 +136,7 @@ class Timetable:
         self._wanted: frozenset[EventKind] = frozenset()
         # One flag per kind: enum hashing is Python code, too slow for the per-task path.
         self._want_due = self._want_started = self._want_completed = False
-        self._want_failed = self._want_cancelled = False
+        self._want_failed = self._want_cancelled = self._want_missed = False
         self.closed = False
         self._tasks: dict[TaskId, TaskRecord] = (
             tasks if tasks is not None else {}
@@ -127,6 +149,7 @@ class Timetable:
         self._effects = Effects()
         self._deferred = False  # inside batch(): hand out work once, at the end
         self.activity = 0  # counts releases, reports and endings: Scheduler.settle compares it
+        self.wall_offset = 0.0  # wall-clock time minus clock time: set by the owner before each call
 
     @property
     def wanted(self) -> frozenset[EventKind]:
@@ -141,6 +164,7 @@ class Timetable:
         self._want_completed = EventKind.COMPLETED in kinds
         self._want_failed = EventKind.FAILED in kinds
         self._want_cancelled = EventKind.CANCELLED in kinds
+        self._want_missed = EventKind.MISSED in kinds
 
     # -- commands ---------------------------------------------------------------------------
 
@@ -179,6 +203,52 @@ class Timetable:
         self._heap.push(task, task.due_at)
         if task.due_at <= now and not self._deferred:
             self._release(now)
+
+    def add_many(self, tasks: list[TaskRecord], *, now: float) -> None:
+        """Own many new tasks at once (a store's load: a million must take seconds, not minutes).
+
+        Raises:
+            DuplicateTaskError: an id is live or repeated (nothing changes).
+            SchedulerShutdownError: the timetable was shut down.
+        """
+        if self.closed:
+            raise SchedulerShutdownError("scheduler is shut down; loaded tasks rejected")
+        ids = {task.task_id for task in tasks}
+        if len(ids) != len(tasks) or not ids.isdisjoint(self._tasks):
+            raise DuplicateTaskError("loaded tasks repeat an id, or have the id of a live task")
+        live = self._tasks
+        for task in tasks:
+            live[task.task_id] = task
+        self._heap.push_many(tasks, [task.due_at for task in tasks])  # type: ignore[arg-type]
+        self._release(now)
+
+    def replace(self, live: TaskRecord, new: TaskRecord, *, now: float) -> None:
+        """Give the live task ``live`` the definition of ``new``, keeping its counters and token.
+
+        The definition is the function, arguments, name, trigger and options; the counters,
+        token and handles stay (``if_exists="replace"``).
+
+        A task waiting for its due time waits for the new one; a run already handed to a worker
+        goes on as it was, and the new trigger decides the run after it.
+        """
+        live.fn, live.args, live.kwargs, live.name, live.spec = (
+            new.fn,
+            new.args,
+            new.kwargs,
+            new.name,
+            new.spec,
+        )
+        if new.store_seq is not None:
+            live.store_seq = new.store_seq
+        self.activity += 1
+        if live.state is PENDING:
+            self._heap.remove(live)
+            live.due_at, live.due_wall = new.due_at, new.due_wall
+            self._heap.push(live, live.due_at)
+            if live.due_at <= now:
+                self._release(now)
+        if live.store_seq is not None:
+            self._effects.saves.append(live)
 
     def refuse(self, task: TaskRecord) -> None:
         """End a task that was never added (refused): it finishes ``CANCELLED``, so no one waits for ever."""
@@ -230,6 +300,8 @@ class Timetable:
         task.run_count += 1
         if task.failures is not None:
             task.failures.consecutive = 0
+        if task.store_seq is not None:
+            self._record_run(task, report.run, report.started_at, report.finished_at, "completed", None)
         if task.spec.trigger is None and task.state is HANDED:  # the common case: it just ends
             if self._want_completed:
                 self._emit(
@@ -248,7 +320,7 @@ class Timetable:
         """Record that a worker finished a run by raising."""
         task = self._dealer.report(report.worker, report.task_id, report.run, idle=report.idle)
         if task is not None and task.state not in FINAL_STATES:
-            self._fail_run(task, report.error, report.traceback, report.finished_at)
+            self._fail_run(task, report.error, report.traceback, report.finished_at, report.started_at)
         self._release(now)  # the report freed its worker
 
     def skipped(self, report: Skipped, *, now: float) -> None:
@@ -288,7 +360,9 @@ class Timetable:
         """Refuse new tasks and cancel every task that has not started its run.
 
         Running one-time tasks finish as usual; running recurring ones finish their run and
-        then end ``CANCELLED``.
+        then end ``CANCELLED``. Durable tasks are not cancelled: they stay scheduled in their
+        store, and here they end ``DETACHED`` (a running one once its run has reported, its
+        outcome saved first).
         """
         self.closed = True
         deferred, self._deferred = self._deferred, True  # hand the workers nothing more
@@ -296,10 +370,17 @@ class Timetable:
             task.heap_seq = None  # the heap is emptied at once below, not entry by entry
         self._heap.clear()
         for task in self._dealer.take_back_all():
-            task.revoke()
-            self._finish(task, CANCELLED, now, None)
+            if not (task.store_seq is not None and self._detach(task)):
+                task.revoke()
+                self._finish(task, CANCELLED, now, None)
         for task in list(self._tasks.values()):
-            if task.state is not CANCELLING and task.revoke() in (FREE, RUNNING, RAN, REVOKED):
+            if task.state is CANCELLING:
+                continue  # ends when its worker reports
+            if task.store_seq is not None:
+                if task.state is not HANDED and not self._detach(task):
+                    self._end_cancelled(task, now, mid_run=False)  # a caller cancelled it (token revoked)
+                continue  # a worker holds its run: it ends (or detaches) when the run reports
+            if task.revoke() in (FREE, RUNNING, RAN, REVOKED):
                 # A caller may have revoked it mid-run (its report will not come): wait for the worker.
                 self._end_cancelled(task, now, mid_run=True)
             # else: a worker has started its one-time run (it holds the token): it finishes as usual
@@ -308,9 +389,10 @@ class Timetable:
     def abandon(self, error: BaseException, *, now: float) -> int:
         """End every task still live, at once: the scheduler is being stopped by force.
 
-        A one-time run in progress (its token taken) ends ``FAILED`` with ``error``: its
-        outcome will never be known. Every other live task ends ``CANCELLED``. Returns how
-        many tasks were still live.
+        A durable task ends ``DETACHED``: it stays in its store (a run in progress counts as
+        not run there: it runs again after a restart). Otherwise a one-time run in progress
+        (its token taken) ends ``FAILED`` with ``error``: its outcome will never be known.
+        Every other live task ends ``CANCELLED``. Returns how many tasks were still live.
         """
         live = len(self._tasks)
         self.closed = True
@@ -319,6 +401,8 @@ class Timetable:
             task.heap_seq = None
         self._heap.clear()
         for task in list(self._tasks.values()):
+            if task.store_seq is not None and self._detach(task):
+                continue  # its run, if one was going, counts as not run: the store still has it
             if task.revoke() is TAKEN and task.state is HANDED:
                 self._fail_run(task, error, "", now)
             else:
@@ -332,7 +416,7 @@ class Timetable:
     def take_effects(self) -> Effects:
         """Return what should happen because of the calls since the last ``take_effects``."""
         effects = self._effects
-        if not (effects.events or effects.batches or effects.finished):
+        if not effects:
             return Effects()  # never hand out the live object: later effects would show in it
         self._effects = Effects()
         return effects
@@ -402,11 +486,22 @@ class Timetable:
     # -- internals --------------------------------------------------------------------------
 
     def _release(self, now: float) -> None:
-        """Move the tasks due at ``now`` to the ready FIFO, then deal to the idle workers."""
+        """Move the tasks due at ``now`` to the ready FIFO, then deal to the idle workers.
+
+        A run that would start later than its task's ``misfire_grace`` is not dealt: it is
+        missed (``_missed``); a recurring task's next slot may be due at once, hence the loop.
+        """
         if self._deferred:
             return
-        self._queue_due(now)
-        self._dealer.deal(self._effects.batches, announce=self._want_started)
+        missed: list[TaskRecord] = []
+        while True:
+            self._queue_due(now)
+            self._dealer.deal(self._effects.batches, announce=self._want_started, now=now, missed=missed)
+            if not missed:
+                return
+            for task in missed:
+                self._missed(task, now)
+            missed.clear()
 
     def _queue_due(self, now: float) -> None:
         """Move the tasks due at ``now`` from the heap to the ready FIFO."""
@@ -419,6 +514,7 @@ class Timetable:
             self.activity += 1
             if want_due:
                 self._emit(EventKind.DUE, task, now, task.run_count + 1)
+        # (a task due too long ago for its misfire_grace is caught by the dealer, as it deals)
 
     def _end_cancelled(self, task: TaskRecord, now: float, *, mid_run: bool) -> None:
         """End a task whose cancel has won, or mark it to end when its worker reports.
@@ -436,10 +532,19 @@ class Timetable:
         self._finish(task, CANCELLED, now, None)
         self._release(now)  # a take-back may have left a worker idle
 
-    def _fail_run(self, task: TaskRecord, error: BaseException, traceback: str, finished_at: float) -> None:
+    def _fail_run(
+        self,
+        task: TaskRecord,
+        error: BaseException,
+        traceback: str,
+        finished_at: float,
+        started_at: float | None = None,
+    ) -> None:
         self.activity += 1
         run = task.run_count = task.run_count + 1
         task.count_failure(error, traceback)
+        if task.store_seq is not None:
+            self._record_run(task, run, started_at, finished_at, "failed", f"{type(error).__name__}: {error}")
         if task.spec.trigger is not None:
             task.run_reported()
         if task.state is CANCELLING:
@@ -478,12 +583,21 @@ class Timetable:
             due_at = next_fixed_delay(trigger.delay, finished_at)
         move_to(task, PENDING)
         task.due_at = due_at
+        if task.store_seq is not None:
+            task.due_wall = due_at + self.wall_offset
+            self._effects.saves.append(task)
+        if self.closed:  # shutting down: a durable task's next run is its store's business
+            if not (task.store_seq is not None and self._detach(task)):
+                self._finish(task, CANCELLED, finished_at, None)
+            return
         self._heap.push(task, due_at)
 
     def _finish(self, task: TaskRecord, state: State, at: float, outcome: object) -> None:
         move_to(task, state)
         del self._tasks[task.task_id]
         self.activity += 1
+        if task.store_seq is not None:
+            self._effects.saves.append(task)
         if state is CANCELLED and self._want_cancelled:
             self._emit(EventKind.CANCELLED, task, at, None, final=True)
         task.retire()  # frozen from here on: handles and the history may share it
@@ -494,6 +608,70 @@ class Timetable:
             if len(history) > self._history_limit:
                 history.popitem(last=False)
         self._effects.finished.append((task, outcome))
+
+    def _record_run(
+        self,
+        task: TaskRecord,
+        run: int,
+        started_at: float | None,
+        finished_at: float,
+        outcome: str,
+        error: str | None,
+    ) -> None:
+        """Note how a durable task's run ended, for the store's run ledger."""
+        due_wall = task.due_wall if task.due_wall is not None else task.due_at + self.wall_offset
+        task.last_outcome = outcome
+        self._effects.ledger.append(RunOutcome(task, run, due_wall, started_at, finished_at, outcome, error))
+
+    def _detach(self, task: TaskRecord) -> bool:
+        """Leave a durable task to its store, as this scheduler stops (its heap entry is gone already).
+
+        Returns ``False``, changing nothing, if its token says it has ended (a caller's cancel won).
+        """
+        if not task.detach():
+            return False
+        move_to(task, DETACHED)
+        del self._tasks[task.task_id]
+        self.activity += 1
+        task.claim = None
+        return True
+
+    def _missed(self, task: TaskRecord, now: float) -> None:
+        """A run of a ``READY`` task would start later than its ``misfire_grace`` allows: skip it.
+
+        A recurring task waits for its next slot; a one-time task ends ``FAILED`` with a
+        ``MissedRunError`` (unless a cancel has just won its token).
+        """
+        self.activity += 1
+        run = task.run_count + 1
+        late = now - task.due_at
+        error = MissedRunError(
+            f"run {run} of task {task.task_id!r} was not started: it was {late:.3f} s late, "
+            f"more than its misfire_grace of {task.spec.misfire_grace} s"
+        )
+        trigger = task.spec.trigger
+        ends = trigger is None and task.take()  # a one-time task ends (unless a cancel won its token)
+        if self._want_missed:
+            self._emit(EventKind.MISSED, task, now, run, error=error, final=ends)
+        if task.store_seq is not None:
+            self._record_run(task, run, None, now, "missed", str(error))
+        if trigger is None:
+            if ends:
+                task.count_failure(error, "")
+                self._finish(task, FAILED, now, None)
+            else:  # a caller cancelled it meanwhile: its Cancelled report would find it gone
+                self._finish(task, CANCELLED, now, None)
+            return
+        if isinstance(trigger, FixedRate):
+            due_at = next_fixed_rate(trigger.first_at, trigger.interval, task.due_at, now)
+        else:
+            due_at = next_fixed_delay(trigger.delay, now)
+        move_to(task, PENDING)
+        task.due_at = due_at
+        if task.store_seq is not None:
+            task.due_wall = due_at + self.wall_offset
+            self._effects.saves.append(task)
+        self._heap.push(task, due_at)
 
     def _emit(
         self,

@@ -7,16 +7,20 @@ them makes one *move* on the task's token; a move is one check-and-set under ``_
 exactly one of two racing moves wins, and each party learns from its own move's result. Nobody
 decides by looking at a token: the scheduler's core treats a move's result as an input.
 
-The state table (``TRANSITIONS`` below is this table as data). "-" means the move fails and
-nothing changes:
+The state table (``TRANSITIONS`` below is this table as data). A cell is the state the move
+leads to; "-" means the move fails and nothing changes, "=" that it succeeds and the state stays:
 
-    state     start(1-time)  start(recurring)  end_run()    run_reported()  revoke()    take()    finish()
-    FREE      -> TAKEN       -> RUNNING        -            -               -> REVOKED  -> TAKEN  -> FINISHED
-    RUNNING   -              -                 -> RAN       -               -> REVOKED  -         -> FINISHED
-    RAN       -              -                 -            -> FREE         -> REVOKED  -         -> FINISHED
-    TAKEN     -              -                 -            -               -           -         -> FINISHED
-    REVOKED   -              -                 ok (stays)   ok (stays)      -           -         -> FINISHED
-    FINISHED  -              -                 -            -               -           -         -
+    state     start(1)  start(rec)  end_run  reported  revoke   take   finish    detach
+    FREE      TAKEN     RUNNING     -        -         REVOKED  TAKEN  FINISHED  DETACHED
+    RUNNING   -         -           RAN      -         REVOKED  -      FINISHED  DETACHED
+    RAN       -         -           -        FREE      REVOKED  -      FINISHED  DETACHED
+    TAKEN     -         -           -        -         -        -      FINISHED  DETACHED
+    REVOKED   -         -           =        =         -        -      FINISHED  -
+    FINISHED  -         -           -        -         -        -      -         -
+    DETACHED  -         -           -        -         -        -      -         -
+
+(``start(1)`` is ``try_start`` of a one-time run, ``start(rec)`` of a recurring one;
+``reported`` is ``run_reported``.)
 
 - ``RUNNING``: a run of a recurring task is in progress; ``RAN``: it has ended and its report
   is on its way to the scheduler (the worker moves the token on with ``end_run`` before it
@@ -28,6 +32,9 @@ nothing changes:
 - ``REVOKED``: cancelled; no run starts any more. A handle reports ``done()`` from here on.
 - ``FINISHED``: the scheduler has published the task's final state (``finish``); the record
   never changes again, so any thread may read it.
+- ``DETACHED``: the scheduler stopped, and the task lives on in its store, not in this
+  process: its handle is not done, and waiting for it ends at once (``detach``, by the
+  scheduler: at shutdown for a task with no run in flight; when stopped by force, for any).
 
 Who makes which move: ``try_start`` and ``end_run`` the worker, around a run; ``revoke`` a
 caller (``TaskHandle.cancel``, ``Scheduler.cancel``) or the scheduler (``Cancel`` message,
@@ -46,6 +53,7 @@ from typing import Final
 from actors.waiting import wait_until
 
 __all__ = [
+    "DETACHED",
     "FINISHED",
     "FREE",
     "RAN",
@@ -68,6 +76,7 @@ class TokenState(enum.IntEnum):
     TAKEN = 3
     REVOKED = 4
     FINISHED = 5
+    DETACHED = 6
 
 
 class Move(enum.IntEnum):
@@ -80,9 +89,10 @@ class Move(enum.IntEnum):
     REVOKE = 4
     TAKE = 5
     FINISH = 6
+    DETACH = 7
 
 
-FREE, RUNNING, RAN, TAKEN, REVOKED, FINISHED = TokenState
+FREE, RUNNING, RAN, TAKEN, REVOKED, FINISHED, DETACHED = TokenState
 
 _MOVES: Final[dict[tuple[TokenState, Move], TokenState]] = {
     (FREE, Move.START_ONE_TIME): TAKEN,
@@ -90,6 +100,10 @@ _MOVES: Final[dict[tuple[TokenState, Move], TokenState]] = {
     (FREE, Move.REVOKE): REVOKED,
     (FREE, Move.TAKE): TAKEN,
     (FREE, Move.FINISH): FINISHED,
+    (FREE, Move.DETACH): DETACHED,
+    (RUNNING, Move.DETACH): DETACHED,
+    (RAN, Move.DETACH): DETACHED,
+    (TAKEN, Move.DETACH): DETACHED,
     (RUNNING, Move.END_RUN): RAN,
     (RUNNING, Move.REVOKE): REVOKED,
     (RUNNING, Move.FINISH): FINISHED,
@@ -193,6 +207,18 @@ class Token:
         if event is not None:
             event.set()
 
+    def detach(self) -> bool:
+        """Scheduler, as it stops: the task lives on in the store, not here; ``False`` if it has ended."""
+        with _LOCK:
+            new = _MOVES.get((self._token, Move.DETACH))
+            if new is None:
+                return False
+            self._token = new
+            event = _WAITERS.pop(self, None)
+        if event is not None:
+            event.set()  # a waiting result() raises SchedulerShutdownError from now on
+        return True
+
     @staticmethod
     def finish_all(ended: list[tuple[Token, object]]) -> None:
         """``finish`` each ``(token, outcome)`` in order, under one hold of the lock (for batches)."""
@@ -226,9 +252,9 @@ class Token:
         return self._outcome
 
     def wait_ended(self, timeout: float | None) -> bool:
-        """Block until the token is ``REVOKED`` or ``FINISHED``; ``False`` if ``timeout`` passed first."""
+        """Block until the token is ``REVOKED``, ``FINISHED`` or ``DETACHED``; ``False`` on timeout."""
         with _LOCK:
-            if self._token is REVOKED or self._token is FINISHED:
+            if self._token is REVOKED or self._token is FINISHED or self._token is DETACHED:
                 return True
             event = _WAITERS.get(self)
             if event is None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from actors.clock import Clock
 from actors.references import LazyReference, check_picklable_arguments, reference_of, resolve
@@ -20,6 +20,7 @@ from messages.triggers import require_finite
 __all__ = [
     "MAX_PROCESSES",
     "MAX_WORKERS",
+    "TaskOptions",
     "check_clock",
     "check_count",
     "check_task",
@@ -125,6 +126,49 @@ def check_task(
         raise TypeError(f"name must be a str, got {name!r}")
     require_failure_limit(failure_limit)
     return kwargs
+
+
+class TaskOptions(NamedTuple):
+    """The options every ``schedule_*`` call takes, checked by ``check``."""
+
+    name: str | None
+    failure_limit: int | None
+    executor: str
+    misfire_grace: float | None
+    if_exists: str
+    durable: bool | None
+
+    @property
+    def plain(self) -> bool:
+        """Whether every option has its default (the common case, checked fast)."""
+        return (
+            self.failure_limit is None
+            and self.executor == "thread"
+            and self.misfire_grace is None
+            and self.if_exists == "error"
+            and self.durable is None
+        )
+
+    def check(self, processes: int, has_store: bool) -> bool:
+        """Check the options against the scheduler's means; return whether the task is durable.
+
+        Raises:
+            ValueError: an option is out of range or asks for what the scheduler lacks.
+            TypeError: an option has the wrong type.
+        """
+        if self.executor not in ("thread", "process"):
+            raise ValueError(f'executor must be "thread" or "process", got {self.executor!r}')
+        if self.executor == "process" and not processes:
+            raise ValueError('executor="process" needs worker processes: Scheduler(processes=N)')
+        if self.if_exists not in ("error", "keep", "replace"):
+            raise ValueError(f'if_exists must be "error", "keep" or "replace", got {self.if_exists!r}')
+        if self.misfire_grace is not None and require_finite("misfire_grace", self.misfire_grace) < 0:
+            raise ValueError(f"misfire_grace must not be negative, got {self.misfire_grace!r}")
+        if self.durable is not None and not isinstance(self.durable, bool):
+            raise TypeError(f"durable must be True, False or None, got {self.durable!r}")
+        if self.durable and not has_store:
+            raise ValueError("durable=True needs a store: Scheduler(store=...)")
+        return has_store if self.durable is None else self.durable
 
 
 def resolve_task_function(fn: object) -> Callable[..., object]:

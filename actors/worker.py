@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextvars
 import logging
 import traceback
 from typing import Any
@@ -12,6 +11,7 @@ import pykka
 from actors.base import LibraryActor
 from actors.clock import Clock
 from actors.outbox import Outbox
+from actors.run_context import CURRENT_RUN
 from actors.threads import Role, ThreadRegistry
 from messages import Completed, Drain, Failed, RunBatch, RunTask, Skipped, Started, WorkerExited
 
@@ -20,9 +20,6 @@ logger = logging.getLogger(__name__)
 _DRAIN = Drain()
 
 Report = Started | Completed | Failed | Skipped
-
-CURRENT_RUN: contextvars.ContextVar[RunTask | None] = contextvars.ContextVar("current_run", default=None)
-"""The run the current thread is running (set by its worker around each run)."""
 
 
 class WorkerActor(LibraryActor):
@@ -73,20 +70,22 @@ class WorkerActor(LibraryActor):
             run = runs[index]
             task = run.task
             if task.try_start(run.one_time):
+                started_at = self._clock.now()
                 try:
-                    value, failure, finished_at = self._run(run)
+                    value, failure, finished_at = self._run(run, started_at)
                 finally:  # even if this worker fails now: its task must be able to run again
                     if not run.one_time:
                         task.end_run()
                 index = _next_claimed(runs, index + 1)
+                idle = index is None
                 if failure is None:
                     report: Report = Completed(
-                        worker, run.task_id, run.run, value, finished_at, index is None
+                        worker, run.task_id, run.run, value, finished_at, idle, started_at
                     )
                 else:
                     error, formatted = failure
                     report = Failed(
-                        worker, run.task_id, run.run, error, formatted, finished_at, index is None
+                        worker, run.task_id, run.run, error, formatted, finished_at, idle, started_at
                     )
             else:
                 index = _next_claimed(runs, index + 1)
@@ -94,11 +93,11 @@ class WorkerActor(LibraryActor):
             self._report(report)
         runs.clear()  # pykka keeps the last message: it must not keep the runs' arguments
 
-    def _run(self, run: RunTask) -> tuple[object, tuple[BaseException, str] | None, float]:
+    def _run(self, run: RunTask, started_at: float) -> tuple[object, tuple[BaseException, str] | None, float]:
         """Run one run; return its value, or its error with the formatted traceback, and when it ended."""
         if run.announce:
-            self._report(Started(self._index, run.task_id, run.run, self._clock.now()))
-        reset = CURRENT_RUN.set(run)
+            self._report(Started(self._index, run.task_id, run.run, started_at))
+        reset = CURRENT_RUN.set((run, started_at, self._clock))
         try:
             value = self._call(run)
         except BaseException as error:  # SystemExit too: a task never takes the worker down

@@ -165,11 +165,34 @@ class Drain:
 class AddTask:
     """Facade -> scheduler: own ``task`` (built by the facade with a caller-chosen id).
 
-    Reply: ``True`` if added, ``False`` if its id is live or the scheduler is shutting down.
-    Tasks with minted ids come through the facade's outbox instead, without a reply.
+    ``if_exists`` says what to do if its id is live: ``"error"`` (refuse), ``"keep"`` (keep
+    the live task) or ``"replace"`` (give the live task this one's definition). A durable
+    task comes with the ``definition`` to write to the store first.
+
+    Reply: the task now live under that id (this one, or the live one kept or replaced);
+    ``None`` if refused (the id is live with ``"error"``, or the scheduler is shutting
+    down); or the exception the store raised. Tasks with minted ids come through the
+    facade's outbox instead, without a reply.
     """
 
     task: Task = field(compare=False)
+    if_exists: str = "error"
+    definition: object = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.if_exists not in ("error", "keep", "replace"):
+            raise ValueError(f'if_exists must be "error", "keep" or "replace", got {self.if_exists!r}')
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class FindTask:
+    """Facade -> scheduler. Reply: the live task with this id (an ``actors`` ``TaskRecord``), or ``None``."""
+
+    task_id: TaskId
+
+    def __post_init__(self) -> None:
+        require_task_id(self.task_id)
 
 
 @final

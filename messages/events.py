@@ -39,6 +39,9 @@ class EventKind(enum.Enum):
     """The run raised; ``TaskEvent.error`` holds the exception, ``traceback`` its formatted traceback."""
     CANCELLED = "cancelled"
     """The task will never run again (cancelled, or pending at shutdown)."""
+    MISSED = "missed"
+    """A run would have started later than the task's ``misfire_grace`` allows, so it did not
+    run: a recurring task waits for its next slot, a one-time task ends ``FAILED``."""
 
 
 class TaskStatus(enum.Enum):

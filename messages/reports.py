@@ -29,7 +29,8 @@ class Started:
 class Completed:
     """Worker ``worker`` finished run ``run`` of ``task_id``, which returned ``value``.
 
-    ``idle`` says the worker has nothing more to run from the batch it was handed.
+    ``idle`` says the worker has nothing more to run from the batch it was handed;
+    ``started_at`` when the run started (clock time).
     """
 
     worker: int
@@ -38,6 +39,7 @@ class Completed:
     value: object = field(compare=False)
     finished_at: float
     idle: bool = True
+    started_at: float | None = None
 
 
 @fast_init
@@ -47,7 +49,7 @@ class Failed:
     """Worker ``worker`` finished run ``run`` of ``task_id``, which raised ``error``.
 
     ``error`` has no ``__traceback__`` (it would pin the run's frames and so its arguments);
-    ``traceback`` is the formatted traceback. ``idle`` as in ``Completed``.
+    ``traceback`` is the formatted traceback. ``idle`` and ``started_at`` as in ``Completed``.
     """
 
     worker: int
@@ -57,6 +59,7 @@ class Failed:
     traceback: str = field(compare=False, repr=False)
     finished_at: float
     idle: bool = True
+    started_at: float | None = None
 
 
 @final

@@ -6,6 +6,8 @@
 reads one without disturbing the scheduler that holds it.
 """
 
+import os
+
 from actors.errors import DuplicateTaskError, StoreError, StoreLockedError
 from actors.store.protocol import (
     LIVE_STATUS,
@@ -21,6 +23,23 @@ from actors.store.protocol import (
     TaskUpdate,
 )
 from actors.store.sqlite import SQLiteReader, SQLiteStore
+
+
+def open_store(store: Store | str | os.PathLike[str]) -> Store:
+    """Open the store a ``Scheduler(store=...)`` names: a ``Store`` object, or a path to an SQLite file.
+
+    Raises:
+        StoreLockedError: another live scheduler holds it.
+        StoreError: it cannot be used (the message names it and says why).
+        TypeError: ``store`` is none of these.
+    """
+    if isinstance(store, str | os.PathLike):
+        store = SQLiteStore(store)
+    elif not callable(getattr(store, "open", None)) or not callable(getattr(store, "save", None)):
+        raise TypeError(f"store must be a path or a Store, got {store!r}")
+    store.open()
+    return store
+
 
 __all__ = [
     "LIVE_STATUS",
@@ -39,4 +58,5 @@ __all__ = [
     "StoredTask",
     "TaskDefinition",
     "TaskUpdate",
+    "open_store",
 ]

@@ -26,6 +26,7 @@ from messages import (
     Drain,
     EventKind,
     Failed,
+    FindTask,
     FixedDelay,
     FixedRate,
     Flush,
@@ -311,6 +312,7 @@ INSTANCES = [
     Tick(),
     Drain(),
     AddTask(Token()),  # type: ignore[arg-type]
+    FindTask("t"),
     QueryTask("t"),
     QueryTasks(),
     QueryNextDue(),

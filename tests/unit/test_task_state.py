@@ -10,16 +10,17 @@ from actors.task_state import FINAL_STATUS, TRANSITIONS, State, move_to
 from messages import TaskStatus
 from tests.unit.helpers import noop
 
-PENDING, READY, HANDED, CANCELLING, COMPLETED, FAILED, CANCELLED = State
+PENDING, READY, HANDED, CANCELLING, COMPLETED, FAILED, CANCELLED, DETACHED = State
 
 DIAGRAM = {
-    PENDING: {READY, CANCELLED},
-    READY: {HANDED, CANCELLED},
-    HANDED: {PENDING, READY, CANCELLING, COMPLETED, FAILED, CANCELLED},
+    PENDING: {READY, CANCELLED, DETACHED},
+    READY: {HANDED, CANCELLED, PENDING, FAILED, DETACHED},
+    HANDED: {PENDING, READY, CANCELLING, COMPLETED, FAILED, CANCELLED, DETACHED},
     CANCELLING: {CANCELLED},
     COMPLETED: set(),
     FAILED: set(),
     CANCELLED: set(),
+    DETACHED: set(),
 }
 """The state diagram, edge by edge (``actors/task_state.py`` describes each edge in a comment):
 
@@ -27,6 +28,8 @@ DIAGRAM = {
     HANDED --taken back (stolen, worker lost)--> READY
     HANDED --cancelled while its worker holds the run--> CANCELLING --worker reported--> CANCELLED
     HANDED --run reported--> COMPLETED | FAILED;  PENDING | READY | HANDED --cancelled--> CANCELLED
+    READY --missed its run (misfire_grace)--> PENDING (recurring) | FAILED (one-time)
+    PENDING | READY | HANDED --the scheduler stopped, the task lives on in its store--> DETACHED
 """
 
 
@@ -44,6 +47,7 @@ def test_final_states_are_those_without_a_way_out() -> None:
         COMPLETED: TaskStatus.COMPLETED,
         FAILED: TaskStatus.FAILED,
         CANCELLED: TaskStatus.CANCELLED,
+        DETACHED: TaskStatus.SCHEDULED,
     }
 
 
@@ -96,10 +100,11 @@ def test_move_to_follows_the_table(old: State, new: State) -> None:
         (COMPLETED, False, TaskStatus.COMPLETED),
         (FAILED, False, TaskStatus.FAILED),
         (CANCELLED, True, TaskStatus.CANCELLED),
+        (DETACHED, False, TaskStatus.SCHEDULED),
     ],
 )
 def test_what_each_state_shows(state: State, running: bool, shown: TaskStatus) -> None:
     info = record_in(state).snapshot(running=running)
     assert info.status is shown
-    assert info.next_run_at == (0.0 if shown is TaskStatus.SCHEDULED else None)
+    assert info.next_run_at == (0.0 if shown is TaskStatus.SCHEDULED else None)  # detached: in the store
     assert (info.end_reason is None) is (state not in FINAL_STATUS)

@@ -7,7 +7,6 @@ joined with one).
 
 from __future__ import annotations
 
-import re
 import sys
 import threading
 import time
@@ -23,7 +22,7 @@ from actors.task_record import TaskRecord
 from actors.token import TRANSITIONS, Move, Token, TokenState
 from tests.unit.helpers import noop
 
-FREE, RUNNING, RAN, TAKEN, REVOKED, FINISHED = TokenState
+FREE, RUNNING, RAN, TAKEN, REVOKED, FINISHED, DETACHED = TokenState
 ROUNDS = 2_000
 TIMEOUT = 10.0  # seconds any thread or wait may take before the test fails
 
@@ -42,6 +41,8 @@ def token_in(state: TokenState) -> Token:
         assert token.revoke() is FREE
     elif state is FINISHED:
         token.finish("outcome")
+    elif state is DETACHED:
+        assert token.detach()
     assert token.token_state is state
     return token
 
@@ -62,6 +63,7 @@ MOVES: dict[Move, Callable[[Token], object]] = {
     Move.REVOKE: lambda token: token.revoke(),
     Move.TAKE: lambda token: token.take(),
     Move.FINISH: finish_new,  # returns the error of a refused finish
+    Move.DETACH: lambda token: token.detach(),
 }
 """Each move, made by its method; each returns what the method returned."""
 
@@ -77,7 +79,7 @@ def test_the_table_drives_every_move(state: TokenState, move: Move) -> None:
     result = MOVES[move](token)
     new = TRANSITIONS.get((state, move))
     assert token.token_state is (state if new is None else new)  # a move not in the table changes nothing
-    if move in (Move.START_ONE_TIME, Move.START_RECURRING, Move.TAKE):
+    if move in (Move.START_ONE_TIME, Move.START_RECURRING, Move.TAKE, Move.DETACH):
         assert result is (new is not None)  # the mover learns whether it won
     elif move is Move.REVOKE:
         assert result is state  # the mover learns the state before: FREE, RUNNING or RAN means it won
@@ -91,13 +93,14 @@ def test_the_table_drives_every_move(state: TokenState, move: Move) -> None:
 
 
 DOC_COLUMNS = {
-    "start(1-time)": Move.START_ONE_TIME,
-    "start(recurring)": Move.START_RECURRING,
-    "end_run()": Move.END_RUN,
-    "run_reported()": Move.RUN_REPORTED,
-    "revoke()": Move.REVOKE,
-    "take()": Move.TAKE,
-    "finish()": Move.FINISH,
+    "start(1)": Move.START_ONE_TIME,
+    "start(rec)": Move.START_RECURRING,
+    "end_run": Move.END_RUN,
+    "reported": Move.RUN_REPORTED,
+    "revoke": Move.REVOKE,
+    "take": Move.TAKE,
+    "finish": Move.FINISH,
+    "detach": Move.DETACH,
 }
 
 
@@ -106,18 +109,17 @@ def documented_table() -> dict[tuple[TokenState, Move], TokenState]:
     doc = token_module.__doc__ or ""
     lines = [line.strip() for line in doc.splitlines()]
     header = next(i for i, line in enumerate(lines) if line.startswith("state "))
-    columns = [DOC_COLUMNS[name] for name in re.split(r"\s{2,}", lines[header])[1:]]
+    columns = [DOC_COLUMNS[name] for name in lines[header].split()[1:]]
     table: dict[tuple[TokenState, Move], TokenState] = {}
     for line in lines[header + 1 : header + 1 + len(TokenState)]:
-        name, *cells = re.split(r"\s{2,}", line)
+        name, *cells = line.split()
         state = TokenState[name]
         assert len(cells) == len(columns), line
         for move, cell in zip(columns, cells, strict=True):
-            if cell == "ok (stays)":
+            if cell == "=":
                 table[state, move] = state
             elif cell != "-":
-                assert cell.startswith("-> "), line
-                table[state, move] = TokenState[cell.removeprefix("-> ")]
+                table[state, move] = TokenState[cell]
     return table
 
 
@@ -125,9 +127,10 @@ def test_the_documented_table_is_the_table() -> None:
     assert documented_table() == dict(TRANSITIONS)
 
 
-def test_finished_is_final_and_every_other_state_can_finish() -> None:
-    assert not [move for (state, move) in TRANSITIONS if state is FINISHED]
-    assert all((state, Move.FINISH) in TRANSITIONS for state in TokenState if state is not FINISHED)
+def test_finished_and_detached_are_final_and_every_other_state_can_finish() -> None:
+    ends = (FINISHED, DETACHED)
+    assert not [move for (state, move) in TRANSITIONS if state in ends]
+    assert all((state, Move.FINISH) in TRANSITIONS for state in TokenState if state not in ends)
 
 
 def test_finish_publishes_the_outcome_once() -> None:

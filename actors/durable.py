@@ -1,0 +1,202 @@
+"""Durable tasks: what the scheduler writes to its store, and how a stored task comes back.
+
+A store keeps text (``actors/store/protocol.py``): the function's reference, the arguments as
+JSON, and the trigger and options as JSON this module writes and reads. Times there are
+wall-clock instants (UTC epoch seconds), because the scheduler's own clock (monotonic) means
+nothing after a restart; ``wall_offset`` (wall-clock time minus clock time, read once by the
+caller) converts between the two.
+
+What a task's JSON looks like (the format is part of the store's schema: change it only with
+a migration):
+
+- trigger: ``{"once": true}`` (its due time is the row's ``next_due``),
+  ``{"rate": <interval>, "anchor": <wall time of its first slot>}``, or ``{"delay": <delay>}``;
+- options: only what differs from the defaults: ``{"name": ..., "max_consecutive_failures":
+  ..., "misfire_grace": ..., "executor": "process"}``.
+
+Nothing here reads a clock, and loading never runs user code: a reference is imported (that
+is all), never unpickled.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any, Final
+
+from actors.references import LazyReference, parse_reference, resolve
+from actors.store.protocol import RunRecord, StoredStatus, StoredTask, TaskDefinition, TaskUpdate
+from actors.task_record import PLAIN, THREADS, Failures, TaskRecord, TaskSpec
+from actors.task_state import CANCELLED, COMPLETED, FAILED, State
+from actors.timetable import RunOutcome
+from messages import FixedDelay, FixedRate
+from messages.commands import EMPTY_KWARGS
+
+__all__ = ["definition", "load", "run_record", "task_update"]
+
+_STORED_STATUS: Final[dict[State, StoredStatus]] = {
+    COMPLETED: "completed",
+    FAILED: "failed",
+    CANCELLED: "cancelled",
+}
+_NO_ARGS: Final = "[]"
+_NO_KWARGS: Final = "{}"
+
+
+def definition(
+    task: TaskRecord, fn_ref: str, args_json: str, kwargs_json: str, *, wall_offset: float
+) -> TaskDefinition:
+    """What the store keeps of a new durable task (its due time as a wall-clock instant)."""
+    due_wall = task.due_wall if task.due_wall is not None else task.due_at + wall_offset
+    return TaskDefinition(
+        task_id=task.task_id,
+        fn_ref=fn_ref,
+        args_json=args_json,
+        kwargs_json=kwargs_json,
+        trigger_json=_trigger_json(task.spec, wall_offset),
+        options_json=_options_json(task.name, fn_ref, task.spec),
+        next_due=due_wall,
+    )
+
+
+def task_update(task: TaskRecord) -> TaskUpdate:
+    """The state of a durable task to write after a run or at its end (core's state, as it is now)."""
+    assert task.store_seq is not None
+    status = _STORED_STATUS.get(task.state, "scheduled")
+    failures = task.failures or Failures()
+    error = failures.last_error
+    return TaskUpdate(
+        task_id=task.task_id,
+        seq=task.store_seq,
+        status=status,
+        next_due=task.due_wall if status == "scheduled" else None,
+        run_count=task.run_count,
+        failure_count=failures.count,
+        consecutive_failures=failures.consecutive,
+        last_error=None if error is None else _error_text(error),
+        last_outcome=task.last_outcome,
+    )
+
+
+def run_record(outcome: RunOutcome, *, wall_offset: float) -> RunRecord:
+    """The run ledger's row for one finished (or missed) run of a durable task."""
+    task = outcome.task
+    assert task.store_seq is not None
+    started = None if outcome.started_at is None else outcome.started_at + wall_offset
+    return RunRecord(
+        task_id=task.task_id,
+        task_seq=task.store_seq,
+        run=outcome.run,
+        due=outcome.due_wall,
+        started=started,
+        finished=outcome.finished_at + wall_offset,
+        outcome=outcome.outcome,
+        error=outcome.error,
+    )
+
+
+def load(row: StoredTask, *, wall_offset: float, functions: dict[str, Callable[..., object]]) -> TaskRecord:
+    """Rebuild the record of a stored live task (on the caller's thread, before anyone sees it).
+
+    Its due time comes back on this process's clock; a due time already past means due now.
+    ``functions`` caches imported references across rows. A reference that no longer imports
+    does not stop the load: the task keeps it, and each run fails with the ``ImportError``.
+    """
+    fn = functions.get(row.fn_ref)
+    if fn is None:
+        try:
+            fn = resolve(row.fn_ref)
+        except (ImportError, TypeError, ValueError):
+            fn = LazyReference(row.fn_ref)  # each run raises the ImportError, as a failed run
+        functions[row.fn_ref] = fn
+    options = json.loads(row.options_json)
+    spec = _spec(json.loads(row.trigger_json), options, wall_offset)
+    next_due = row.next_due
+    due_wall = next_due if next_due is not None else wall_offset  # unknown: due now, at once
+    task = TaskRecord(
+        row.task_id,
+        fn,
+        _args(row.args_json),
+        _kwargs(row.kwargs_json),
+        due_wall - wall_offset,
+        options.get("name") or _reference_name(row.fn_ref),
+        spec,
+    )
+    task.store_seq = row.seq
+    task.due_wall = due_wall
+    task.run_count = row.run_count
+    task.last_outcome = row.last_outcome
+    if row.failure_count or row.consecutive_failures:
+        failures = task.failures = Failures()
+        failures.count = row.failure_count
+        failures.consecutive = row.consecutive_failures
+        failures.last_traceback = row.last_error
+    return task
+
+
+def json_arguments(args: tuple[Any, ...], kwargs: Any) -> tuple[str, str, tuple[Any, ...], Any]:
+    """Write a durable task's arguments as JSON; return the text and what they read back as.
+
+    A durable task gets the arguments JSON gives back (lists for tuples), in this process as
+    after a restart, so it behaves the same in both.
+    """
+    args_json = json.dumps(list(args), allow_nan=False) if args else _NO_ARGS
+    kwargs_json = json.dumps(dict(kwargs), allow_nan=False) if kwargs else _NO_KWARGS
+    return args_json, kwargs_json, _args(args_json), _kwargs(kwargs_json)
+
+
+# -- the JSON formats ---------------------------------------------------------------------------
+
+
+def _trigger_json(spec: TaskSpec, wall_offset: float) -> str:
+    trigger = spec.trigger
+    if trigger is None:
+        return '{"once":true}'
+    if isinstance(trigger, FixedRate):
+        return json.dumps({"rate": trigger.interval, "anchor": trigger.first_at + wall_offset})
+    return json.dumps({"delay": trigger.delay})
+
+
+def _options_json(name: str, fn_ref: str, spec: TaskSpec) -> str:
+    options: dict[str, object] = {}
+    if name != _reference_name(fn_ref):
+        options["name"] = name
+    if spec.failure_limit is not None:
+        options["max_consecutive_failures"] = spec.failure_limit
+    if spec.misfire_grace is not None:
+        options["misfire_grace"] = spec.misfire_grace
+    if spec.executor != THREADS:
+        options["executor"] = spec.executor
+    return json.dumps(options) if options else "{}"
+
+
+def _spec(trigger: dict[str, Any], options: dict[str, Any], wall_offset: float) -> TaskSpec:
+    recurring: FixedRate | FixedDelay | None = None
+    if "rate" in trigger:
+        recurring = FixedRate(trigger["rate"], trigger["anchor"] - wall_offset)
+    elif "delay" in trigger:
+        recurring = FixedDelay(trigger["delay"], 0.0)  # its next due time is the row's
+    spec = TaskSpec(
+        recurring,
+        options.get("max_consecutive_failures"),
+        options.get("executor", THREADS),
+        options.get("misfire_grace"),
+    )
+    return PLAIN if spec.plain else spec
+
+
+def _args(text: str) -> tuple[Any, ...]:
+    return () if text == _NO_ARGS else tuple(json.loads(text))
+
+
+def _kwargs(text: str) -> Any:
+    return EMPTY_KWARGS if text == _NO_KWARGS else json.loads(text)
+
+
+def _reference_name(fn_ref: str) -> str:
+    """The name a task gets by default: its function's qualified name (as ``default_name``)."""
+    return parse_reference(fn_ref)[1]
+
+
+def _error_text(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}"

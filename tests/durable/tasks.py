@@ -1,0 +1,31 @@
+"""Module-level task functions for the durability tests (durable tasks are stored by reference)."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from actors import current_run
+
+CALLS: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
+LOCK = threading.Lock()
+
+
+def record(*args: Any, **kwargs: Any) -> str:
+    """Record the call (with the run's key) and return the key."""
+    key = current_run().key
+    with LOCK:
+        CALLS.append((key, args, kwargs))
+    return key
+
+
+def echo(*args: Any, **kwargs: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    return args, kwargs
+
+
+def fail() -> None:
+    raise RuntimeError("always fails")
+
+
+def noop() -> None:
+    return None

@@ -336,7 +336,7 @@ def test_a_reference_that_no_longer_imports_fails_each_run_and_does_not_stop_the
             fn_ref="tests.durable.no_such_module:job",
             args_json="[]",
             kwargs_json="{}",
-            trigger_json='{"rate": 10.0, "anchor": %r}' % START.timestamp(),
+            trigger_json=json.dumps({"rate": 10.0, "anchor": START.timestamp()}),
             options_json='{"max_consecutive_failures": 2}',
             next_due=START.timestamp(),
         )
@@ -364,6 +364,6 @@ def test_a_file_that_is_not_a_store_is_refused_unchanged(tmp_path: Path) -> None
     path = tmp_path / "notes.txt"
     path.write_bytes(b"not a database at all" * 100)
     before = path.read_bytes()
-    with pytest.raises(StoreError, match="notes.txt"):
+    with pytest.raises(StoreError, match=r"notes\.txt"):
         Scheduler(workers=1, store=path)
     assert path.read_bytes() == before

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any
 
@@ -29,3 +30,13 @@ def fail() -> None:
 
 def noop() -> None:
     return None
+
+
+def append_key(path: str) -> None:
+    """Append this run's key to the file ``path`` (one line per run; O_APPEND: whole lines)."""
+    line = (current_run().key + "\n").encode()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)

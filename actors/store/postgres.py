@@ -212,6 +212,8 @@ class PostgresStore:
             listeners, self._listeners = self._listeners, set()
         if connections is None:
             return
+        if connections.forked:  # a forked child: the threads are gone, the sessions the parent's
+            return
         for listener in listeners:
             listener.stop()
         if renewals is not None:

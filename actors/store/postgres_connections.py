@@ -15,9 +15,10 @@ one failed call per thread in flight. The retry is safe by construction:
 psycopg's exceptions never leave this module: each becomes a ``StoreError`` naming the
 store and the operation, with the original as ``__cause__``.
 
-Forks: a child made by ``fork`` shares the parent's sockets. A libpq connection closed (or
-finalized) in the child would tell the server to end the parent's session, so in the child
-every connection made here is pointed at ``/dev/null`` and its store refuses every call.
+Forks: a child made by ``fork`` shares the parent's sockets, and a connection closed in the
+child would tell the server to end the parent's session. So in the child every open store
+refuses every call, and ``close`` leaves what it inherited alone (psycopg itself never
+finishes a connection made by another process when it is garbage-collected).
 """
 
 from __future__ import annotations
@@ -111,9 +112,7 @@ class PostgresConnections:
         Raises:
             psycopg.Error: It cannot be made.
         """
-        db = psycopg.connect(self._conninfo, autocommit=True)
-        _CONNECTIONS.add(db)
-        return db
+        return psycopg.connect(self._conninfo, autocommit=True)
 
     def connect(self, purpose: str) -> Connection:
         """Make a connection of its own (not pooled) in the store's schema; the caller closes it.
@@ -131,7 +130,6 @@ class PostgresConnections:
         return db
 
     def _configure(self, db: Connection) -> None:
-        _CONNECTIONS.add(db)
         set_search_path(db, self._schema, local=False)
 
     def open(self, schema: str) -> None:
@@ -170,9 +168,9 @@ class PostgresConnections:
             pool.close(timeout=self._timeout)
 
     @property
-    def is_open(self) -> bool:
-        """Whether ``open`` succeeded and ``close`` has not been called."""
-        return self._pool is not None
+    def forked(self) -> bool:
+        """Whether this is a copy in a process forked from the one that opened it."""
+        return self._forked
 
     def live_pool(self) -> ConnectionPool[Connection]:
         """Return the open pool.
@@ -269,9 +267,7 @@ class PostgresConnections:
     def _abandon_in_child(self) -> None:
         self._lock = threading.Lock()  # another thread may have held it at the fork
         self._forked = True
-        if self._pool is not None:
-            _ABANDONED.append(self._pool)  # never finalized in the child
-        self._pool = None
+        self._pool = None  # the parent's: never closed here
 
 
 class OwnConnection:
@@ -322,26 +318,11 @@ class OwnConnection:
             db.close()
 
 
-# Every connection made by any store, and the open pools: what a forked child must disown.
-_CONNECTIONS: Final[weakref.WeakSet[Connection]] = weakref.WeakSet()
+# The open pools: what a forked child must disown.
 _OPEN: Final[weakref.WeakSet[PostgresConnections]] = weakref.WeakSet()
-_ABANDONED: list[object] = []
 
 
 def _after_fork_in_child() -> None:
-    devnull = os.open(os.devnull, os.O_RDWR)
-    try:
-        for db in list(_CONNECTIONS):
-            try:
-                socket = db.pgconn.socket
-            except psycopg.Error:  # closed or broken: no socket to protect
-                continue
-            # What the child writes to the socket (libpq's goodbye when the connection is
-            # finalized) now goes nowhere, and the parent's session lives on.
-            os.dup2(devnull, socket)
-            _ABANDONED.append(db)
-    finally:
-        os.close(devnull)
     for connections in list(_OPEN):
         connections._abandon_in_child()
     _OPEN.clear()

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import pytest
 
 from actors.store import PostgresStore, SQLiteStore, Store
-from tests.store.pg import drop_schemas, new_schema, require_postgres
+from tests.store.pg import DSN, drop_schemas, new_schema, require_postgres
 
 
 class StoreFactory(Protocol):
@@ -103,3 +103,31 @@ def factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreFac
 @pytest.fixture
 def store(factory: StoreFactory) -> Store:
     return factory.open()
+
+
+# -- PostgreSQL only: a schema of the test's own, and nodes sharing it ---------------------------
+
+
+@pytest.fixture
+def pg_schema() -> Iterator[str]:
+    """An empty schema of the test's own (skips the test when no server answers)."""
+    require_postgres()
+    name = new_schema()
+    yield name
+    drop_schemas([name])
+
+
+@pytest.fixture
+def make_node(pg_schema: str) -> Iterator[Callable[..., PostgresStore]]:
+    """Open PostgreSQL stores on the test's schema (one per node), closed after the test."""
+    made: list[PostgresStore] = []
+
+    def make(node: str | None = None, **options: Any) -> PostgresStore:
+        store = PostgresStore(DSN, schema=pg_schema, node=node, **options)
+        store.open()
+        made.append(store)
+        return store
+
+    yield make
+    for store in made:
+        store.close()

@@ -10,12 +10,17 @@ from __future__ import annotations
 import functools
 import os
 import secrets
+import subprocess
+import sys
+import time
 
 import psycopg
 import pytest
 from psycopg import sql
 
+from actors.store import PostgresStore
 from actors.store.postgres_connections import redact
+from tests.store.helpers import ROOT
 
 DSN = os.environ.get("SCHEDULER_TEST_DSN", "postgresql://postgres@127.0.0.1:5432/test")
 
@@ -62,3 +67,41 @@ def drop_schemas(names: list[str]) -> None:
     with admin() as db:
         for name in names:
             db.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name)))
+
+
+def wait_for_db_clock(store: PostgresStore, instant: float, timeout: float = 10.0) -> None:
+    """Return once the database's clock is past ``instant`` (polling it: the clock that decides)."""
+    deadline = time.monotonic() + timeout
+    while store.db_now() <= instant:
+        assert time.monotonic() < deadline, f"the database clock never passed {instant}"
+        time.sleep(0.01)
+
+
+def spawn_node(*args: str) -> subprocess.Popen[str]:
+    """Start ``python -m tests.store.pg_child ARGS`` on this worktree's code, stdout piped."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.store.pg_child", *args],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+
+
+def backends(node: str) -> list[tuple[int, str]]:
+    """The server processes (pid, last query) of the connections ``node`` holds."""
+    with admin() as db:
+        rows = db.execute(
+            "SELECT pid, query FROM pg_stat_activity WHERE application_name = %s",
+            (f"pykka-taskscheduler {node}",),
+        ).fetchall()
+    return [(int(pid), str(query)) for pid, query in rows]  # type: ignore[call-overload]
+
+
+def terminate(pids: list[int]) -> None:
+    """End these server processes, as an administrator or a network cut would."""
+    with admin() as db:
+        for pid in pids:
+            db.execute("SELECT pg_terminate_backend(%s)", (pid,))

@@ -6,10 +6,16 @@
 reads one without disturbing the scheduler that holds it. ``PostgresStore`` keeps them in a
 PostgreSQL schema that several schedulers may share: it is also a ``SharedStore``, whose
 ``claim_due`` hands each due run to one node under a ``Lease``.
+
+``PostgresStore`` is imported on first use: psycopg is an optional dependency (the
+``postgres`` extra), and the rest of the package must import without it.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from actors.errors import DuplicateTaskError, StoreError, StoreLockedError
-from actors.store.postgres import PostgresStore
 from actors.store.protocol import (
     LIVE_STATUS,
     STATUSES,
@@ -26,6 +32,9 @@ from actors.store.protocol import (
     TaskUpdate,
 )
 from actors.store.sqlite import SQLiteReader, SQLiteStore
+
+if TYPE_CHECKING:
+    from actors.store.postgres import PostgresStore
 
 __all__ = [
     "LIVE_STATUS",
@@ -48,3 +57,17 @@ __all__ = [
     "TaskDefinition",
     "TaskUpdate",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """Import ``PostgresStore`` when it is first asked for (it needs psycopg)."""
+    if name == "PostgresStore":
+        try:  # on demand: psycopg is optional
+            from actors.store.postgres import PostgresStore  # noqa: PLC0415
+        except ImportError as error:
+            raise ImportError(
+                f"PostgresStore needs psycopg 3 and psycopg_pool ({error}); "
+                "install pykka-taskscheduler[postgres]"
+            ) from error
+        return PostgresStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -3,6 +3,8 @@ errors, reconnecting, forks. (The Store contract itself is in test_conformance.)
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 
@@ -14,7 +16,7 @@ from actors.errors import StoreError
 from actors.store import PostgresStore
 from actors.store.postgres_connections import redact
 from actors.store.postgres_schema import SCHEMA_VERSION, Migration, prepare
-from tests.store.helpers import definition, record, update
+from tests.store.helpers import ROOT, definition, record, update
 from tests.store.pg import DSN, admin, backends, drop_schemas, spawn_node, terminate
 
 Node = Callable[..., PostgresStore]
@@ -258,3 +260,20 @@ def test_a_closed_store_refuses_the_shared_calls(make_node: Node) -> None:
 def test_a_store_cannot_be_opened_twice(pg_schema: str) -> None:
     with PostgresStore(DSN, schema=pg_schema) as store, pytest.raises(StoreError, match="open already"):
         store.open()
+
+
+def test_the_package_imports_without_psycopg() -> None:
+    program = (
+        "import sys\n"
+        "sys.modules['psycopg'] = sys.modules['psycopg_pool'] = None  # as if not installed\n"
+        "import actors, actors.store\n"
+        "from actors.store import SQLiteStore, SharedStore, Lease\n"
+        "try:\n"
+        "    actors.store.PostgresStore\n"
+        "except ImportError as error:\n"
+        "    print(error)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert "install pykka-taskscheduler[postgres]" in done.stdout

@@ -49,10 +49,10 @@ MIN_SERVER: Final = 130000  # pg_current_xact_id() and pg_snapshot_xmin(): Postg
 # postgres_sql.CHANGES). Ownership (owner, lease_until, fence) is changed by claim, renew
 # and release without touching change, since a StoredTask does not show it.
 #
-# Indexes: task_due serves the claim and next_wakeup (live rows in claim order);
-# task_owned the owned rows' lease ends (few: the runs in flight); task_terminal pruning
-# (it holds only terminal rows, so pruning never walks the live million); task_change the
-# change feed.
+# Indexes: task_free serves the claim and next_wakeup (the free live rows, in claim order: a
+# claimed row leaves it, so claims never walk past the runs in flight); task_owned the owned
+# rows by lease end (few: the runs in flight); task_terminal pruning (it holds only terminal
+# rows, so pruning never walks the live million); task_change the change feed.
 CREATE: Final[tuple[str, ...]] = (
     """CREATE TABLE store_meta (
         id integer PRIMARY KEY CHECK (id = 1),
@@ -82,7 +82,7 @@ CREATE: Final[tuple[str, ...]] = (
         change bigint NOT NULL DEFAULT pg_current_xact_id()::text::bigint,
         CHECK ((owner IS NULL) = (lease_until IS NULL))
     )""",
-    "CREATE INDEX task_due ON task (next_due, seq) WHERE status = 'scheduled'",
+    "CREATE INDEX task_free ON task (next_due, seq) WHERE status = 'scheduled' AND owner IS NULL",
     "CREATE INDEX task_owned ON task (lease_until) WHERE owner IS NOT NULL",
     "CREATE INDEX task_terminal ON task (updated_at, seq) WHERE status <> 'scheduled'",
     "CREATE INDEX task_change ON task (change)",

@@ -62,23 +62,32 @@ CANCEL_TASK: Final = f"""
          WHERE task_id = %(task_id)s AND status = 'scheduled'
         RETURNING task_id)
     SELECT pg_notify(%(channel)s, task_id) FROM cancelled"""
-# In SET, "status", "owner" and "lease_until" are the row's values before this update: a
-# terminal row keeps its status (no update undoes a committed cancel) and takes the counters.
-# A fenced update applies only to the row its lease still holds, and ends the lease.
-UPDATE_TASK: Final = f"""
-    WITH applied AS (
-        UPDATE task SET status = CASE WHEN status = 'scheduled' THEN %(status)s ELSE status END,
-                        next_due = CASE WHEN status = 'scheduled' THEN %(next_due)s::float8 END,
-                        run_count = %(run_count)s, failure_count = %(failure_count)s,
-                        consecutive_failures = %(consecutive_failures)s,
-                        last_error = %(last_error)s, last_outcome = %(last_outcome)s,
+# One statement for a batch of updates of distinct rows. In SET, task.status, task.owner and
+# task.lease_until are the row's values before this update: a terminal row keeps its status
+# (no update undoes a committed cancel) and takes the counters. A fenced update applies only
+# to the row its lease still holds, and ends the lease. Returns the seq of each applied one.
+UPDATE_TASKS: Final = f"""
+    WITH given AS (
+        SELECT * FROM unnest(%(task_id)s::text[], %(seq)s::bigint[], %(status)s::text[],
+                             %(next_due)s::float8[], %(run_count)s::bigint[], %(failure_count)s::bigint[],
+                             %(consecutive_failures)s::bigint[], %(last_error)s::text[],
+                             %(last_outcome)s::text[], %(fence)s::bigint[])
+            AS given (task_id, seq, status, next_due, run_count, failure_count, consecutive_failures,
+                      last_error, last_outcome, fence)),
+    applied AS (
+        UPDATE task SET status = CASE WHEN task.status = 'scheduled' THEN given.status ELSE task.status END,
+                        next_due = CASE WHEN task.status = 'scheduled' THEN given.next_due END,
+                        run_count = given.run_count, failure_count = given.failure_count,
+                        consecutive_failures = given.consecutive_failures,
+                        last_error = given.last_error, last_outcome = given.last_outcome,
                         updated_at = {NOW}, change = {XID},
-                        owner = CASE WHEN %(fence)s::bigint IS NULL THEN owner END,
-                        lease_until = CASE WHEN %(fence)s::bigint IS NULL THEN lease_until END
-         WHERE seq = %(seq)s AND task_id = %(task_id)s
-           AND (%(fence)s::bigint IS NULL OR (owner = %(node)s AND fence = %(fence)s::bigint))
-        RETURNING task_id)
-    SELECT pg_notify(%(channel)s, task_id) FROM applied"""
+                        owner = CASE WHEN given.fence IS NULL THEN task.owner END,
+                        lease_until = CASE WHEN given.fence IS NULL THEN task.lease_until END
+          FROM given
+         WHERE task.seq = given.seq AND task.task_id = given.task_id
+           AND (given.fence IS NULL OR (task.owner = %(node)s AND task.fence = given.fence))
+        RETURNING task.seq, task.task_id)
+    SELECT seq, pg_notify(%(channel)s, task_id) FROM applied"""
 # One statement for the whole batch, in the given order (identity ids follow it), so the
 # newest-first ledger lists a batch's rows last first, as the SQLite store does.
 INSERT_RUNS: Final = """
@@ -120,23 +129,37 @@ _HIGH_WATER: Final = "SELECT minted_high_water FROM store_meta WHERE id = 1"
 
 DB_NOW: Final = f"SELECT {NOW}"
 
-# The claim, one statement. The CTE is evaluated once (MATERIALIZED), so the LIMIT bounds
-# the rows claimed even if the planner would re-scan a subquery; FOR UPDATE re-checks each
-# picked row against its newest version, so a row another node claimed meanwhile is dropped,
-# and SKIP LOCKED passes over rows another claim is holding instead of queueing behind it.
+# The claim, one statement. Free rows and rows whose lease has ended are picked from their
+# own indexes (task_free, task_owned), each in due order and each FOR UPDATE SKIP LOCKED: the
+# scan passes over rows another claim is holding instead of queueing behind them, and
+# re-checks each row it locks against its newest version, so a row another node claimed
+# meanwhile is dropped. Of the two sets (at most 2 * limit rows, and the expired set is
+# nearly always empty), the first limit rows in (next_due, seq) order are claimed; the rest
+# are unlocked when the statement ends. The CTEs are evaluated once (MATERIALIZED), so the
+# LIMIT bounds the rows claimed even if the planner would re-scan a subquery.
 _CLAIM: Final = """
-    WITH picked AS MATERIALIZED (
-        SELECT seq FROM task
-         WHERE status = 'scheduled' AND next_due <= {now}
-           AND (owner IS NULL OR lease_until < {now}){only}
+    WITH free AS MATERIALIZED (
+        SELECT seq, next_due FROM task
+         WHERE status = 'scheduled' AND owner IS NULL AND next_due <= {now}{only}
          ORDER BY next_due, seq
          LIMIT %(limit)s
-           FOR UPDATE SKIP LOCKED)
+           FOR UPDATE SKIP LOCKED),
+    expired AS MATERIALIZED (
+        SELECT seq, next_due FROM task
+         WHERE owner IS NOT NULL AND lease_until < {now} AND status = 'scheduled'
+           AND next_due <= {now}{only}
+         ORDER BY next_due, seq
+         LIMIT %(limit)s
+           FOR UPDATE SKIP LOCKED),
+    picked AS (
+        SELECT seq FROM (SELECT * FROM free UNION ALL SELECT * FROM expired) AS candidates
+         ORDER BY next_due, seq
+         LIMIT %(limit)s)
     UPDATE task SET owner = %(node)s, lease_until = {now} + %(lease)s, fence = task.fence + 1
       FROM picked
      WHERE task.seq = picked.seq
     RETURNING {returned}, task.fence, task.lease_until, {now}"""
-_ONLY_IMPORTABLE: Final = "\n           AND fn_ref = ANY(%(importable)s::text[])"
+_ONLY_IMPORTABLE: Final = " AND fn_ref = ANY(%(importable)s::text[])"
 CLAIM: Final = _CLAIM.format(now=NOW, only="", returned=_RETURNED)
 CLAIM_IMPORTABLE: Final = _CLAIM.format(now=NOW, only=_ONLY_IMPORTABLE, returned=_RETURNED)
 
@@ -153,13 +176,13 @@ RELEASE: Final = """
         RETURNING task.task_id)
     SELECT pg_notify(%(channel)s, task_id) FROM released"""
 
-# Two index probes: the first free row in due order (task_due; owned rows in front are
-# skipped, and there are only as many as runs in flight), and the owned rows' lease ends.
+# Two index probes: the first free row in due order (task_free), and the owned rows' lease
+# ends (task_owned: only as many rows as runs in flight).
 _NEXT_WAKEUP: Final = """
     SELECT least(
         (SELECT next_due FROM task
           WHERE status = 'scheduled' AND owner IS NULL AND next_due IS NOT NULL{only}
-          ORDER BY next_due LIMIT 1),
+          ORDER BY next_due, seq LIMIT 1),
         (SELECT min(greatest(next_due, lease_until)) FROM task
           WHERE status = 'scheduled' AND owner IS NOT NULL AND next_due IS NOT NULL{only}))"""
 NEXT_WAKEUP: Final = _NEXT_WAKEUP.format(only="")

@@ -83,35 +83,28 @@ def save(
     A fenced update that does not apply (the lease was lost) drops the ledger rows of its
     ``seq``, unless another update of the same ``seq`` in the batch applied.
     """
-    applied: list[bool] = []
-    if updates:
-        with db.cursor() as cursor:
-            # One statement per update (pipelined by psycopg), so that updates of one row
-            # apply in order, each to the row the previous one left.
-            cursor.executemany(
-                q.UPDATE_TASK,
-                [
-                    {
-                        "task_id": u.task_id,
-                        "seq": u.seq,
-                        "status": u.status,
-                        "next_due": u.next_due,
-                        "run_count": u.run_count,
-                        "failure_count": u.failure_count,
-                        "consecutive_failures": u.consecutive_failures,
-                        "last_error": u.last_error,
-                        "last_outcome": u.last_outcome,
-                        "fence": u.fence,
-                        "node": node,
-                        "channel": channel,
-                    }
-                    for u in updates
-                ],
-                returning=True,
-            )
-            applied.append(cursor.rowcount > 0)
-            while cursor.nextset():
-                applied.append(cursor.rowcount > 0)
+    applied = [False] * len(updates)
+    for batch in _rounds(updates):
+        rows = db.execute(
+            q.UPDATE_TASKS,
+            {
+                "task_id": [updates[i].task_id for i in batch],
+                "seq": [updates[i].seq for i in batch],
+                "status": [updates[i].status for i in batch],
+                "next_due": [updates[i].next_due for i in batch],
+                "run_count": [updates[i].run_count for i in batch],
+                "failure_count": [updates[i].failure_count for i in batch],
+                "consecutive_failures": [updates[i].consecutive_failures for i in batch],
+                "last_error": [updates[i].last_error for i in batch],
+                "last_outcome": [updates[i].last_outcome for i in batch],
+                "fence": [updates[i].fence for i in batch],
+                "node": node,
+                "channel": channel,
+            },
+        ).fetchall()
+        done = {seq for seq, _ in rows}
+        for i in batch:
+            applied[i] = updates[i].seq in done
     fenced_out = {u.seq for u, ok in zip(updates, applied, strict=True) if u.fence is not None and not ok}
     fenced_out -= {u.seq for u, ok in zip(updates, applied, strict=True) if ok}
     kept = [r for r in runs if r.task_seq not in fenced_out]
@@ -134,6 +127,24 @@ def save(
     # which only makes a prune come a little early.
     ended = sum(ok and u.status != LIVE_STATUS for u, ok in zip(updates, applied, strict=True))
     return Saved(new_runs=new, ended=ended)
+
+
+def _rounds(updates: Sequence[TaskUpdate]) -> list[list[int]]:
+    """Split the updates' indexes into rounds of distinct rows, keeping each row's order.
+
+    One statement updates each row at most once, so the k-th update of a row goes in round
+    k: applied round after round, updates of one row land in order, each on the row the one
+    before left (updates of different rows commute). Nearly always a single round.
+    """
+    rounds: list[list[int]] = []
+    seen: dict[int, int] = {}  # seq -> updates of it so far
+    for i, u in enumerate(updates):
+        k = seen.get(u.seq, 0)
+        seen[u.seq] = k + 1
+        if k == len(rounds):
+            rounds.append([])
+        rounds[k].append(i)
+    return rounds
 
 
 def claim(db: Connection, limit: int, importable: list[str] | None, node: str, lease: float) -> list[Lease]:

@@ -163,6 +163,20 @@ def test_a_fenced_save_ends_the_lease_and_lands_on_a_cancelled_row(make_node: No
     assert a.renew([held]) == []  # the save gave the row up
 
 
+def test_a_lease_commits_once_even_within_one_save(make_node: Node) -> None:
+    a = make_node("a")
+    task = due(a, "x")
+    (held,) = a.claim_due(1)
+
+    new = a.save(
+        [update(task, run_count=1, fence=held.fence), update(task, run_count=9, fence=held.fence)],
+        [record(task, 1)],
+    )
+
+    assert new == 1  # the first update applied, so the run's ledger row lands
+    assert a.get("x").run_count == 1  # type: ignore[union-attr]  # the second found the lease spent
+
+
 def test_renewing_keeps_a_lease_past_its_first_end(make_node: Node) -> None:
     a, b = make_node("a", lease=0.5), make_node("b")
     due(a, "x")

@@ -110,10 +110,12 @@ TRY_LOCK: Final = "SELECT pg_try_advisory_xact_lock(hashtextextended(%s, 0))"
 # the (keep + 1)-th newest row, not max - keep.
 PRUNE_RUNS: Final = """
     DELETE FROM run WHERE id <= (SELECT id FROM run ORDER BY id DESC OFFSET %(keep)s LIMIT 1)"""
-PRUNE_TASKS: Final = """
+# A terminal row still leased (cancelled while its run was in flight) is kept until the run's
+# outcome lands or the lease ends, so a prune never fences out an outcome.
+PRUNE_TASKS: Final = f"""
     DELETE FROM task WHERE seq IN (
         SELECT seq FROM task
-         WHERE status <> 'scheduled'
+         WHERE status <> 'scheduled' AND (owner IS NULL OR lease_until < {NOW})
            AND (updated_at, seq) <= (SELECT updated_at, seq FROM task WHERE status <> 'scheduled'
                                       ORDER BY updated_at DESC, seq DESC OFFSET %(keep)s LIMIT 1)
            FOR UPDATE SKIP LOCKED)"""

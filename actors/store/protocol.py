@@ -486,7 +486,9 @@ class SharedStore(Store, Protocol):
 
         ``since=0`` returns every row. Pass the returned cursor to the next call: no write
         committed after this call can be missed. A row may come back more than once (its
-        newest state each time), so apply the rows, do not count them.
+        newest state each time), so apply the rows, do not count them. Deleted rows are not
+        reported (a terminal row pruned, or replaced by a fresh row of the same id, which is).
+        Claims, renewals and releases change who holds a row, not the row: not reported.
 
         Raises:
             StoreError: The store failed or is closed.

@@ -161,4 +161,4 @@ class Listener:
         try:
             self._wakeup()
         except Exception:  # the caller's bug must not end the listening
-            logger.exception("%s: the listener's wakeup callback raised", self._location)
+            logger.warning("%s: the listener's wakeup callback raised", self._location, exc_info=True)

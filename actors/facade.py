@@ -12,6 +12,7 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from datetime import datetime, tzinfo
+from inspect import CO_COROUTINE
 from types import MappingProxyType
 from typing import Any, Final
 
@@ -33,6 +34,7 @@ from actors.handles import Subscription, TaskHandle
 from actors.minting import IdMint
 from actors.outbox import Outbox
 from actors.references import check_json_arguments, reference_of
+from actors.retry import Retry
 from actors.scheduler import OutboxItem, SchedulerActor
 from actors.store import Store, open_store
 from actors.task_record import INLINE, PROCESSES, THREADS, Recurrence, TaskRecord, TaskSpec, default_name
@@ -46,6 +48,7 @@ from actors.validation import (
     check_count,
     check_task,
     check_task_id,
+    is_coroutine_function,
     once_due_at,
     process_target,
     resolve_task_function,
@@ -111,6 +114,7 @@ class Scheduler:
         processes: int = 0,
         *,
         store: Store | str | os.PathLike[str] | None = None,
+        hung_grace: float = 5.0,
     ) -> None:
         """Start the scheduler; return once its threads run and its stored tasks are loaded.
 
@@ -124,9 +128,13 @@ class Scheduler:
             store: Where durable tasks live: ``None`` (memory only), a path (an SQLite file,
                 created if missing) or a ``Store``. Every live task in it is loaded and
                 scheduled; new tasks are durable by default (``docs/persistence.md``).
+            hung_grace: Seconds a run that outlived its task's ``timeout`` (and was asked to
+                stop) still gets before its worker is abandoned: the run counts ``FAILED``
+                with ``TaskTimeoutError`` and a new worker takes the old one's place.
 
         Raises:
-            ValueError: ``workers`` out of range, or ``history < 0``.
+            ValueError: ``workers`` out of range, ``history < 0``, or ``hung_grace`` not a
+                finite number >= 0.
             TypeError: ``workers`` or ``history`` is not an int, ``clock`` is not a ``Clock``,
                 or ``store`` is neither a path nor a ``Store``.
             StoreLockedError: another live scheduler holds the store.
@@ -136,6 +144,8 @@ class Scheduler:
         check_count("workers", workers, 1, MAX_WORKERS)
         check_count("history", history, 0)
         self._processes = check_count("processes", processes, 0, MAX_PROCESSES)
+        if require_finite("hung_grace", hung_grace) < 0:
+            raise ValueError(f"hung_grace must not be negative, got {hung_grace!r}")
         self._clock: Clock = check_clock(clock) if clock is not None else MonotonicClock()
         self._store = None if store is None else open_store(store)
         try:
@@ -168,6 +178,7 @@ class Scheduler:
             live=live,
             store=self._store,
             loaded=loaded,
+            hung_grace=float(hung_grace),
         )
         # _lock guards _closed, and is held while sending, so that nothing is sent after Shutdown.
         self._lock = threading.Lock()
@@ -232,6 +243,8 @@ class Scheduler:
         misfire_grace: float | None = None,
         if_exists: str = "error",
         durable: bool | None = None,
+        timeout: float | None = None,
+        retry: Retry | None = None,
     ) -> TaskHandle:
         """Run ``fn(*args, **kwargs)`` once, ``delay`` seconds from now or at ``at``.
 
@@ -257,6 +270,13 @@ class Scheduler:
         - ``misfire_grace``: a run that would start more than this many seconds after its
           due time is not run: ``MISSED`` is published, and a one-time task ends ``FAILED``
           with ``MissedRunError`` (``None``, the default: a late run still runs, once).
+        - ``timeout``: seconds a run may take. Then the run is asked to stop
+          (``current_run().cancel_requested``; an ``async def`` task's coroutine is cancelled)
+          and ``TIMED_OUT`` is published; a run still going ``hung_grace`` seconds later
+          counts ``FAILED`` with ``TaskTimeoutError`` and its worker is replaced
+          (``docs/lifecycle.md``).
+        - ``retry``: a ``Retry`` policy: a failed run is tried again, after a growing delay,
+          before it counts as failed.
         - ``durable``: keep the task in the scheduler's store (the default when it has one;
           ``True`` without a store is a ``ValueError``). A durable task's ``fn`` is stored by
           reference and its arguments as JSON (tuples come back as lists): it returns only
@@ -280,7 +300,7 @@ class Scheduler:
             due_at = self._clock.now() + delay
         else:
             due_at = once_due_at(self._clock, delay, at)
-        options = TaskOptions(name, None, executor, misfire_grace, if_exists, durable)
+        options = TaskOptions(name, None, executor, misfire_grace, if_exists, durable, timeout, retry)
         due_wall = at.timestamp() if isinstance(at, datetime) else None  # a wall-clock task
         return self._schedule(fn, args, kwargs, due_at, None, task_id, options, due_wall)
 
@@ -299,6 +319,8 @@ class Scheduler:
         misfire_grace: float | None = None,
         if_exists: str = "error",
         durable: bool | None = None,
+        timeout: float | None = None,
+        retry: Retry | None = None,
     ) -> TaskHandle:
         """Run ``fn`` at ``now + initial_delay + k * interval``, k = 0, 1, 2, ...
 
@@ -314,7 +336,9 @@ class Scheduler:
         """
         first_at = self._clock.now() + require_finite("initial_delay", initial_delay)
         trigger = FixedRate(interval, first_at)
-        options = TaskOptions(name, max_consecutive_failures, executor, misfire_grace, if_exists, durable)
+        options = TaskOptions(
+            name, max_consecutive_failures, executor, misfire_grace, if_exists, durable, timeout, retry
+        )
         return self._schedule(fn, args, kwargs, first_at, trigger, task_id, options)
 
     def schedule_with_fixed_delay(
@@ -332,6 +356,8 @@ class Scheduler:
         misfire_grace: float | None = None,
         if_exists: str = "error",
         durable: bool | None = None,
+        timeout: float | None = None,
+        retry: Retry | None = None,
     ) -> TaskHandle:
         """Run ``fn`` at ``now + initial_delay``, then ``delay`` seconds after each run finishes.
 
@@ -343,7 +369,9 @@ class Scheduler:
         """
         first_at = self._clock.now() + require_finite("initial_delay", initial_delay)
         trigger = FixedDelay(delay, first_at)
-        options = TaskOptions(name, max_consecutive_failures, executor, misfire_grace, if_exists, durable)
+        options = TaskOptions(
+            name, max_consecutive_failures, executor, misfire_grace, if_exists, durable, timeout, retry
+        )
         return self._schedule(fn, args, kwargs, first_at, trigger, task_id, options)
 
     def schedule_cron(
@@ -361,6 +389,8 @@ class Scheduler:
         misfire_grace: float | None = None,
         if_exists: str = "error",
         durable: bool | None = None,
+        timeout: float | None = None,
+        retry: Retry | None = None,
     ) -> TaskHandle:
         """Run ``fn`` at the wall-clock times the cron expression ``expr`` names, read in zone ``tz``.
 
@@ -389,7 +419,9 @@ class Scheduler:
         offset = self._wall_offset()
         due_wall = calendar.next_fire(self._clock.now() + offset)
         trigger = Cron(expr, calendar.zone_name)
-        options = TaskOptions(name, max_consecutive_failures, executor, misfire_grace, if_exists, durable)
+        options = TaskOptions(
+            name, max_consecutive_failures, executor, misfire_grace, if_exists, durable, timeout, retry
+        )
         return self._schedule(fn, args, kwargs, due_wall - offset, trigger, task_id, options, due_wall)
 
     # -- scheduled messages -----------------------------------------------------------------
@@ -498,7 +530,9 @@ class Scheduler:
         """
         target = resolve_task_function(fn) if isinstance(fn, str) else fn
         checked = check_task(target, args, kwargs, options.name, options.failure_limit)
-        if trigger is None and due_wall is None and options.plain and self._store is None:  # the common case
+        code = getattr(target, "__code__", None)
+        plain_function = code is not None and not code.co_flags & CO_COROUTINE
+        if plain_function and trigger is None and due_wall is None and options.plain and self._store is None:
             task = TaskRecord("", target, args, checked, due_at, options.name or default_name(target))
             return self._submit(task, task_id, None, "error")
         message_task = options.executor == INLINE
@@ -513,7 +547,21 @@ class Scheduler:
             args_json, kwargs_json, args, checked = json_arguments(args, checked)
             row = (fn_ref, args_json, kwargs_json)
         limit, executor, grace = options.failure_limit, options.executor, options.misfire_grace
-        spec = TaskSpec(trigger, limit, executor, grace, on_wall=due_wall is not None)
+        coroutine = not plain_function and is_coroutine_function(target)
+        if coroutine and executor != THREADS:
+            raise TypeError(
+                f"{target!r} is async def: it runs on a worker thread's event loop, not {executor!r}"
+            )
+        spec = TaskSpec(
+            trigger,
+            limit,
+            executor,
+            grace,
+            on_wall=due_wall is not None,
+            timeout=options.timeout,
+            retry=options.retry,
+            coroutine=coroutine,
+        )
         task = TaskRecord("", runs, args, checked, due_at, options.name or default_name(target), spec)
         if due_wall is not None:
             task.due_wall = due_wall
@@ -561,13 +609,19 @@ class Scheduler:
 
     # -- control and queries ----------------------------------------------------------------
 
-    def cancel(self, task_id: TaskId) -> bool:
-        """Cancel a task; return whether that prevented a run.
+    def cancel(self, task_id: TaskId, interrupt: bool = False) -> bool:
+        """Cancel a task; return whether that prevented a run (or, ``interrupt``, signalled one).
 
         ``True`` for a task that had not started its run (it never runs; one ``CANCELLED``
         event) and for a recurring task cancelled mid-run (the run finishes, then
         ``CANCELLED``, and no further run). ``False`` for a running one-time task (it just
         finishes), and for unknown, finished or already-cancelled ids, and after shutdown.
+
+        ``interrupt=True`` also asks a run in progress to stop: ``current_run().cancel_requested``
+        becomes true there (and ``check()`` raises ``RunCancelled``; an ``async def`` task's
+        coroutine is cancelled). Then ``True`` also for a running one-time task. A run that
+        stops by raising ``RunCancelled`` ends the task ``CANCELLED``, not failed; one that
+        returns anyway counts as a completed run, and the task still ends ``CANCELLED``.
 
         Decided on the calling thread when the scheduler already holds the task (a dict
         lookup, then the task's token, as ``TaskHandle.cancel``); otherwise (a task just
@@ -577,21 +631,23 @@ class Scheduler:
             return False  # type: ignore[unreachable]
         task = self._live.get(task_id)
         if task is not None:
-            return self._revoke(task)
+            return self._revoke(task, interrupt)
         with self._lock:
             if self._closed:
                 return False
-            reply = self._ask(Cancel(task_id))
+            reply = self._ask(Cancel(task_id, interrupt))
         return bool(self._get(reply))
 
-    def _revoke(self, task: TaskRecord) -> bool:
+    def _revoke(self, task: TaskRecord, interrupt: bool = False) -> bool:
         """Cancel ``task`` through its token (caller's thread); if that won, tell the scheduler.
 
-        A durable task's cancel is committed to the store before this returns ``True``.
+        ``interrupt``: also ask its run in progress, if any, to stop. A durable task's cancel
+        is committed to the store before this returns ``True``.
         """
+        signalled = interrupt and task.interrupt()
         before = task.revoke()
         if before is not FREE and before is not RUNNING and before is not RAN:
-            return False  # a one-time run started, the task is ending or has ended, or was cancelled
+            return signalled  # a one-time run started, the task is ending or has ended, or was cancelled
         if task.store_seq is not None and self._store is not None:
             self._store.cancel(task.task_id)  # a StoreError here: cancelled in this process only
         with self._lock:
@@ -757,7 +813,7 @@ class Scheduler:
                 stop_quietly(self._ref)
         threads = self._threads.threads()
         for thread, role in threads:
-            if role is not Role.WORKER:
+            if role is not Role.WORKER and role is not Role.ABANDONED:
                 join(thread, deadline)
         workers = [thread for thread, role in threads if role is Role.WORKER]
         if not self._forced_stop:

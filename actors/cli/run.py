@@ -31,7 +31,8 @@ from typing import Final, Literal
 
 from actors.cli import exits, logs
 from actors.cli.jobfile import JobFile, import_problems, load_jobfile
-from actors.cli.service import JobService
+from actors.cli.holdback import HoldBackStore
+from actors.cli.service import JobService, to_hold_back
 from actors.errors import JobFileError, SchedulerError, StoreError, StoreLockedError
 from actors.facade import Scheduler
 from messages import TaskEvent
@@ -87,7 +88,8 @@ def run(options: RunOptions) -> int:
         return exits.BAD_INPUT
     sys.path.insert(0, str(jobfile.folder))  # fn = "tasks:..." is found beside the file, now and later
     try:
-        scheduler = Scheduler(jobfile.workers, store=jobfile.store)
+        store = None if jobfile.store is None else HoldBackStore(jobfile.store, to_hold_back(jobfile))
+        scheduler = Scheduler(jobfile.workers, store=store)
     except StoreLockedError as error:
         _print_problems([f"{options.jobfile}: {error}; stop it first, or give another --store"])
         return exits.STORE_LOCKED

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from pathlib import Path
 
 from actors.cli.apply import carry_out
 from actors.cli.board import Board
@@ -19,12 +20,12 @@ from actors.cli.fingerprints import fingerprints_path, read_fingerprints, write_
 from actors.cli.jobfile import JobFile, JobSpec
 from actors.cli.reconcile import Held, fingerprints_of, reconcile
 from actors.cli.rows import JobRow, describe_spec, one_line, row_from_stored
-from actors.errors import UnknownTaskError
+from actors.errors import StoreError, UnknownTaskError
 from actors.facade import Scheduler
 from actors.store import SQLiteStore, StoredTask
 from messages import TaskEvent, TaskInfo
 
-__all__ = ["JobService"]
+__all__ = ["JobService", "held_of", "read_stored", "to_hold_back"]
 
 logger = logging.getLogger("actors.cli")
 
@@ -116,14 +117,47 @@ class JobService:
         live tasks and whatever the scheduler remembers of the file's jobs.
         """
         if self._store is not None:
-            with SQLiteStore.inspect(self._store) as reader:
-                stored = reader.tasks()
+            stored = read_stored(self._store)
             for task in stored:
                 self.board.seed(task.task_id, task.last_outcome, one_line(task.last_error))
             self._stored_rows = {task.task_id: task for task in stored if not task.live}
-            return [Held(task.task_id, task.live, task.status) for task in stored]
+            return held_of(stored)
         held = {info.task_id: info for info in self._scheduler.tasks()}
         for spec in jobs:
             if spec.job_id not in held and (info := self._ended_info(spec.job_id)) is not None:
                 held[spec.job_id] = info
         return [Held(task_id, not info.done, info.status.value) for task_id, info in held.items()]
+
+
+def read_stored(store: Path) -> list[StoredTask]:
+    """Return every task in the store file, live or ended, read-only; none if there is no store yet.
+
+    Raises:
+        StoreError: the file exists but cannot be read as a current store.
+    """
+    if not store.exists():
+        return []
+    with SQLiteStore.inspect(store) as reader:
+        return reader.tasks()
+
+
+def held_of(stored: list[StoredTask]) -> list[Held]:
+    """Return the diff's view of stored tasks."""
+    return [Held(task.task_id, task.live, task.status) for task in stored]
+
+
+def to_hold_back(jobfile: JobFile) -> set[str]:
+    """Return the stored tasks a start must not run before the reconcile: those it will replace or cancel.
+
+    A store that cannot be read yet (an older schema, say) holds nothing back: the scheduler
+    migrates it, and the reconcile right after the start replaces or cancels as usual.
+    """
+    if jobfile.store is None:
+        return set()
+    try:
+        stored = read_stored(jobfile.store)
+    except StoreError:
+        return set()
+    recorded = read_fingerprints(fingerprints_path(jobfile.store))
+    decisions = reconcile(jobfile.jobs, held_of(stored), recorded)
+    return {decision.task_id for decision in decisions if decision.action in ("replace", "cancel")}

@@ -30,8 +30,8 @@ from types import FrameType
 from typing import Final, Literal
 
 from actors.cli import exits, logs
-from actors.cli.jobfile import JobFile, import_problems, load_jobfile
 from actors.cli.holdback import HoldBackStore
+from actors.cli.jobfile import JobFile, import_problems, load_jobfile
 from actors.cli.service import JobService, to_hold_back
 from actors.errors import JobFileError, SchedulerError, StoreError, StoreLockedError
 from actors.facade import Scheduler

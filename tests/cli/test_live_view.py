@@ -46,14 +46,18 @@ def test_the_live_view_renders_the_table_and_redraws_it_as_runs_happen(tmp_path:
     try:
         child.expect(r"INFO job tick: added \(new job\)")  # log lines print above the table
         child.expect(r"jobs\.toml · \d\d:\d\d:\d\d · Ctrl-C stops")
-        child.expect("┃".join(["", *(rf"[^┃]*{name}[^┃]*" for name in COLUMNS), ""]))  # bold, so codes between
+        # The header is bold: colour codes between the names.
+        child.expect("┃".join(["", *(rf"[^┃]*{name}[^┃]*" for name in COLUMNS), ""]))
         counts = []
         while len(set(counts)) < 3:  # three different run counts: three redraws that showed progress
             child.expect(TICK_ROW)
             counts.append(int(child.match.group(1)))
         assert counts == sorted(counts)
         # Failures are shown (in red, so with codes around): a non-zero count and the error.
-        child.expect(rf"│ flaky +│ delay 300ms +│[^│]*│[^│]*│ +\d+ │{STYLED}[1-9]\d*{STYLED}│[^│]*│ RuntimeError: flaked on run")
+        child.expect(
+            rf"│ flaky +│ delay 300ms +│[^│]*│[^│]*│ +\d+ │{STYLED}[1-9]\d*{STYLED}│[^│]*"
+            r"│ RuntimeError: flaked on run"
+        )
         child.expect(r"INFO ran for 3(\.0)? s; stopping")
         child.expect(pexpect.EOF)
     finally:

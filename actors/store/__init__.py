@@ -1,12 +1,20 @@
-"""Durable stores for the scheduler: the ``Store`` protocol and its SQLite implementation.
+"""Durable stores for the scheduler: the ``Store`` protocol, on SQLite and on PostgreSQL.
 
 ``Store`` (and its read-only half ``StoreReader``) is the contract; ``StoredTask``,
 ``TaskDefinition``, ``TaskUpdate`` and ``RunRecord`` are the plain data it trades in.
 ``SQLiteStore`` keeps one scheduler's tasks in one SQLite file; ``SQLiteStore.inspect``
-reads one without disturbing the scheduler that holds it.
+reads one without disturbing the scheduler that holds it. ``PostgresStore`` keeps them in a
+PostgreSQL schema that several schedulers may share: it is also a ``SharedStore``, whose
+``claim_due`` hands each due run to one node under a ``Lease``.
+
+``PostgresStore`` is imported on first use: psycopg is an optional dependency (the
+``postgres`` extra), and the rest of the package must import without it.
 """
 
+from __future__ import annotations
+
 import os
+from typing import TYPE_CHECKING
 
 from actors.errors import DuplicateTaskError, StoreError, StoreLockedError
 from actors.store.protocol import (
@@ -14,7 +22,9 @@ from actors.store.protocol import (
     STATUSES,
     TERMINAL_STATUSES,
     IfExists,
+    Lease,
     RunRecord,
+    SharedStore,
     Store,
     StoredStatus,
     StoredTask,
@@ -23,6 +33,9 @@ from actors.store.protocol import (
     TaskUpdate,
 )
 from actors.store.sqlite import SQLiteReader, SQLiteStore
+
+if TYPE_CHECKING:
+    from actors.store.postgres import PostgresStore
 
 
 def open_store(store: Store | str | os.PathLike[str]) -> Store:
@@ -47,9 +60,12 @@ __all__ = [
     "TERMINAL_STATUSES",
     "DuplicateTaskError",
     "IfExists",
+    "Lease",
+    "PostgresStore",
     "RunRecord",
     "SQLiteReader",
     "SQLiteStore",
+    "SharedStore",
     "Store",
     "StoreError",
     "StoreLockedError",
@@ -60,3 +76,17 @@ __all__ = [
     "TaskUpdate",
     "open_store",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """Import ``PostgresStore`` when it is first asked for (it needs psycopg)."""
+    if name == "PostgresStore":
+        try:  # on demand: psycopg is optional
+            from actors.store.postgres import PostgresStore  # noqa: PLC0415
+        except ImportError as error:
+            raise ImportError(
+                f"PostgresStore needs psycopg 3 and psycopg_pool ({error}); "
+                "install pykka-taskscheduler[postgres]"
+            ) from error
+        return PostgresStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

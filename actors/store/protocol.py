@@ -3,8 +3,9 @@
 The scheduler keeps durable tasks in a store so that they survive a restart. This module is
 the contract, free of any backend: plain data (frozen, slotted) and two protocols, the
 read-only ``StoreReader`` (what a ``status`` command needs) and the full ``Store`` (what a
-scheduler needs). ``actors.store.sqlite`` implements them on one SQLite file; a PostgreSQL
-store will implement the same protocol.
+scheduler needs). ``actors.store.sqlite`` implements them on one SQLite file;
+``actors.store.postgres`` on a PostgreSQL schema, and there also ``SharedStore``: one schedule
+shared by several schedulers, each due run claimed by exactly one of them (claim, lease, fence).
 
 The store is a ledger, not a scheduler: it never decides when anything runs. The scheduler
 encodes each task's arguments, trigger and options as JSON text, and the store keeps that
@@ -21,7 +22,7 @@ on the new one.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal, Protocol, final, get_args
 
@@ -30,7 +31,9 @@ __all__ = [
     "STATUSES",
     "TERMINAL_STATUSES",
     "IfExists",
+    "Lease",
     "RunRecord",
+    "SharedStore",
     "Store",
     "StoreReader",
     "StoredStatus",
@@ -181,6 +184,11 @@ class TaskUpdate:
         consecutive_failures: Runs that failed since the last one that did not.
         last_error: The last failed run's error text, if any.
         last_outcome: The last run's outcome, if any.
+        fence: For a shared store only: the fence of the ``Lease`` this outcome is for. The
+            update is then applied only while the row is still owned by this node with that
+            fence, and applying it gives the row up (the lease ends); if it is fenced out,
+            the ledger rows of the same ``save`` for its ``seq`` are dropped too. ``None``:
+            applied whoever owns the row (a backend without leases ignores the field).
     """
 
     task_id: str
@@ -192,6 +200,7 @@ class TaskUpdate:
     consecutive_failures: int
     last_error: str | None
     last_outcome: str | None
+    fence: int | None = None
 
     def __post_init__(self) -> None:
         _check_text("task_id", self.task_id)
@@ -206,6 +215,8 @@ class TaskUpdate:
         _check_count("consecutive_failures", self.consecutive_failures)
         _check_text("last_error", self.last_error, optional=True)
         _check_text("last_outcome", self.last_outcome, optional=True)
+        if self.fence is not None:
+            _check_count("fence", self.fence)
 
 
 @final
@@ -350,6 +361,152 @@ class Store(StoreReader, Protocol):
         Raises:
             ValueError: ``count`` < 1.
             StoreError: The store failed or is closed.
+        """
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Lease:
+    """A claimed run: the right to run ``task`` once, held by ``owner`` until ``expires``.
+
+    Only the node that holds the lease may commit the run's outcome: it passes ``fence`` in
+    its ``TaskUpdate``, and the store refuses the update once another node has claimed the
+    row again (which bumps the fence), so a node that lost its lease cannot commit anything.
+
+    Attributes:
+        task: The row as claimed; its ``next_due`` is the due time of the claimed run.
+        fence: The row's fence after this claim (each claim adds one).
+        owner: The node that holds the lease (``SharedStore.node``).
+        expires: When the lease ends unless renewed (UTC epoch seconds, database clock).
+        db_now: The database's clock when the lease was taken or last renewed.
+    """
+
+    task: StoredTask
+    fence: int
+    owner: str
+    expires: float
+    db_now: float
+
+    @property
+    def seq(self) -> int:
+        """The claimed row's incarnation (``task.seq``)."""
+        return self.task.seq
+
+
+class SharedStore(Store, Protocol):
+    """A store that several schedulers share, each due run executed by exactly one of them.
+
+    The database is the truth and its clock decides: a run is due when ``next_due`` is at or
+    before the database's ``now()``, never by a node's own clock, so skewed clocks cannot
+    cause an early or a double run. A node runs a task only after ``claim_due`` returned its
+    ``Lease``, keeps the lease alive with ``renew`` while it runs, and commits the outcome
+    with a fenced ``save`` (``TaskUpdate.fence``): after a node dies (or stalls past its
+    lease), the row becomes claimable again by the ordinary claim, and a late outcome from
+    the old owner is refused. Runs are at least once after a crash, and at most one outcome
+    per run is ever committed (the fence, and the ledger's unique ``(task_seq, run)``).
+
+    Wake-ups: ``listen`` delivers the hints other nodes send (``NOTIFY``); they arrive only
+    at commit, are folded, and are lost while disconnected, so polling ``next_wakeup`` every
+    ``poll`` seconds is the guarantee and the hints only make it prompt.
+
+    Threads: as ``Store``; every method here may be called from any thread. ``renew`` uses a
+    connection of its own, so a lease keeper thread is never held up by the pool.
+    """
+
+    @property
+    def node(self) -> str:
+        """This scheduler's name in the store: the owner of the leases it takes."""
+
+    @property
+    def lease(self) -> float:
+        """How long a claim or a renewal holds a row, in seconds."""
+
+    @property
+    def poll(self) -> float:
+        """How often a node should look for due rows without a hint, in seconds."""
+
+    def db_now(self) -> float:
+        """Return the database's clock (``now()``) as UTC epoch seconds.
+
+        Raises:
+            StoreError: The store failed or is closed.
+        """
+
+    def claim_due(self, limit: int, importable: Collection[str] | None = None) -> list[Lease]:
+        """Claim up to ``limit`` due rows that nobody holds, in ``(next_due, seq)`` order.
+
+        One statement: each claimed row is owned by this node for ``lease`` seconds with its
+        fence bumped. A row is due when it is live and its ``next_due`` is at or before the
+        database's ``now()``; it is free when no node owns it or its lease has expired. Rows
+        another node is claiming at the same moment are skipped, never waited for.
+
+        Args:
+            limit: At most this many rows (the node's idle workers); 0 claims nothing.
+            importable: If given, only rows whose ``fn_ref`` is one of these (the functions
+                this node can import), so a rolling deploy never strands a row.
+
+        Raises:
+            ValueError: ``limit`` is negative.
+            StoreError: The store failed or is closed.
+        """
+
+    def renew(self, leases: Sequence[Lease]) -> list[Lease]:
+        """Extend the leases still held (same owner and fence) by ``lease`` seconds from now.
+
+        Returns:
+            The renewed leases (new ``expires`` and ``db_now``), in the given order; a lease
+            missing from the result is lost: its run's outcome will be refused.
+
+        Raises:
+            StoreError: The store failed or is closed.
+        """
+
+    def release(self, leases: Sequence[Lease]) -> None:
+        """Give back the rows still held with these leases, claimable by anyone at once.
+
+        For runs a stopping node will not start. A lease lost already is left alone.
+
+        Raises:
+            StoreError: The store failed or is closed.
+        """
+
+    def next_wakeup(self, importable: Collection[str] | None = None) -> float | None:
+        """Return the earliest moment a live row may become claimable, or ``None``.
+
+        That is ``next_due`` for a row nobody owns, and the later of ``next_due`` and the
+        lease's end for an owned one, so a node sleeping until then notices an expired lease.
+        UTC epoch seconds on the database's clock. ``importable`` as in ``claim_due``.
+
+        Raises:
+            StoreError: The store failed or is closed.
+        """
+
+    def changes(self, since: int) -> tuple[list[StoredTask], int]:
+        """Return the rows (live or terminal) written since the cursor ``since``, and a new cursor.
+
+        ``since=0`` returns every row. Pass the returned cursor to the next call: no write
+        committed after this call can be missed. A row may come back more than once (its
+        newest state each time), so apply the rows, do not count them. Deleted rows are not
+        reported (a terminal row pruned, or replaced by a fresh row of the same id, which is).
+        Claims, renewals and releases change who holds a row, not the row: not reported.
+
+        Raises:
+            StoreError: The store failed or is closed.
+        """
+
+    def listen(self, wakeup: Callable[[], None]) -> Callable[[], None]:
+        """Call ``wakeup()`` whenever another node adds, replaces, cancels or reschedules a task.
+
+        Starts a daemon thread with a connection of its own; ``wakeup`` runs on that thread
+        (keep it short: set an event, tell an actor). It is also called after the thread
+        reconnects, since hints sent while it was disconnected are lost. The thread is
+        listening when this returns.
+
+        Returns:
+            A function that stops the thread and waits for it; idempotent, any thread.
+
+        Raises:
+            StoreError: The store is closed, or the listening connection cannot be made.
         """
 
 

@@ -239,6 +239,25 @@ def test_a_late_update_never_lands_on_a_new_incarnation(store: Store) -> None:
     assert {(r.task_seq, r.run) for r in store.runs("a")} == {(old.seq, 1), (new.seq, 1)}
 
 
+def test_updates_of_one_row_in_one_save_apply_in_order(store: Store) -> None:
+    a, _ = store.add(definition("a"))
+    b, _ = store.add(definition("b"))
+
+    store.save(
+        [
+            update(a, next_due=T0 + 120, run_count=1),
+            update(b, run_count=1),
+            update(a, status="completed", next_due=None, run_count=2),
+            update(a, next_due=T0 + 180, run_count=3),  # finds the row terminal: counters only
+        ]
+    )
+
+    stored = store.get("a")
+    assert stored is not None
+    assert (stored.status, stored.next_due, stored.run_count) == ("completed", None, 3)
+    assert store.get("b").run_count == 1  # type: ignore[union-attr]
+
+
 def test_save_validates_its_batch(store: Store) -> None:
     a, _ = store.add(definition("a"))
     with pytest.raises(TypeError, match="TaskUpdate"):

@@ -1,0 +1,82 @@
+"""The PostgreSQL store's argument checks, and the names it derives (channel, node).
+
+Plain functions, no I/O: ``PostgresStore`` calls them on the caller's thread.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import secrets
+import socket
+from collections.abc import Collection, Sequence
+from typing import Final
+
+from actors.store.protocol import Lease
+
+_CHANNEL_PREFIX: Final = "pykka_taskscheduler."
+NAME_BYTES: Final = 63  # PostgreSQL truncates longer identifiers (and refuses such channels)
+
+
+def slack(bound: int) -> int:
+    """How far past ``bound`` a table may grow before a prune: a tenth, at least one row."""
+    return max(1, bound // 10)
+
+
+def check_count(name: str, value: object) -> int:
+    """Return ``value`` if it is an int >= 0, else raise ``ValueError`` naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{name} must be an int >= 0, got {value!r}")
+    return value
+
+
+def check_seconds(name: str, value: object) -> float:
+    """Return ``value`` as a float if it is a finite number > 0, else raise ``ValueError``."""
+    if isinstance(value, bool) or not isinstance(value, float | int) or not 0 < value < math.inf:
+        raise ValueError(f"{name} must be a finite number of seconds > 0, got {value!r}")
+    return float(value)
+
+
+def check_name(name: str, value: object) -> str:
+    """Return ``value`` if it can name a schema or a node (1 to 63 bytes), else raise ``ValueError``."""
+    if not isinstance(value, str) or not value or len(value.encode()) > NAME_BYTES:
+        raise ValueError(f"{name} must be a non-empty str of at most {NAME_BYTES} bytes, got {value!r}")
+    return value
+
+
+def channel_of(schema: str) -> str:
+    """The ``NOTIFY`` channel of the store in ``schema`` (an identifier of at most 63 bytes)."""
+    channel = _CHANNEL_PREFIX + schema
+    if len(channel.encode()) > NAME_BYTES:
+        channel = _CHANNEL_PREFIX + hashlib.sha256(schema.encode()).hexdigest()[:32]
+    return channel
+
+
+def default_node() -> str:
+    """A node name unique per store object: ``"<hostname>:<pid>:<random>"``."""
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+
+
+def importable_names(importable: Collection[str] | None) -> list[str] | None:
+    """Return the distinct references of ``importable``, sorted (``None`` stays ``None``).
+
+    Raises:
+        TypeError: ``importable`` is a str (a collection of letters), or holds a non-str.
+    """
+    if importable is None:
+        return None
+    if isinstance(importable, str):
+        raise TypeError(f"importable must be a collection of references, got the str {importable!r}")
+    names = set(importable)
+    for name in names:
+        if not isinstance(name, str):
+            raise TypeError(f"importable must hold str references, got {name!r}")
+    return sorted(names)
+
+
+def check_leases(leases: Sequence[Lease]) -> None:
+    """Raise ``TypeError`` unless ``leases`` holds ``Lease`` objects only."""
+    for lease in leases:
+        if not isinstance(lease, Lease):
+            raise TypeError(f"leases must hold Lease objects, got {lease!r}")

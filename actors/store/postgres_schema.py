@@ -1,0 +1,235 @@
+"""The PostgreSQL store's layout: how a schema is recognised, created and migrated.
+
+A store lives in one PostgreSQL schema (``public`` unless told otherwise). Its ``store_meta``
+row marks the schema as ours (``application``) and carries the layout's version;
+``prepare`` judges the schema, then creates or migrates it, all in one transaction under a
+transaction-level advisory lock, so that several nodes opening the same store at once
+neither race on the DDL nor see a half-made layout; a refusal rolls back, so nothing is
+written, not even the schema.
+
+Layouts:
+    v1: ``store_meta``, ``task`` (with the shared-store columns ``owner``, ``lease_until``,
+        ``fence`` and ``change``) and ``run``.
+
+To change the layout: bump ``SCHEMA_VERSION``, edit ``CREATE`` to the new layout (fresh
+schemas are created directly at the newest version), and append a step to ``MIGRATIONS``
+that brings a schema of the previous version to the same result (as the SQLite store does).
+
+Threads: these functions use the connection they are given, on the caller's thread.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+import psycopg
+from psycopg import sql
+from psycopg.rows import TupleRow
+
+from actors.errors import StoreError
+
+logger = logging.getLogger(__name__)
+
+Connection = psycopg.Connection[TupleRow]
+
+APPLICATION: Final = "pykka-taskscheduler"
+SCHEMA_VERSION: Final = 1
+TABLES: Final = frozenset({"task", "run", "store_meta"})  # what a current schema must have
+MIN_SERVER: Final = 130000  # pg_current_xact_id() and pg_snapshot_xmin(): PostgreSQL 13
+
+# The newest layout. Statements run with search_path set to the store's schema alone.
+#
+# Times are UTC epoch seconds (double precision), as in the API; the database's clock is
+# extract(epoch FROM now()). The change column is the id of the transaction that last wrote
+# the row's StoredTask fields (not a sequence: sequence numbers are taken in one order and
+# committed in another, so a reader could step past a row committed late; see
+# postgres_sql.CHANGES). Ownership (owner, lease_until, fence) is changed by claim, renew
+# and release without touching change, since a StoredTask does not show it.
+#
+# Indexes: task_free serves the claim and next_wakeup (the free live rows, in claim order: a
+# claimed row leaves it, so claims never walk past the runs in flight); task_owned the owned
+# rows by lease end (few: the runs in flight); task_terminal pruning (it holds only terminal
+# rows, so pruning never walks the live million); task_change the change feed.
+CREATE: Final[tuple[str, ...]] = (
+    """CREATE TABLE store_meta (
+        id integer PRIMARY KEY CHECK (id = 1),
+        application text NOT NULL,
+        schema_version integer NOT NULL,
+        minted_high_water bigint NOT NULL CHECK (minted_high_water >= 0)
+    )""",
+    """CREATE TABLE task (
+        seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        task_id text NOT NULL UNIQUE,
+        fn_ref text NOT NULL,
+        args_json text NOT NULL,
+        kwargs_json text NOT NULL,
+        trigger_json text NOT NULL,
+        options_json text NOT NULL,
+        status text NOT NULL CHECK (status IN ('scheduled', 'completed', 'failed', 'cancelled')),
+        next_due double precision CHECK (next_due IS NULL OR status = 'scheduled'),
+        run_count bigint NOT NULL DEFAULT 0,
+        failure_count bigint NOT NULL DEFAULT 0,
+        consecutive_failures bigint NOT NULL DEFAULT 0,
+        last_error text,
+        last_outcome text,
+        updated_at double precision NOT NULL,
+        owner text,
+        lease_until double precision,
+        fence bigint NOT NULL DEFAULT 0,
+        change bigint NOT NULL DEFAULT pg_current_xact_id()::text::bigint,
+        CHECK ((owner IS NULL) = (lease_until IS NULL))
+    )""",
+    "CREATE INDEX task_free ON task (next_due, seq) WHERE status = 'scheduled' AND owner IS NULL",
+    "CREATE INDEX task_owned ON task (lease_until) WHERE owner IS NOT NULL",
+    "CREATE INDEX task_terminal ON task (updated_at, seq) WHERE status <> 'scheduled'",
+    "CREATE INDEX task_change ON task (change)",
+    """CREATE TABLE run (
+        id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        task_id text NOT NULL,
+        task_seq bigint NOT NULL,
+        run bigint NOT NULL,
+        due double precision NOT NULL,
+        started double precision,
+        finished double precision NOT NULL,
+        outcome text NOT NULL,
+        error text,
+        UNIQUE (task_seq, run)
+    )""",
+    "CREATE INDEX run_by_task ON run (task_id, id)",
+)
+_MARK: Final = (
+    "INSERT INTO store_meta (id, application, schema_version, minted_high_water) VALUES (1, %s, %s, 0)"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    """One step: brings a schema at ``from_version`` to ``from_version + 1``.
+
+    Attributes:
+        from_version: The version the step starts from.
+        summary: What changes, for the log.
+        apply: Runs the step's statements inside the caller's transaction.
+    """
+
+    from_version: int
+    summary: str
+    apply: Callable[[Connection], None]
+
+
+MIGRATIONS: Final[tuple[Migration, ...]] = ()
+# Step i starts from version i + 1, and the last one reaches SCHEMA_VERSION.
+assert [m.from_version for m in MIGRATIONS] == list(range(1, SCHEMA_VERSION))
+
+_RELATIONS: Final = """
+    SELECT c.relname, c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+     WHERE n.nspname = %s AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
+     ORDER BY c.relname"""
+_META_COLUMNS: Final = """
+    SELECT a.attname FROM pg_attribute a
+     WHERE a.attrelid = %s::regclass AND a.attnum > 0 AND NOT a.attisdropped"""
+_READ_MARK: Final = "SELECT application, schema_version FROM store_meta WHERE id = 1"
+
+
+def lock_key(schema: str, purpose: str) -> str:
+    """The text an advisory lock of ``schema`` is keyed on (hashed by the server)."""
+    return f"{APPLICATION}:{schema}:{purpose}"
+
+
+def set_search_path(db: Connection, schema: str, *, local: bool) -> None:
+    """Make ``schema`` the only schema unqualified names resolve in (``pg_catalog`` aside).
+
+    ``local``: for the current transaction only (else for the session).
+    """
+    path = sql.Identifier(schema).as_string(db)
+    db.execute("SELECT set_config('search_path', %s, %s)", (path, local))
+
+
+def read_version(db: Connection, location: str, schema: str) -> int:
+    """Judge ``schema`` without writing; return its layout version (0: missing or empty).
+
+    Raises:
+        StoreError: The schema holds tables that are not a store of ours, a damaged store,
+            or a store of a newer version; the message names it and says why.
+    """
+    relations: dict[str, str] = dict(db.execute(_RELATIONS, (schema,)).fetchall())
+    if "store_meta" not in relations:
+        if not relations:
+            return 0
+        raise StoreError(
+            f"{location}: schema {schema!r} holds tables that are not a {APPLICATION} store "
+            f"(tables: {', '.join(relations)}); use an empty schema (schema=...)"
+        )
+    qualified = sql.Identifier(schema, "store_meta").as_string(db)
+    columns = {row[0] for row in db.execute(_META_COLUMNS, (qualified,))}
+    mark = db.execute(_READ_MARK).fetchone() if {"application", "schema_version"} <= columns else None
+    if mark is None or mark[0] != APPLICATION:
+        raise StoreError(
+            f"{location}: schema {schema!r} is not a {APPLICATION} store "
+            f"(its store_meta is not ours; tables: {', '.join(relations)})"
+        )
+    version: int = mark[1]
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"{location}: schema {schema!r} has store schema version {version}, newer than this "
+            f"version of {APPLICATION} understands ({SCHEMA_VERSION}); upgrade {APPLICATION}"
+        )
+    expected = TABLES  # an older version's tables go here when there is one
+    missing = sorted(expected - relations.keys())
+    if version < 1 or missing:
+        raise StoreError(
+            f"{location}: schema {schema!r} is a damaged {APPLICATION} store "
+            f"(schema version {version}, missing tables: {', '.join(missing) or 'none'})"
+        )
+    return version
+
+
+def prepare(
+    db: Connection,
+    location: str,
+    schema: str,
+    *,
+    migrations: Sequence[Migration] = MIGRATIONS,
+    version: int = SCHEMA_VERSION,
+) -> None:
+    """Create the store in ``schema`` (and the schema), or migrate an older one, or check it.
+
+    One transaction, under an advisory lock on the schema's name: concurrent ``prepare``
+    calls on the same schema run one after the other, so exactly one creates or migrates.
+    ``db`` must be in autocommit mode, with no transaction open. ``migrations`` and
+    ``version`` are for tests of the migration machinery.
+
+    Raises:
+        StoreError: as ``read_version``, or the server is older than PostgreSQL 13.
+        psycopg.Error: The database refused a statement (for instance, no privilege).
+    """
+    if db.info.server_version < MIN_SERVER:
+        raise StoreError(
+            f"{location}: PostgreSQL {db.info.server_version // 10000} is too old for the task "
+            f"store (it needs {MIN_SERVER // 10000} or newer)"
+        )
+    with db.transaction():
+        db.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (lock_key(schema, "ddl"),))
+        exists = db.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone()
+        if exists is None:
+            db.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+        set_search_path(db, schema, local=True)
+        found = read_version(db, location, schema)
+        if found == 0:
+            for statement in CREATE:
+                db.execute(statement)  # constant DDL: no parameters
+            db.execute(_MARK, (APPLICATION, version))
+            logger.info("created task store %s (schema version %d)", location, version)
+        elif found < version:
+            for step in migrations[found - 1 :]:
+                logger.info(
+                    "migrating task store %s from schema version %d: %s",
+                    location,
+                    step.from_version,
+                    step.summary,
+                )
+                step.apply(db)
+            db.execute("UPDATE store_meta SET schema_version = %s WHERE id = 1", (version,))

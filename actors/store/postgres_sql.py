@@ -1,0 +1,261 @@
+"""The PostgreSQL store's statements, and its reads turned into plain data.
+
+Every statement is a constant with parameters: connections resolve unqualified names in the
+store's schema (``search_path``), so no name is ever spliced in. Times are UTC epoch seconds;
+``NOW`` is the database's clock, the one that decides what is due and when a lease ends.
+``now()`` is the start of the transaction, so within one statement it is one instant.
+
+Writes that add, replace, cancel, reschedule or release a task ``NOTIFY`` the store's
+channel with the task id, in the same statement (so in the same transaction): PostgreSQL
+delivers the notification at commit, and never for a transaction that rolled back.
+
+The read functions run on the connection they are given, on the caller's thread.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import psycopg
+from psycopg.rows import TupleRow
+
+from actors.store.protocol import RunRecord, StoredTask
+
+# The row-building helpers are backend-neutral (a tuple in TASK_COLUMNS order in, a
+# StoredTask out, repeated text shared); they live with the SQLite store, which came first.
+from actors.store.sqlite_rows import RUN_COLUMNS, TASK_COLUMNS, task_from_row
+from actors.store.sqlite_rows import _build_task as build_task
+
+__all__ = ["RUN_COLUMNS", "TASK_COLUMNS", "task_from_row"]
+
+Connection = psycopg.Connection[TupleRow]
+
+NOW: Final = "extract(epoch FROM now())::float8"
+XID: Final = "pg_current_xact_id()::text::bigint"  # the writing transaction's id: the change cursor
+_RETURNED: Final = ", ".join(f"task.{column}" for column in TASK_COLUMNS.split(", "))
+
+# -- Store ---------------------------------------------------------------------------------------
+
+# Each returns the row (TASK_COLUMNS) and, last, the void of pg_notify.
+INSERT_TASK: Final = f"""
+    WITH inserted AS (
+        INSERT INTO task (task_id, fn_ref, args_json, kwargs_json, trigger_json, options_json,
+                          status, next_due, updated_at)
+        VALUES (%(task_id)s, %(fn_ref)s, %(args_json)s, %(kwargs_json)s, %(trigger_json)s,
+                %(options_json)s, 'scheduled', %(next_due)s, {NOW})
+        ON CONFLICT (task_id) DO NOTHING
+        RETURNING {TASK_COLUMNS})
+    SELECT {TASK_COLUMNS}, pg_notify(%(channel)s, task_id) FROM inserted"""
+REPLACE_TASK: Final = f"""
+    WITH replaced AS (
+        UPDATE task SET fn_ref = %(fn_ref)s, args_json = %(args_json)s, kwargs_json = %(kwargs_json)s,
+                        trigger_json = %(trigger_json)s, options_json = %(options_json)s,
+                        next_due = %(next_due)s, updated_at = {NOW}, change = {XID}
+         WHERE seq = %(seq)s
+        RETURNING {TASK_COLUMNS})
+    SELECT {TASK_COLUMNS}, pg_notify(%(channel)s, task_id) FROM replaced"""
+LOCK_TASK: Final = f"SELECT {TASK_COLUMNS} FROM task WHERE task_id = %s FOR UPDATE"
+DELETE_TASK: Final = "DELETE FROM task WHERE seq = %s"
+CANCEL_TASK: Final = f"""
+    WITH cancelled AS (
+        UPDATE task SET status = 'cancelled', next_due = NULL, updated_at = {NOW}, change = {XID}
+         WHERE task_id = %(task_id)s AND status = 'scheduled'
+        RETURNING task_id)
+    SELECT pg_notify(%(channel)s, task_id) FROM cancelled"""
+# One statement for a batch of updates of distinct rows. In SET, task.status, task.owner and
+# task.lease_until are the row's values before this update: a terminal row keeps its status
+# (no update undoes a committed cancel) and takes the counters. A fenced update applies only
+# to the row its lease still holds, and ends the lease. Returns the seq of each applied one.
+UPDATE_TASKS: Final = f"""
+    WITH given AS (
+        SELECT * FROM unnest(%(task_id)s::text[], %(seq)s::bigint[], %(status)s::text[],
+                             %(next_due)s::float8[], %(run_count)s::bigint[], %(failure_count)s::bigint[],
+                             %(consecutive_failures)s::bigint[], %(last_error)s::text[],
+                             %(last_outcome)s::text[], %(fence)s::bigint[])
+            AS given (task_id, seq, status, next_due, run_count, failure_count, consecutive_failures,
+                      last_error, last_outcome, fence)),
+    applied AS (
+        UPDATE task SET status = CASE WHEN task.status = 'scheduled' THEN given.status ELSE task.status END,
+                        next_due = CASE WHEN task.status = 'scheduled' THEN given.next_due END,
+                        run_count = given.run_count, failure_count = given.failure_count,
+                        consecutive_failures = given.consecutive_failures,
+                        last_error = given.last_error, last_outcome = given.last_outcome,
+                        updated_at = {NOW}, change = {XID},
+                        owner = CASE WHEN given.fence IS NULL THEN task.owner END,
+                        lease_until = CASE WHEN given.fence IS NULL THEN task.lease_until END
+          FROM given
+         WHERE task.seq = given.seq AND task.task_id = given.task_id
+           AND (given.fence IS NULL OR (task.owner = %(node)s AND task.fence = given.fence))
+        RETURNING task.seq, task.task_id)
+    SELECT seq, pg_notify(%(channel)s, task_id) FROM applied"""
+# One statement for the whole batch, in the given order (identity ids follow it), so the
+# newest-first ledger lists a batch's rows last first, as the SQLite store does.
+INSERT_RUNS: Final = """
+    INSERT INTO run (task_id, task_seq, run, due, started, finished, outcome, error)
+    SELECT task_id, task_seq, run, due, started, finished, outcome, error
+      FROM unnest(%(task_id)s::text[], %(task_seq)s::bigint[], %(run)s::bigint[],
+                  %(due)s::float8[], %(started)s::float8[], %(finished)s::float8[],
+                  %(outcome)s::text[], %(error)s::text[])
+           WITH ORDINALITY AS given (task_id, task_seq, run, due, started, finished, outcome, error, n)
+     ORDER BY n
+    ON CONFLICT (task_seq, run) DO NOTHING"""
+RESERVE_MINTED: Final = """
+    UPDATE store_meta SET minted_high_water = minted_high_water + %s WHERE id = 1
+    RETURNING minted_high_water"""
+
+# Pruning runs in a transaction of its own, by one node at a time (a try-lock), and never
+# waits for a row lock (SKIP LOCKED), so it can never deadlock with a caller's write.
+TRY_LOCK: Final = "SELECT pg_try_advisory_xact_lock(hashtextextended(%s, 0))"
+# Ledger ids come from a sequence with gaps (rollbacks, conflicts), so the cut is the id of
+# the (keep + 1)-th newest row, not max - keep.
+PRUNE_RUNS: Final = """
+    DELETE FROM run WHERE id <= (SELECT id FROM run ORDER BY id DESC OFFSET %(keep)s LIMIT 1)"""
+# A terminal row still leased (cancelled while its run was in flight) is kept until the run's
+# outcome lands or the lease ends, so a prune never fences out an outcome.
+PRUNE_TASKS: Final = f"""
+    DELETE FROM task WHERE seq IN (
+        SELECT seq FROM task
+         WHERE status <> 'scheduled' AND (owner IS NULL OR lease_until < {NOW})
+           AND (updated_at, seq) <= (SELECT updated_at, seq FROM task WHERE status <> 'scheduled'
+                                      ORDER BY updated_at DESC, seq DESC OFFSET %(keep)s LIMIT 1)
+           FOR UPDATE SKIP LOCKED)"""
+
+_TASK_BY_ID: Final = f"SELECT {TASK_COLUMNS} FROM task WHERE task_id = %s"
+_LIVE_TASKS: Final = f"SELECT {TASK_COLUMNS} FROM task WHERE status = 'scheduled' ORDER BY seq"
+_ALL_TASKS: Final = f"SELECT {TASK_COLUMNS} FROM task ORDER BY seq"
+_RUNS: Final = f"SELECT {RUN_COLUMNS} FROM run ORDER BY id DESC LIMIT %s"
+_RUNS_OF_TASK: Final = f"SELECT {RUN_COLUMNS} FROM run WHERE task_id = %s ORDER BY id DESC LIMIT %s"
+_HIGH_WATER: Final = "SELECT minted_high_water FROM store_meta WHERE id = 1"
+
+# -- SharedStore ---------------------------------------------------------------------------------
+
+DB_NOW: Final = f"SELECT {NOW}"
+
+# The claim, one statement. Free rows and rows whose lease has ended are picked from their
+# own indexes (task_free, task_owned), each in due order and each FOR UPDATE SKIP LOCKED: the
+# scan passes over rows another claim is holding instead of queueing behind them, and
+# re-checks each row it locks against its newest version, so a row another node claimed
+# meanwhile is dropped. Of the two sets (at most 2 * limit rows, and the expired set is
+# nearly always empty), the first limit rows in (next_due, seq) order are claimed; the rest
+# are unlocked when the statement ends. The CTEs are evaluated once (MATERIALIZED), so the
+# LIMIT bounds the rows claimed even if the planner would re-scan a subquery.
+_CLAIM: Final = """
+    WITH free AS MATERIALIZED (
+        SELECT seq, next_due FROM task
+         WHERE status = 'scheduled' AND owner IS NULL AND next_due <= {now}{only}
+         ORDER BY next_due, seq
+         LIMIT %(limit)s
+           FOR UPDATE SKIP LOCKED),
+    expired AS MATERIALIZED (
+        SELECT seq, next_due FROM task
+         WHERE owner IS NOT NULL AND lease_until < {now} AND status = 'scheduled'
+           AND next_due <= {now}{only}
+         ORDER BY next_due, seq
+         LIMIT %(limit)s
+           FOR UPDATE SKIP LOCKED),
+    picked AS (
+        SELECT seq FROM (SELECT * FROM free UNION ALL SELECT * FROM expired) AS candidates
+         ORDER BY next_due, seq
+         LIMIT %(limit)s)
+    UPDATE task SET owner = %(node)s, lease_until = {now} + %(lease)s, fence = task.fence + 1
+      FROM picked
+     WHERE task.seq = picked.seq
+    RETURNING {returned}, task.fence, task.lease_until, {now}"""
+_ONLY_IMPORTABLE: Final = " AND fn_ref = ANY(%(importable)s::text[])"
+CLAIM: Final = _CLAIM.format(now=NOW, only="", returned=_RETURNED)
+CLAIM_IMPORTABLE: Final = _CLAIM.format(now=NOW, only=_ONLY_IMPORTABLE, returned=_RETURNED)
+
+RENEW: Final = f"""
+    UPDATE task SET lease_until = {NOW} + %(lease)s
+      FROM unnest(%(seq)s::bigint[], %(fence)s::bigint[]) AS held (seq, fence)
+     WHERE task.seq = held.seq AND task.fence = held.fence AND task.owner = %(node)s
+    RETURNING task.seq, task.fence, task.lease_until, {NOW}"""
+RELEASE: Final = """
+    WITH released AS (
+        UPDATE task SET owner = NULL, lease_until = NULL
+          FROM unnest(%(seq)s::bigint[], %(fence)s::bigint[]) AS held (seq, fence)
+         WHERE task.seq = held.seq AND task.fence = held.fence AND task.owner = %(node)s
+        RETURNING task.task_id)
+    SELECT pg_notify(%(channel)s, task_id) FROM released"""
+
+# Two index probes: the first free row in due order (task_free), and the owned rows' lease
+# ends (task_owned: only as many rows as runs in flight).
+_NEXT_WAKEUP: Final = """
+    SELECT least(
+        (SELECT next_due FROM task
+          WHERE status = 'scheduled' AND owner IS NULL AND next_due IS NOT NULL{only}
+          ORDER BY next_due, seq LIMIT 1),
+        (SELECT min(greatest(next_due, lease_until)) FROM task
+          WHERE status = 'scheduled' AND owner IS NOT NULL AND next_due IS NOT NULL{only}))"""
+NEXT_WAKEUP: Final = _NEXT_WAKEUP.format(only="")
+NEXT_WAKEUP_IMPORTABLE: Final = _NEXT_WAKEUP.format(only=_ONLY_IMPORTABLE)
+
+# The change feed, in one REPEATABLE READ snapshot. Every transaction older than the
+# snapshot's xmin has ended, so all it wrote is visible here; a transaction at or above xmin
+# may still commit after this read, and the next call (since = this xmin) will see its rows.
+# So the new cursor is the xmin, and rows written at or above it may come twice.
+CHANGES_BEGIN: Final = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+CHANGES_CURSOR: Final = "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint"
+CHANGES: Final = f"SELECT {TASK_COLUMNS} FROM task WHERE change >= %s ORDER BY change, seq"
+
+_FETCH_ROWS: Final = 4096  # rows per fetch: bounds the transient tuples while loading
+
+
+def get_task(db: Connection, task_id: str) -> StoredTask | None:
+    """Return the row of ``task_id``, or ``None``."""
+    row = db.execute(_TASK_BY_ID, (task_id,)).fetchone()
+    return None if row is None else task_from_row(row)
+
+
+def read_tasks(db: Connection, *, include_terminal: bool) -> list[StoredTask]:
+    """Return the live tasks (and the terminal ones if asked), in ``seq`` order.
+
+    Call inside a transaction: the rows come through a server-side cursor in chunks, so a
+    million rows never sit in the client library's buffer at once.
+    """
+    with db.cursor(name="tasks", binary=True) as cursor:
+        cursor.execute(_ALL_TASKS if include_terminal else _LIVE_TASKS)
+        return collect_tasks(cursor)
+
+
+def collect_tasks(cursor: psycopg.Cursor[TupleRow]) -> list[StoredTask]:
+    """Build the tasks of an executed cursor's rows (in ``TASK_COLUMNS`` order), sharing text."""
+    shared: dict[Any, Any] = {}  # one table per call: nothing outlives the load but the rows
+    share = shared.setdefault
+    tasks: list[StoredTask] = []
+    append = tasks.append
+    while rows := cursor.fetchmany(_FETCH_ROWS):
+        for row in rows:
+            append(build_task(row, share))
+    return tasks
+
+
+def read_runs(db: Connection, task_id: str | None, limit: int) -> list[RunRecord]:
+    """Return up to ``limit`` ledger rows, newest first, of ``task_id`` or of every task."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise ValueError(f"limit must be an int >= 0, got {limit!r}")
+    if task_id is None:
+        rows = db.execute(_RUNS, (limit,)).fetchall()
+    else:
+        rows = db.execute(_RUNS_OF_TASK, (task_id, limit)).fetchall()
+    return [
+        RunRecord(
+            task_id=of_task,
+            task_seq=task_seq,
+            run=run,
+            due=due,
+            started=started,
+            finished=finished,
+            outcome=outcome,
+            error=error,
+        )
+        for of_task, task_seq, run, due, started, finished, outcome, error in rows
+    ]
+
+
+def read_high_water(db: Connection) -> int:
+    """Return the highest number reserved for minted ids."""
+    row = db.execute(_HIGH_WATER).fetchone()
+    assert row is not None  # created with the schema, never deleted
+    value: int = row[0]
+    return value

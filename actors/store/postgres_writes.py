@@ -1,0 +1,193 @@
+"""The PostgreSQL store's writes: the work of each call, on the connection it is given.
+
+``PostgresStore`` validates the arguments and picks the transaction (see
+``postgres_connections``); these functions do the statements of ``postgres_sql`` and turn
+the rows into plain data. They run on the caller's thread.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from actors.errors import DuplicateTaskError, StoreError
+from actors.store import postgres_sql as q
+from actors.store.postgres_connections import Connection
+from actors.store.protocol import (
+    LIVE_STATUS,
+    IfExists,
+    Lease,
+    RunRecord,
+    StoredTask,
+    TaskDefinition,
+    TaskUpdate,
+)
+
+_ADD_ATTEMPTS: Final = 5  # an id whose terminal row other nodes keep replacing: give up then
+_TASK_FIELDS: Final = len(q.TASK_COLUMNS.split(", "))
+
+
+@dataclass(frozen=True, slots=True)
+class Saved:
+    """What a ``save`` transaction did: new ledger rows, and updates that ended a task."""
+
+    new_runs: int
+    ended: int
+
+
+def add(db: Connection, task: TaskDefinition, if_exists: IfExists, channel: str) -> tuple[StoredTask, bool]:
+    """Add ``task`` as ``Store.add`` says, inside the caller's transaction."""
+    params: dict[str, Any] = {
+        "task_id": task.task_id,
+        "fn_ref": task.fn_ref,
+        "args_json": task.args_json,
+        "kwargs_json": task.kwargs_json,
+        "trigger_json": task.trigger_json,
+        "options_json": task.options_json,
+        "next_due": task.next_due,
+        "channel": channel,
+    }
+    for _ in range(_ADD_ATTEMPTS):
+        row = db.execute(q.INSERT_TASK, params).fetchone()
+        if row is not None:
+            return q.task_from_row(row[:_TASK_FIELDS]), True
+        # The id is taken: lock its row, so no other node changes it until we commit.
+        locked = db.execute(q.LOCK_TASK, (task.task_id,)).fetchone()
+        if locked is None:
+            continue  # deleted meanwhile (another node re-adding a terminal id): insert again
+        stored = q.task_from_row(locked)
+        if stored.live:
+            if if_exists == "keep":
+                return stored, False
+            if if_exists == "error":
+                raise DuplicateTaskError(f"a live task already has the id {task.task_id!r}")
+            row = db.execute(q.REPLACE_TASK, {**params, "seq": stored.seq}).fetchone()
+            assert row is not None  # the row is locked by this transaction
+            return q.task_from_row(row[:_TASK_FIELDS]), True
+        db.execute(q.DELETE_TASK, (stored.seq,))  # terminal: a new task with an old id starts afresh
+    raise StoreError(f"add of {task.task_id!r} lost {_ADD_ATTEMPTS} races with other nodes adding it")
+
+
+def cancel(db: Connection, task_id: str, channel: str) -> bool:
+    """Cancel ``task_id`` if it is live; say whether it was."""
+    return len(db.execute(q.CANCEL_TASK, {"task_id": task_id, "channel": channel}).fetchall()) == 1
+
+
+def save(
+    db: Connection, updates: Sequence[TaskUpdate], runs: Sequence[RunRecord], node: str, channel: str
+) -> Saved:
+    """Apply ``updates`` in order, then insert the ledger rows their fences allow.
+
+    A fenced update that does not apply (the lease was lost) drops the ledger rows of its
+    ``seq``, unless another update of the same ``seq`` in the batch applied.
+    """
+    applied = [False] * len(updates)
+    for batch in _rounds(updates):
+        rows = db.execute(
+            q.UPDATE_TASKS,
+            {
+                "task_id": [updates[i].task_id for i in batch],
+                "seq": [updates[i].seq for i in batch],
+                "status": [updates[i].status for i in batch],
+                "next_due": [updates[i].next_due for i in batch],
+                "run_count": [updates[i].run_count for i in batch],
+                "failure_count": [updates[i].failure_count for i in batch],
+                "consecutive_failures": [updates[i].consecutive_failures for i in batch],
+                "last_error": [updates[i].last_error for i in batch],
+                "last_outcome": [updates[i].last_outcome for i in batch],
+                "fence": [updates[i].fence for i in batch],
+                "node": node,
+                "channel": channel,
+            },
+        ).fetchall()
+        done = {seq for seq, _ in rows}
+        for i in batch:
+            applied[i] = updates[i].seq in done
+    fenced_out = {u.seq for u, ok in zip(updates, applied, strict=True) if u.fence is not None and not ok}
+    fenced_out -= {u.seq for u, ok in zip(updates, applied, strict=True) if ok}
+    kept = [r for r in runs if r.task_seq not in fenced_out]
+    new = 0
+    if kept:
+        new = db.execute(
+            q.INSERT_RUNS,
+            {
+                "task_id": [r.task_id for r in kept],
+                "task_seq": [r.task_seq for r in kept],
+                "run": [r.run for r in kept],
+                "due": [r.due for r in kept],
+                "started": [r.started for r in kept],
+                "finished": [r.finished for r in kept],
+                "outcome": [r.outcome for r in kept],
+                "error": [r.error for r in kept],
+            },
+        ).rowcount
+    # Counts updates that end a task; one that finds its row terminal already is counted too,
+    # which only makes a prune come a little early.
+    ended = sum(ok and u.status != LIVE_STATUS for u, ok in zip(updates, applied, strict=True))
+    return Saved(new_runs=new, ended=ended)
+
+
+def _rounds(updates: Sequence[TaskUpdate]) -> list[list[int]]:
+    """Split the updates' indexes into rounds of distinct rows, keeping each row's order.
+
+    One statement updates each row at most once, so the k-th update of a row goes in round
+    k: applied round after round, updates of one row land in order, each on the row the one
+    before left (updates of different rows commute). Nearly always a single round.
+    """
+    rounds: list[list[int]] = []
+    seen: dict[int, int] = {}  # seq -> updates of it so far
+    for i, u in enumerate(updates):
+        k = seen.get(u.seq, 0)
+        seen[u.seq] = k + 1
+        if k == len(rounds):
+            rounds.append([])
+        rounds[k].append(i)
+    return rounds
+
+
+def claim(db: Connection, limit: int, importable: list[str] | None, node: str, lease: float) -> list[Lease]:
+    """Claim up to ``limit`` due, free rows (one statement); return them in claim order."""
+    params: dict[str, Any] = {"limit": limit, "node": node, "lease": lease}
+    if importable is None:
+        rows = db.execute(q.CLAIM, params).fetchall()
+    else:
+        rows = db.execute(q.CLAIM_IMPORTABLE, {**params, "importable": importable}).fetchall()
+    leases = [
+        Lease(
+            task=q.task_from_row(row[:_TASK_FIELDS]),
+            fence=row[_TASK_FIELDS],
+            owner=node,
+            expires=row[_TASK_FIELDS + 1],
+            db_now=row[_TASK_FIELDS + 2],
+        )
+        for row in rows
+    ]
+    # RETURNING comes in no particular order; claimed rows are due, so next_due is set.
+    leases.sort(key=lambda lease: (lease.task.next_due, lease.task.seq))
+    return leases
+
+
+def _held(leases: Sequence[Lease]) -> dict[str, list[int]]:
+    return {"seq": [lease.seq for lease in leases], "fence": [lease.fence for lease in leases]}
+
+
+def renew(db: Connection, leases: Sequence[Lease], node: str, lease: float) -> list[Lease]:
+    """Extend the leases still held; return them renewed, in the given order."""
+    mine = [held for held in leases if held.owner == node]  # another node's lease is not ours to keep
+    if not mine:
+        return []
+    rows = db.execute(q.RENEW, {**_held(mine), "node": node, "lease": lease}).fetchall()
+    renewed = {(seq, fence): (expires, now) for seq, fence, expires, now in rows}
+    result: list[Lease] = []
+    for held in mine:
+        found = renewed.get((held.seq, held.fence))
+        if found is not None:
+            result.append(dataclasses.replace(held, expires=found[0], db_now=found[1]))
+    return result
+
+
+def release(db: Connection, leases: Sequence[Lease], node: str, channel: str) -> None:
+    """Give back the rows still held with ``leases``."""
+    db.execute(q.RELEASE, {**_held(leases), "node": node, "channel": channel}).fetchall()

@@ -35,7 +35,7 @@ from actors.cli.jobfile import JobFile, import_problems, load_jobfile
 from actors.cli.service import JobService, to_hold_back
 from actors.errors import JobFileError, SchedulerError, StoreError, StoreLockedError
 from actors.facade import Scheduler
-from messages import TaskEvent
+from messages import EventKind, TaskEvent
 
 __all__ = ["RunOptions", "run"]
 
@@ -96,17 +96,24 @@ def run(options: RunOptions) -> int:
     except StoreError as error:
         _print_problems([f"{options.jobfile}: {error}"])
         return exits.FAILURE
+    events = _EventLog()
     try:
-        return _serve(scheduler, jobfile, options, signals, view)
+        return _serve(scheduler, jobfile, options, signals, view, events)
     finally:
+        events.stopping = True
         _stop(scheduler, options.grace)
 
 
 def _serve(
-    scheduler: Scheduler, jobfile: JobFile, options: RunOptions, signals: _Signals, view: _View | None
+    scheduler: Scheduler,
+    jobfile: JobFile,
+    options: RunOptions,
+    signals: _Signals,
+    view: _View | None,
+    events: _EventLog,
 ) -> int:
     service = JobService(scheduler, jobfile)
-    service.listen(None if view is not None else _log_event)
+    service.listen(None if view is not None else events.log)
     try:
         service.apply(jobfile)
     except (SchedulerError, TypeError, ValueError, OSError) as error:
@@ -176,8 +183,23 @@ def _stop(scheduler: Scheduler, grace: float) -> None:
     logger.info("stopped (%d run(s) were going at the stop)", running)
 
 
-def _log_event(event: TaskEvent, duration: float | None) -> None:
-    event_logger.log(logs.event_level(event), "%s", logs.event_line(event, duration))
+class _EventLog:
+    """Logs one line per event (bus thread); a failed run's traceback too, at DEBUG."""
+
+    def __init__(self) -> None:
+        # Set by the main thread as the shutdown starts, read on the bus thread: a plain flag
+        # is enough, a late read only logs one line at another level.
+        self.stopping = False
+
+    def log(self, event: TaskEvent, duration: float | None) -> None:
+        level = logs.event_level(event)
+        if self.stopping and event.kind is EventKind.CANCELLED:
+            level = logging.DEBUG  # every task of a memory-only run ends so at a stop: no news
+        event_logger.log(level, "%s", logs.event_line(event, duration))
+        if event.traceback is not None and event_logger.isEnabledFor(logging.DEBUG):
+            event_logger.debug(
+                "task=%s run=%s traceback:\n%s", event.task_id, event.run, event.traceback.rstrip()
+            )
 
 
 def _print_problems(problems: list[str]) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Final, final
 
 from actors.cli.jobfile import JobSpec
@@ -152,7 +152,7 @@ def format_next_run(instant: datetime | None, now: datetime) -> str:
     """Show a next run in ``now``'s zone (the time of day if today, else the date too) and how soon."""
     if instant is None:
         return "-"
-    local = instant.astimezone(now.tzinfo)
+    local = (instant + timedelta(milliseconds=500)).astimezone(now.tzinfo)  # rounded, as ``until`` is
     shown = local.strftime("%H:%M:%S") if local.date() == now.date() else local.strftime("%Y-%m-%d %H:%M")
     return f"{shown} ({until(instant, now)})"
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -166,3 +168,15 @@ def test_the_demo_is_still_there(tmp_path: Path) -> None:
     result = cli("demo", cwd=tmp_path)
     assert result.returncode == 0
     assert "Seed scenario" in result.stdout
+
+
+def test_the_console_script_is_the_same_program(tmp_path: Path) -> None:
+    script = Path(sys.executable).with_name("pykka-taskscheduler")
+    if not script.exists():
+        pytest.skip("the package is not installed in this interpreter's environment (pip install -e .)")
+    write_jobfile(tmp_path, GOOD)
+    result = subprocess.run(
+        [str(script), "check", "jobs.toml"], cwd=tmp_path, capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("jobs.toml: valid: 3 job(s), 2 workers")

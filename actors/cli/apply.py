@@ -58,7 +58,9 @@ def carry_out(scheduler: Scheduler, decisions: Sequence[Decision]) -> None:
     """Apply each decision to ``scheduler`` in order and log it (``actors.cli``, INFO).
 
     Raises:
-        whatever scheduling raises; the decisions before it have been carried out.
+        ValueError: the scheduler refused a job's definition (the message names the job).
+        StoreError, SchedulerShutdownError: as scheduling raises them.
+        The decisions before the one that raised have been carried out.
     """
     for decision in decisions:
         spec = decision.spec
@@ -66,5 +68,8 @@ def carry_out(scheduler: Scheduler, decisions: Sequence[Decision]) -> None:
             scheduler.cancel(decision.task_id)
         elif decision.action in ("add", "replace"):
             assert spec is not None
-            schedule_job(scheduler, spec, "replace")  # "replace" also adds: an id ended or unknown
+            try:
+                schedule_job(scheduler, spec, "replace")  # "replace" also adds: an id ended or unknown
+            except (TypeError, ValueError) as error:
+                raise ValueError(f"job {decision.task_id!r}: {error}") from error
         logger.info("job %s: %s (%s)", decision.task_id, _DONE[decision.action], decision.reason)

@@ -15,7 +15,7 @@ from actors.cli.rows import describe_spec, format_duration
 from actors.errors import JobFileError
 from actors.zones import resolve_zone
 
-__all__ = ["check"]
+__all__ = ["check", "trigger_problems"]
 
 NEXT_RUNS = 3
 
@@ -29,12 +29,10 @@ def check(path: str, now: datetime | None = None) -> int:
     now = now or datetime.now(UTC)
     try:
         jobfile = load_jobfile(path)
-        problems = import_problems(jobfile)
+        problems = import_problems(jobfile) + trigger_problems(jobfile, now)
         lines = [] if problems else [line for spec in jobfile.jobs for line in _describe(spec, jobfile, now)]
     except JobFileError as error:
         problems = error.problems
-    except ValueError as error:  # a cron expression that never fires again
-        problems = [f"{path}: {error}"]
     if problems:
         print("\n".join(problems), file=sys.stderr)
         return exits.BAD_INPUT
@@ -44,16 +42,24 @@ def check(path: str, now: datetime | None = None) -> int:
     return exits.OK
 
 
+def trigger_problems(jobfile: JobFile, now: datetime) -> list[str]:
+    """Return one line per job whose trigger gives no next run at all (a cron that never fires)."""
+    problems = []
+    for spec in jobfile.jobs:
+        try:
+            describe_next_runs(spec, now, 1)
+        except ValueError as error:
+            problems.append(f"{jobfile.path.name}: job {spec.job_id!r}: key {spec.kind!r}: {error}")
+    return problems
+
+
 def _describe(spec: JobSpec, jobfile: JobFile, now: datetime) -> list[str]:
     zone = _zone(spec, jobfile)
     header = f"{spec.job_id}: {describe_spec(spec)}"
     if spec.initial_delay:
         header += f", first after {format_duration(spec.initial_delay)}"
     lines = [f"{header}: {spec.fn}"]
-    try:
-        runs = describe_next_runs(spec, now, NEXT_RUNS)
-    except ValueError as error:
-        raise JobFileError([f"{jobfile.path.name}: job {spec.job_id!r}: key 'cron': {error}"]) from None
+    runs = describe_next_runs(spec, now, NEXT_RUNS)
     if not runs:
         lines.append("  no more runs: its time has passed (it runs once, at once, if it never ran)")
     for instant in runs:

@@ -24,12 +24,13 @@ import sys
 import time
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 from typing import Final, Literal
 
 from actors.cli import exits, logs
+from actors.cli.check import trigger_problems
 from actors.cli.holdback import HoldBackStore
 from actors.cli.jobfile import JobFile, import_problems, load_jobfile
 from actors.cli.service import JobService, to_hold_back
@@ -171,7 +172,7 @@ def _load(options: RunOptions) -> JobFile:
         jobfile = replace(jobfile, store=store)
     if options.workers is not None:
         jobfile = replace(jobfile, workers=options.workers)
-    problems = import_problems(jobfile)
+    problems = import_problems(jobfile) + trigger_problems(jobfile, datetime.now(UTC))
     if problems:
         raise JobFileError(problems)
     return jobfile

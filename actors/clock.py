@@ -1,7 +1,9 @@
 """Clocks: where the scheduler reads the time. Injectable so tests never wait for real time.
 
-Deadlines are seconds on a monotonic clock. Wall-clock time (``wall()``) is read only to
-convert a user's ``datetime`` into a monotonic deadline, once, when a task is scheduled.
+Deadlines are seconds on a monotonic clock. Wall-clock time (``wall()``) places wall-clock
+tasks (cron, and one-time tasks given an aware ``datetime``) on that clock; the scheduler
+compares the two clocks as it goes, and re-plans those tasks when the wall clock jumps
+(``actors/wall_tasks.py``).
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ class Clock(Protocol):
     def watch(self, callback: Callable[[], None]) -> Unwatch:
         """Call ``callback`` (on the thread that moved the clock) whenever time jumps.
 
-        Returns a function that stops the calls. A real clock never jumps, so it never calls.
+        Returns a function that stops the calls. A real clock never calls: its jumps are
+        found by comparing ``now()`` and ``wall()``, which the timer does as it wakes.
         """
 
 
@@ -100,7 +103,7 @@ class FakeClock:
         return 0.0 if deadline <= self._now else math.inf
 
     def watch(self, callback: Callable[[], None]) -> Unwatch:
-        """Call ``callback`` after every ``advance``; return the function that stops it."""
+        """Call ``callback`` after every ``advance`` and ``set_wall``; return the function that stops it."""
         with self._lock:
             watch_id = self._next_watch_id
             self._next_watch_id += 1
@@ -171,7 +174,11 @@ class FakeClock:
             self._wall_at(target)
 
     def set_wall(self, when: datetime) -> None:
-        """Set the wall-clock reading alone (monotonic time does not move).
+        """Set the wall-clock reading alone, as a system clock reset does, and wake the watchers.
+
+        Monotonic time does not move. A scheduler on this clock notices the jump at once:
+        its wall-clock tasks are re-planned and ``CLOCK_JUMPED`` is published (a jump of
+        more than a second).
 
         Raises:
             ValueError: ``when`` is naive.
@@ -180,6 +187,9 @@ class FakeClock:
             raise ValueError("set_wall needs an aware datetime")
         with self._lock:
             self._wall = when
+            watchers = list(self._watchers.values())
+        for callback in watchers:
+            callback()
 
     def __repr__(self) -> str:
         return f"FakeClock(now={self._now!r}, wall={self._wall.isoformat()})"

@@ -9,8 +9,10 @@ caller) converts between the two.
 What a task's JSON looks like (the format is part of the store's schema: change it only with
 a migration):
 
-- trigger: ``{"once": true}`` (its due time is the row's ``next_due``),
-  ``{"rate": <interval>, "anchor": <wall time of its first slot>}``, or ``{"delay": <delay>}``;
+- trigger: ``{"once": true}`` (its due time is the row's ``next_due``; ``"wall": true`` is
+  added for a wall-clock task, one given an aware ``datetime``),
+  ``{"rate": <interval>, "anchor": <wall time of its first slot>}``, ``{"delay": <delay>}``,
+  or ``{"cron": <expression>, "tz": <zone name>}``;
 - options: only what differs from the defaults: ``{"name": ..., "max_consecutive_failures":
   ..., "misfire_grace": ..., "executor": "process"}``.
 
@@ -26,10 +28,10 @@ from typing import Any, Final
 
 from actors.references import LazyReference, parse_reference, resolve
 from actors.store.protocol import RunRecord, StoredStatus, StoredTask, TaskDefinition, TaskUpdate
-from actors.task_record import PLAIN, THREADS, Failures, TaskRecord, TaskSpec
+from actors.task_record import PLAIN, THREADS, Failures, Recurrence, TaskRecord, TaskSpec
 from actors.task_state import CANCELLED, COMPLETED, FAILED, State
 from actors.timetable import RunOutcome
-from messages import FixedDelay, FixedRate
+from messages import Cron, FixedDelay, FixedRate
 from messages.commands import EMPTY_KWARGS
 
 __all__ = ["definition", "load", "run_record", "task_update"]
@@ -151,9 +153,11 @@ def json_arguments(args: tuple[Any, ...], kwargs: Any) -> tuple[str, str, tuple[
 def _trigger_json(spec: TaskSpec, wall_offset: float) -> str:
     trigger = spec.trigger
     if trigger is None:
-        return '{"once":true}'
+        return '{"once":true,"wall":true}' if spec.on_wall else '{"once":true}'
     if isinstance(trigger, FixedRate):
         return json.dumps({"rate": trigger.interval, "anchor": trigger.first_at + wall_offset})
+    if isinstance(trigger, Cron):
+        return json.dumps({"cron": trigger.expr, "tz": trigger.tz})
     return json.dumps({"delay": trigger.delay})
 
 
@@ -171,16 +175,19 @@ def _options_json(name: str, fn_ref: str, spec: TaskSpec) -> str:
 
 
 def _spec(trigger: dict[str, Any], options: dict[str, Any], wall_offset: float) -> TaskSpec:
-    recurring: FixedRate | FixedDelay | None = None
+    recurring: Recurrence | None = None
     if "rate" in trigger:
         recurring = FixedRate(trigger["rate"], trigger["anchor"] - wall_offset)
     elif "delay" in trigger:
         recurring = FixedDelay(trigger["delay"], 0.0)  # its next due time is the row's
+    elif "cron" in trigger:
+        recurring = Cron(trigger["cron"], trigger["tz"])  # its next due time is the row's
     spec = TaskSpec(
         recurring,
         options.get("max_consecutive_failures"),
         options.get("executor", THREADS),
         options.get("misfire_grace"),
+        on_wall=trigger.get("wall", False),
     )
     return PLAIN if spec.plain else spec
 

@@ -11,7 +11,7 @@ import warnings
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
-from datetime import datetime
+from datetime import datetime, tzinfo
 from types import MappingProxyType
 from typing import Any, Final
 
@@ -20,6 +20,7 @@ import pykka
 from actors import stepping
 from actors.base import stop_quietly
 from actors.clock import Clock, MonotonicClock
+from actors.cron import CronSchedule
 from actors.durable import definition, json_arguments, load
 from actors.errors import (
     DuplicateTaskError,
@@ -34,7 +35,7 @@ from actors.outbox import Outbox
 from actors.references import check_json_arguments, reference_of
 from actors.scheduler import OutboxItem, SchedulerActor
 from actors.store import Store, open_store
-from actors.task_record import PROCESSES, THREADS, TaskRecord, TaskSpec, default_name
+from actors.task_record import PROCESSES, THREADS, Recurrence, TaskRecord, TaskSpec, default_name
 from actors.threads import Role, ThreadRegistry
 from actors.token import FREE, RAN, RUNNING
 from actors.validation import (
@@ -54,6 +55,7 @@ from messages import (
     AddTask,
     Cancel,
     Cancelled,
+    Cron,
     Drain,
     EventKind,
     FindTask,
@@ -233,8 +235,10 @@ class Scheduler:
     ) -> TaskHandle:
         """Run ``fn(*args, **kwargs)`` once, ``delay`` seconds from now or at ``at``.
 
-        ``at`` is clock seconds, or an aware ``datetime`` converted once, now, to clock time.
-        A time already past, or a negative delay, means as soon as possible. ``fn`` may also
+        ``at`` is clock seconds, or an aware ``datetime``: a wall-clock instant, which stays
+        right if the system clock is reset meanwhile (the task is re-planned when the wall
+        clock jumps; see ``docs/calendar.md``). A time already past, or a negative delay,
+        means as soon as possible. ``fn`` may also
         be a reference, ``"package.module:function"``, imported now.
 
         Options (all keyword-only, and the same for every ``schedule_*``):
@@ -277,7 +281,8 @@ class Scheduler:
         else:
             due_at = once_due_at(self._clock, delay, at)
         options = TaskOptions(name, None, executor, misfire_grace, if_exists, durable)
-        return self._schedule(fn, args, kwargs, due_at, None, task_id, options)
+        due_wall = at.timestamp() if isinstance(at, datetime) else None  # a wall-clock task
+        return self._schedule(fn, args, kwargs, due_at, None, task_id, options, due_wall)
 
     def schedule_at_fixed_rate(
         self,
@@ -341,20 +346,70 @@ class Scheduler:
         options = TaskOptions(name, max_consecutive_failures, executor, misfire_grace, if_exists, durable)
         return self._schedule(fn, args, kwargs, first_at, trigger, task_id, options)
 
+    def schedule_cron(
+        self,
+        fn: Callable[..., object] | str,
+        expr: str,
+        tz: str | tzinfo = "UTC",
+        *,
+        args: tuple[Any, ...] = (),
+        kwargs: Mapping[str, Any] | None = None,
+        task_id: TaskId | None = None,
+        name: str | None = None,
+        max_consecutive_failures: int | None = None,
+        executor: str = THREADS,
+        misfire_grace: float | None = None,
+        if_exists: str = "error",
+        durable: bool | None = None,
+    ) -> TaskHandle:
+        """Run ``fn`` at the wall-clock times the cron expression ``expr`` names, read in zone ``tz``.
+
+        ``expr`` has the five standard fields (minute hour day-of-month month day-of-week, with
+        lists, ranges, steps, month and weekday names) or is one of ``@hourly``, ``@daily``,
+        ``@weekly``, ``@monthly``, ``@yearly`` (and ``@midnight``, ``@annually``). ``tz`` is an
+        IANA zone name (``"Europe/Berlin"``), ``"UTC"``, or a ``tzinfo``. The daylight-saving
+        policy is cron's (``docs/calendar.md``): a fixed time in a skipped hour runs once, right
+        after the gap; a fixed time in a repeated hour runs once, at its first occurrence; a
+        job with ``*`` or a step in the minute or hour field follows the clock on the wall.
+
+        A cron task is a wall-clock task: it stays right when the system clock is reset.
+        Runs never overlap; a run that overruns, or slots missed while nothing ran, coalesce
+        into one run, unless ``misfire_grace`` says a run that late is ``MISSED`` instead.
+        ``TaskInfo.trigger`` is ``Cron(expr, <zone name>)``. Options as for
+        ``schedule_at_fixed_rate``; a durable cron task is stored by expression and zone.
+
+        Raises:
+            ValueError: ``expr`` is not a cron expression (the message names the field), or
+                never fires; ``tz`` is not a known zone; otherwise as ``schedule_once``.
+            TypeError: ``expr`` is not a str, ``tz`` neither a str nor a ``tzinfo``; otherwise
+                as ``schedule_once``.
+            DuplicateTaskError, StoreError, SchedulerShutdownError: as ``schedule_once``.
+        """
+        calendar = CronSchedule.parse(expr, tz)
+        offset = self._wall_offset()
+        due_wall = calendar.next_fire(self._clock.now() + offset)
+        trigger = Cron(expr, calendar.zone_name)
+        options = TaskOptions(name, max_consecutive_failures, executor, misfire_grace, if_exists, durable)
+        return self._schedule(fn, args, kwargs, due_wall - offset, trigger, task_id, options, due_wall)
+
     def _schedule(
         self,
         fn: Callable[..., object] | str,
         args: tuple[Any, ...],
         kwargs: Mapping[str, Any] | None,
         due_at: float,
-        trigger: FixedRate | FixedDelay | None,
+        trigger: Recurrence | None,
         task_id: TaskId | None,
         options: TaskOptions,
+        due_wall: float | None = None,
     ) -> TaskHandle:
-        """Check a task's definition, build its record, hand it to the scheduler; return its handle."""
+        """Check a task's definition, build its record, hand it to the scheduler; return its handle.
+
+        ``due_wall``: the first run's wall-clock instant, for a wall-clock task (which it makes one).
+        """
         target = resolve_task_function(fn) if isinstance(fn, str) else fn
         checked = check_task(target, args, kwargs, options.name, options.failure_limit)
-        if trigger is None and options.plain and self._store is None:  # the common case, fast
+        if trigger is None and due_wall is None and options.plain and self._store is None:  # the common case
             task = TaskRecord("", target, args, checked, due_at, options.name or default_name(target))
             return self._submit(task, task_id, None, "error")
         durable = options.check(self._processes, self._store is not None)
@@ -367,9 +422,12 @@ class Scheduler:
             check_json_arguments(args, checked)
             args_json, kwargs_json, args, checked = json_arguments(args, checked)
             row = (fn_ref, args_json, kwargs_json)
-        spec = TaskSpec(trigger, options.failure_limit, options.executor, options.misfire_grace)
+        limit, executor, grace = options.failure_limit, options.executor, options.misfire_grace
+        spec = TaskSpec(trigger, limit, executor, grace, on_wall=due_wall is not None)
         task = TaskRecord("", runs, args, checked, due_at, options.name or default_name(target), spec)
-        if durable:
+        if due_wall is not None:
+            task.due_wall = due_wall
+        elif durable:
             task.due_wall = due_at + self._wall_offset()
         return self._submit(task, task_id, row, options.if_exists)
 

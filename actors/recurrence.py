@@ -1,4 +1,4 @@
-"""When a task runs next: the fixed-rate and fixed-delay arithmetic (pure functions of time).
+"""When a task runs next: the fixed-rate, fixed-delay and cron arithmetic (pure functions of time).
 
 Like the timetable, this reads no clock: every time comes in as an argument.
 """
@@ -7,17 +7,18 @@ from __future__ import annotations
 
 import math
 
+from actors.cron import CronSchedule
 from messages import Cron, Once, Trigger
 
-__all__ = ["first_due_at", "next_fixed_delay", "next_fixed_rate"]
+__all__ = ["first_due_at", "next_cron", "next_fixed_delay", "next_fixed_rate"]
 
 
 def first_due_at(trigger: Trigger) -> float:
     """Return the due time of a trigger's first run.
 
     Raises:
-        TypeError: a ``Cron`` trigger, whose times are wall-clock times (``actors.cron``), not
-            the scheduler's clock; ``Schedule`` refuses it until the scheduler takes cron jobs.
+        TypeError: a ``Cron`` trigger, whose times are wall-clock times (``next_cron``), not
+            the scheduler's clock.
     """
     if isinstance(trigger, Cron):
         raise TypeError(f"{trigger!r} has no due time on the scheduler's clock")
@@ -69,3 +70,17 @@ def next_fixed_delay(delay: float, finished_at: float) -> float:
     Always strictly later than ``finished_at``, even for a delay below the float spacing there.
     """
     return max(finished_at + delay, math.nextafter(finished_at, math.inf))
+
+
+def next_cron(calendar: CronSchedule, ran_wall: float, finished_wall: float) -> float | None:
+    """Return when a cron task runs next (wall-clock instants, UTC epoch), or ``None`` if never.
+
+    The next run is the first firing time after the slot that ran (``ran_wall``) that is not
+    already past when the run finished: slots missed while it ran late (or while nothing
+    ran) are skipped, so they coalesce into the one run that happened. Counting from the
+    later of the two also means a wall clock set back never brings a slot that ran back.
+    """
+    try:
+        return calendar.next_fire(max(ran_wall, finished_wall))
+    except ValueError:  # it fires no more (or not before the year 10000)
+        return None

@@ -150,6 +150,7 @@ class SchedulerActor(LibraryActor):
         self._store = store
         self._loaded = loaded or []
         self._armed: float | None = None  # the deadline the timer was last given
+        self._watched: float | None = None  # the wall-clock offset it was last told to watch
         self._subscriptions: dict[int, Subscribe] = {}
         self._settle_waiters: list[Waiter] = []
         self._drained: list[Waiter] = []  # woken when shut down and nothing runs any more
@@ -189,7 +190,7 @@ class SchedulerActor(LibraryActor):
             return
         if self._loaded:
             try:
-                self._refresh_wall_offset()
+                self._observe_wall_offset()
                 self._core.add_many(self._loaded, now=self._clock.now())
             except Exception as error:
                 logger.exception("scheduler could not take the tasks loaded from its store")
@@ -245,8 +246,7 @@ class SchedulerActor(LibraryActor):
     def on_receive(self, message: Any) -> object:
         """Handle one message, carry out what the timetable decided, re-arm the timer."""
         try:
-            if self._store is not None:
-                self._refresh_wall_offset()
+            self._observe_wall_offset()
             reply = self._handle(message)
             self._carry_out_all()
             self._after_message()
@@ -268,7 +268,7 @@ class SchedulerActor(LibraryActor):
                 self._take(message, self._clock.now())
             case Tick():
                 self._ticks += 1
-                self._armed = None  # the timer disarms itself when it fires
+                self._armed = self._watched = None  # the timer disarms itself when it fires
                 core.tick(now=self._clock.now())
             case Schedule():
                 return self._schedule(message)
@@ -313,8 +313,13 @@ class SchedulerActor(LibraryActor):
     def _schedule(self, command: Schedule) -> bool | str:
         """Add the task of a ``Schedule`` (a hand-sent one); reply ``True``, its minted id, or ``False``."""
         task_id = command.task_id if command.task_id is not None else self._mint()
-        task = TaskRecord.from_schedule(command, task_id)
-        if not self._add(task, self._clock.now()):
+        now = self._clock.now()
+        try:
+            task = TaskRecord.from_schedule(command, task_id, now=now, wall_offset=self._core.wall_offset)
+        except ValueError as error:  # a cron expression or zone that does not parse, or never fires
+            logger.warning("task %r refused: %s", task_id, error)
+            return False
+        if not self._add(task, now):
             return False
         return True if command.task_id is not None else task_id
 
@@ -402,9 +407,10 @@ class SchedulerActor(LibraryActor):
         core = self._core
         if self._timer is not None and not core.closed:
             head = core.next_due()
-            if head != self._armed:
-                self._armed = head
-                self._timer.arm(head)
+            watched = core.watched_wall_offset
+            if head != self._armed or watched != self._watched:
+                self._armed, self._watched = head, watched
+                self._timer.arm(head, watched)
         if self._settle_waiters and core.is_settled(self._clock.now()):
             waiters, self._settle_waiters = self._settle_waiters, []
             for waiter in waiters:  # the bus answers once it has delivered every event so far
@@ -422,11 +428,11 @@ class SchedulerActor(LibraryActor):
             wanted |= subscription.kinds
         self._core.wanted = wanted
 
-    def _refresh_wall_offset(self) -> None:
-        """Tell the core how wall-clock time relates to clock time now (durable tasks need it)."""
+    def _observe_wall_offset(self) -> None:
+        """Tell the core how wall-clock time relates to clock time now (it re-plans after a jump)."""
         offset = self._wall_offset()
         if offset is not None:
-            self._core.wall_offset = offset
+            self._core.observe_wall_offset(offset, now=self._clock.now())
 
     def _wall_offset(self) -> float | None:
         """Wall-clock time minus clock time now (to show wall-clock times in snapshots)."""
@@ -460,7 +466,13 @@ class SchedulerActor(LibraryActor):
         return EventBus.start(self._threads, self.actor_ref)
 
     def _tell_bus(self, message: object) -> bool:
-        return self._bus is not None and tell_quietly(self._bus, message)
+        """Tell the bus ``message``; a bus found dead is replaced first (its ``BusExited`` may be late)."""
+        if self._bus is None:
+            return False
+        if tell_quietly(self._bus, message):
+            return True
+        self._replace_bus("was dead when handed a message")
+        return tell_quietly(self._bus, message)
 
     def _on_worker_exited(self, index: int, reason: str) -> None:
         if self._core.closed or not 0 <= index < len(self._workers) or self._workers[index].is_alive():

@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from actors.claim import Claim
+from actors.cron import CronSchedule
 from actors.recurrence import first_due_at
 from actors.task_state import CANCELLING, FAILED, FINAL_STATUS, HANDED, PENDING, State
 from actors.token import FREE, Token
@@ -58,27 +59,42 @@ PROCESSES: Final = "process"
 """The executor of tasks run in the pool's worker processes."""
 
 
+Recurrence = FixedRate | FixedDelay | Cron
+"""The triggers of recurring tasks."""
+
+
 class TaskSpec:
     """How a task repeats and what it allows: immutable, and shared by every plain one-time task.
 
     A one-time task has no trigger: its due time is all there is to it. ``executor`` is
     ``THREADS`` or ``PROCESSES``; ``misfire_grace`` the seconds a run may start late (``None``:
     any lateness; a run later than that is missed instead).
+
+    A *wall-clock task* (``on_wall``: a cron task, or a one-time task given an aware
+    ``datetime``) is due at a wall-clock instant, its record's ``due_wall``; its ``due_at`` is
+    derived from it and re-planned when the wall clock jumps. Every other task is due at a
+    clock time. ``calendar`` is a cron task's checked expression (its trigger is the ``Cron``
+    message, to show).
     """
 
-    __slots__ = ("executor", "failure_limit", "misfire_grace", "trigger")
+    __slots__ = ("calendar", "executor", "failure_limit", "misfire_grace", "on_wall", "trigger")
 
     def __init__(
         self,
-        trigger: FixedRate | FixedDelay | None = None,
+        trigger: Recurrence | None = None,
         failure_limit: int | None = None,
         executor: str = THREADS,
         misfire_grace: float | None = None,
+        *,
+        on_wall: bool = False,
     ) -> None:
+        """Describe a task; a ``Cron`` trigger is checked here (``ValueError`` naming the field or zone)."""
         self.trigger = trigger
         self.failure_limit = failure_limit
         self.executor = executor
         self.misfire_grace = misfire_grace
+        self.calendar = CronSchedule.parse(trigger.expr, trigger.tz) if isinstance(trigger, Cron) else None
+        self.on_wall = on_wall or self.calendar is not None
 
     @property
     def plain(self) -> bool:
@@ -88,12 +104,13 @@ class TaskSpec:
             and self.failure_limit is None
             and self.executor == THREADS
             and self.misfire_grace is None
+            and not self.on_wall
         )
 
     def __repr__(self) -> str:
         return (
             f"TaskSpec({self.trigger!r}, failure_limit={self.failure_limit!r}, "
-            f"executor={self.executor!r}, misfire_grace={self.misfire_grace!r})"
+            f"executor={self.executor!r}, misfire_grace={self.misfire_grace!r}, on_wall={self.on_wall!r})"
         )
 
 
@@ -150,32 +167,37 @@ class TaskRecord(Token):
         self.claim: Claim | None = None  # the claim of the run a worker holds
         self.run_count = 0
         self.failures: Failures | None = None
-        # Durable tasks only: the store's row (its seq), and the due time as a wall-clock
-        # instant (UTC epoch): the store keeps it, and the run key is made from it.
-        self.store_seq: int | None = None
+        # The due time as a wall-clock instant (UTC epoch), for wall-clock tasks (where it is
+        # the truth and due_at follows it) and durable ones (the store keeps it, and the run
+        # key is made from it); and a durable task's row in its store (its seq).
         self.due_wall: float | None = None
+        self.store_seq: int | None = None
         self.last_outcome: str | None = None  # how its last run ended, for the store
 
     @classmethod
-    def from_schedule(cls, cmd: Schedule, task_id: str) -> TaskRecord:
-        """Build the record a ``Schedule`` message describes, with id ``task_id``."""
+    def from_schedule(cls, cmd: Schedule, task_id: str, *, now: float, wall_offset: float) -> TaskRecord:
+        """Build the record a ``Schedule`` message describes, with id ``task_id``.
+
+        ``now`` and ``wall_offset`` (wall-clock time minus clock time) place a cron task's
+        first run.
+
+        Raises:
+            ValueError: a ``Cron`` trigger whose expression or zone is bad, or that never fires.
+        """
         trigger = cmd.trigger
-        if isinstance(trigger, Cron):
-            raise TypeError(f"{trigger!r}: cron tasks are not taken by the scheduler yet")
         recurring = None if isinstance(trigger, Once) else trigger
         limit = cmd.max_consecutive_failures
-        return cls(
-            task_id,
-            cmd.fn,
-            cmd.args,
-            cmd.kwargs,
-            first_due_at(trigger),
-            cmd.name if cmd.name is not None else default_name(cmd.fn),
-            PLAIN if recurring is None and limit is None else TaskSpec(recurring, limit),
-        )
+        spec = PLAIN if recurring is None and limit is None else TaskSpec(recurring, limit)
+        name = cmd.name if cmd.name is not None else default_name(cmd.fn)
+        if spec.calendar is None:
+            return cls(task_id, cmd.fn, cmd.args, cmd.kwargs, first_due_at(trigger), name, spec)
+        due_wall = spec.calendar.next_fire(now + wall_offset)
+        task = cls(task_id, cmd.fn, cmd.args, cmd.kwargs, due_wall - wall_offset, name, spec)
+        task.due_wall = due_wall
+        return task
 
     @property
-    def trigger(self) -> FixedRate | FixedDelay | None:
+    def trigger(self) -> Recurrence | None:
         """How the task repeats; ``None`` for a one-time task."""
         return self.spec.trigger
 
@@ -243,11 +265,14 @@ class TaskRecord(Token):
         """Return an immutable ``TaskInfo`` of the record as it is now.
 
         ``wall_offset`` is wall-clock time (POSIX seconds) minus clock time, to show
-        ``next_run_wall``; without it that field is ``None``.
+        ``next_run_wall`` (a task that knows its due time on the wall clock shows that);
+        without either, that field is ``None``.
         """
         status = self.status(running=running)
         failures = self.failures
         next_run_at = self.due_at if status is TaskStatus.SCHEDULED else None
+        if next_run_at is not None and self.due_wall is not None:
+            wall_offset = self.due_wall - self.due_at  # its own: exact, and known without a clock
         return TaskInfo(
             task_id=self.task_id,
             name=self.label(),

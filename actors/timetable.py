@@ -31,7 +31,7 @@ from typing import NamedTuple
 from actors.dealer import Dealer
 from actors.due_heap import DueHeap
 from actors.errors import DuplicateTaskError, MissedRunError, SchedulerShutdownError, UnknownTaskError
-from actors.recurrence import next_fixed_delay, next_fixed_rate
+from actors.recurrence import next_cron, next_fixed_delay, next_fixed_rate
 from actors.task_record import TaskRecord
 from actors.task_state import (
     CANCELLED,
@@ -46,11 +46,13 @@ from actors.task_state import (
     move_to,
 )
 from actors.token import FREE, RAN, REVOKED, RUNNING, TAKEN
+from actors.wall_tasks import WallTasks
 from messages import (
     Cancelled,
     Completed,
     EventKind,
     Failed,
+    FixedDelay,
     FixedRate,
     RunTask,
     Schedule,
@@ -136,7 +138,7 @@ class Timetable:
         self._wanted: frozenset[EventKind] = frozenset()
         # One flag per kind: enum hashing is Python code, too slow for the per-task path.
         self._want_due = self._want_started = self._want_completed = False
-        self._want_failed = self._want_cancelled = self._want_missed = False
+        self._want_failed = self._want_cancelled = self._want_missed = self._want_jumped = False
         self.closed = False
         self._tasks: dict[TaskId, TaskRecord] = (
             tasks if tasks is not None else {}
@@ -149,7 +151,8 @@ class Timetable:
         self._effects = Effects()
         self._deferred = False  # inside batch(): hand out work once, at the end
         self.activity = 0  # counts releases, reports and endings: Scheduler.settle compares it
-        self.wall_offset = 0.0  # wall-clock time minus clock time: set by the owner before each call
+        self.wall_offset = 0.0  # wall-clock time minus clock time: observe_wall_offset sets it
+        self._wall_tasks = WallTasks()  # the live tasks due at a wall-clock instant
 
     @property
     def wanted(self) -> frozenset[EventKind]:
@@ -165,6 +168,7 @@ class Timetable:
         self._want_failed = EventKind.FAILED in kinds
         self._want_cancelled = EventKind.CANCELLED in kinds
         self._want_missed = EventKind.MISSED in kinds
+        self._want_jumped = EventKind.CLOCK_JUMPED in kinds
 
     # -- commands ---------------------------------------------------------------------------
 
@@ -184,7 +188,8 @@ class Timetable:
         Raises:
             DuplicateTaskError, SchedulerShutdownError: as ``add``.
         """
-        task = TaskRecord.from_schedule(cmd, cmd.task_id or task_id or "")
+        task_id = cmd.task_id or task_id or ""
+        task = TaskRecord.from_schedule(cmd, task_id, now=now, wall_offset=self.wall_offset)
         self.add(task, now=now)
         return task
 
@@ -200,6 +205,8 @@ class Timetable:
         if task.task_id in self._tasks:
             raise DuplicateTaskError(f"a live task already has id {task.task_id!r}")
         self._tasks[task.task_id] = task
+        if task.spec.on_wall:
+            self._plan_on_wall(task)
         self._heap.push(task, task.due_at)
         if task.due_at <= now and not self._deferred:
             self._release(now)
@@ -219,6 +226,8 @@ class Timetable:
         live = self._tasks
         for task in tasks:
             live[task.task_id] = task
+            if task.spec.on_wall:
+                self._plan_on_wall(task)
         self._heap.push_many(tasks, [task.due_at for task in tasks])  # type: ignore[arg-type]
         self._release(now)
 
@@ -240,10 +249,13 @@ class Timetable:
         )
         if new.store_seq is not None:
             live.store_seq = new.store_seq
+        self._wall_tasks.track(live)
         self.activity += 1
         if live.state is PENDING:
             self._heap.remove(live)
             live.due_at, live.due_wall = new.due_at, new.due_wall
+            if live.spec.on_wall:
+                self._plan_on_wall(live)
             self._heap.push(live, live.due_at)
             if live.due_at <= now:
                 self._release(now)
@@ -289,6 +301,41 @@ class Timetable:
     def tick(self, *, now: float) -> None:
         """Move every task due at ``now`` to the ready FIFO and hand out as much as workers allow."""
         self._release(now)
+
+    def observe_wall_offset(self, offset: float, *, now: float) -> None:
+        """Take the wall-clock time minus the clock time, read now; re-plan wall-clock tasks after a jump.
+
+        After a jump (more than ``JUMP_THRESHOLD`` seconds either way since the last plan)
+        every wall-clock task waiting for its time is due at its wall-clock instant on the
+        clock as it now stands: after a jump forward what became due runs (once, late, under
+        its ``misfire_grace``); after a jump back nothing runs early, and a slot that ran
+        never comes back (cron counts from the last slot). ``CLOCK_JUMPED`` is published.
+        """
+        self.wall_offset = offset
+        jump = self._wall_tasks.observe(offset)
+        if jump is None:
+            return
+        self.activity += 1
+        heap = self._heap
+        for task in self._wall_tasks:
+            if task.due_wall is None or task.state is HANDED or task.state is CANCELLING:
+                continue  # a run already handed out keeps the due time it was handed with
+            task.due_at = task.due_wall - offset
+            if task.heap_seq is not None:
+                heap.remove(task)
+                heap.push(task, task.due_at)
+        if self._want_jumped:
+            event = TaskEvent(kind=EventKind.CLOCK_JUMPED, task_id="", name="", at=now, jump=jump)
+            self._effects.events.append(event)
+        self._release(now)
+
+    @property
+    def watched_wall_offset(self) -> float | None:
+        """The wall-clock offset tasks were planned with, while any wall-clock task is live; else ``None``.
+
+        The owner's timer compares the clocks against it, to notice a jump while it sleeps.
+        """
+        return self._wall_tasks.watched_offset
 
     def completed(self, report: Completed, *, now: float) -> None:
         """Record that a worker finished a run normally."""
@@ -575,26 +622,57 @@ class Timetable:
             self._reschedule(task, finished_at)
 
     def _reschedule(self, task: TaskRecord, finished_at: float) -> None:
-        trigger = task.spec.trigger
-        if isinstance(trigger, FixedRate):
-            due_at = next_fixed_rate(trigger.first_at, trigger.interval, task.due_at, finished_at)
-        else:
-            assert trigger is not None
-            due_at = next_fixed_delay(trigger.delay, finished_at)
+        if not self._plan_next(task, finished_at):
+            self._finish(task, COMPLETED, finished_at, None)  # a calendar that fires no more
+            return
         move_to(task, PENDING)
-        task.due_at = due_at
         if task.store_seq is not None:
-            task.due_wall = due_at + self.wall_offset
             self._effects.saves.append(task)
         if self.closed:  # shutting down: a durable task's next run is its store's business
             if not (task.store_seq is not None and self._detach(task)):
                 self._finish(task, CANCELLED, finished_at, None)
             return
-        self._heap.push(task, due_at)
+        self._heap.push(task, task.due_at)
+
+    def _plan_on_wall(self, task: TaskRecord) -> None:
+        """Track a wall-clock task, and place its due time on the clock as the core sees it now.
+
+        Its creator placed it too, on another thread, a moment ago: the wall clock may have
+        jumped since, and only the offset this core plans with is re-planned after a jump.
+        """
+        self._wall_tasks.track(task)
+        if task.due_wall is not None:
+            task.due_at = task.due_wall - self.wall_offset
+
+    def _plan_next(self, task: TaskRecord, after: float) -> bool:
+        """Set a recurring task's next due time, counted from its last slot and ``after`` (clock time).
+
+        Returns ``False``, changing nothing, if its calendar fires no more.
+        """
+        trigger = task.spec.trigger
+        calendar = task.spec.calendar
+        if calendar is not None:
+            ran_wall = task.due_wall if task.due_wall is not None else task.due_at + self.wall_offset
+            due_wall = next_cron(calendar, ran_wall, after + self.wall_offset)
+            if due_wall is None:
+                return False
+            task.due_at, task.due_wall = due_wall - self.wall_offset, due_wall
+            return True
+        if isinstance(trigger, FixedRate):
+            due_at = next_fixed_rate(trigger.first_at, trigger.interval, task.due_at, after)
+        else:
+            assert isinstance(trigger, FixedDelay)
+            due_at = next_fixed_delay(trigger.delay, after)
+        task.due_at = due_at
+        if task.store_seq is not None:
+            task.due_wall = due_at + self.wall_offset
+        return True
 
     def _finish(self, task: TaskRecord, state: State, at: float, outcome: object) -> None:
         move_to(task, state)
         del self._tasks[task.task_id]
+        if task.spec.on_wall:
+            self._wall_tasks.forget(task)
         self.activity += 1
         if task.store_seq is not None:
             self._effects.saves.append(task)
@@ -632,6 +710,7 @@ class Timetable:
             return False
         move_to(task, DETACHED)
         del self._tasks[task.task_id]
+        self._wall_tasks.forget(task)
         self.activity += 1
         task.claim = None
         return True
@@ -662,16 +741,13 @@ class Timetable:
             else:  # a caller cancelled it meanwhile: its Cancelled report would find it gone
                 self._finish(task, CANCELLED, now, None)
             return
-        if isinstance(trigger, FixedRate):
-            due_at = next_fixed_rate(trigger.first_at, trigger.interval, task.due_at, now)
-        else:
-            due_at = next_fixed_delay(trigger.delay, now)
+        if not self._plan_next(task, now):
+            self._finish(task, COMPLETED, now, None)  # a calendar that fires no more
+            return
         move_to(task, PENDING)
-        task.due_at = due_at
         if task.store_seq is not None:
-            task.due_wall = due_at + self.wall_offset
             self._effects.saves.append(task)
-        self._heap.push(task, due_at)
+        self._heap.push(task, task.due_at)
 
     def _emit(
         self,

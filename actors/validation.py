@@ -209,7 +209,7 @@ def _is_coroutine_function(fn: object) -> bool:
 def once_due_at(clock: Clock, delay: float | None, at: float | datetime | None) -> float:
     """Return the clock time a one-time task is due: ``delay`` from now, or ``at``.
 
-    ``at`` is clock seconds, or an aware ``datetime`` converted now to clock time.
+    ``at`` is clock seconds, or an aware ``datetime`` placed on the clock as it stands now.
 
     Raises:
         ValueError: both or neither of ``delay``/``at``; a NaN or infinite time; a naive

@@ -42,6 +42,10 @@ class EventKind(enum.Enum):
     MISSED = "missed"
     """A run would have started later than the task's ``misfire_grace`` allows, so it did not
     run: a recurring task waits for its next slot, a one-time task ends ``FAILED``."""
+    CLOCK_JUMPED = "clock_jumped"
+    """The wall clock jumped (was stepped by more than a second against the monotonic clock),
+    so wall-clock tasks were re-planned. Not about one task: ``task_id`` and ``name`` are
+    ``""``, and ``TaskEvent.jump`` holds the jump in seconds (positive: forward)."""
 
 
 class TaskStatus(enum.Enum):
@@ -84,6 +88,8 @@ class TaskEvent:
         traceback: The formatted traceback of ``error``, for ``FAILED``.
         value: What the run returned, for ``COMPLETED``.
         final: This is the task's last event: it has ended (its ``TaskInfo`` says how).
+        jump: For ``CLOCK_JUMPED``: how far the wall clock jumped, in seconds (positive:
+            forward); otherwise ``None``.
     """
 
     kind: EventKind
@@ -96,6 +102,7 @@ class TaskEvent:
     traceback: str | None = None
     value: object = None
     final: bool = False
+    jump: float | None = None
 
 
 @final
@@ -106,7 +113,7 @@ class TaskInfo:
     Attributes:
         task_id: The task's id.
         name: The task's name.
-        trigger: When it runs (``Once``, ``FixedRate`` or ``FixedDelay``).
+        trigger: When it runs (``Once``, ``FixedRate``, ``FixedDelay`` or ``Cron``).
         status: Where it is in its life.
         run_count: Finished runs, failed ones included.
         failure_count: Runs that raised.

@@ -112,5 +112,5 @@ class Cron:
 Trigger = Once | FixedRate | FixedDelay | Cron
 """Any of the four triggers."""
 
-TRIGGER_TYPES: frozenset[type] = frozenset({Once, FixedRate, FixedDelay})
+TRIGGER_TYPES: frozenset[type] = frozenset({Once, FixedRate, FixedDelay, Cron})
 """The triggers a ``Schedule`` takes (all final, so ``type(trigger) in TRIGGER_TYPES`` identifies them)."""

@@ -117,13 +117,13 @@ def test_schedule_without_an_id_takes_the_one_given() -> None:
 
 def test_add_adopts_a_record_built_elsewhere() -> None:
     table, pool = setup(1)
-    record = TaskRecord.from_schedule(make("a", Once(0.0)), "a")
+    record = TaskRecord.from_schedule(make("a", Once(0.0)), "a", now=0.0, wall_offset=0.0)
     table.add(record, now=0.0)
     assert table.tasks["a"] is record
     ((_, msg),) = pool.take().dispatches
     assert msg.task is record
     with pytest.raises(DuplicateTaskError, match="'a'"):
-        table.add(TaskRecord.from_schedule(make("a", Once(0.0)), "a"), now=0.0)
+        table.add(TaskRecord.from_schedule(make("a", Once(0.0)), "a", now=0.0, wall_offset=0.0), now=0.0)
     assert table.tasks["a"] is record
 
 
@@ -131,7 +131,7 @@ def test_refuse_ends_a_record_never_added() -> None:
     table = timetable(1)
     live = table.schedule(make("a", Once(5.0)), now=0.0)
     take(table)
-    duplicate = TaskRecord.from_schedule(make("a", Once(0.0)), "a")
+    duplicate = TaskRecord.from_schedule(make("a", Once(0.0)), "a", now=0.0, wall_offset=0.0)
     with pytest.raises(DuplicateTaskError):
         table.add(duplicate, now=0.0)
     table.refuse(duplicate)
@@ -1144,7 +1144,7 @@ def test_schedule_after_shut_down_raises() -> None:
     with pytest.raises(SchedulerShutdownError):
         table.schedule(make("a", Once(0.0)), now=0.0)
     with pytest.raises(SchedulerShutdownError):
-        table.add(TaskRecord.from_schedule(make("b", Once(0.0)), "b"), now=0.0)
+        table.add(TaskRecord.from_schedule(make("b", Once(0.0)), "b", now=0.0, wall_offset=0.0), now=0.0)
     assert table.find("a") is None
     assert not table.take_effects()
 

@@ -12,6 +12,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Final, final
 
 from actors.cli.jobfile import JobSpec
@@ -25,6 +26,7 @@ __all__ = [
     "format_duration",
     "format_next_run",
     "row_from_stored",
+    "shown_path",
     "table_text",
     "until",
 ]
@@ -182,6 +184,14 @@ def table_text(rows: Sequence[JobRow], now: datetime) -> str:
         "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
         for line in lines
     )
+
+
+def shown_path(path: Path) -> str:
+    """Write a path as a user would: relative to the current folder when it is under it."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
 
 
 def _utc(timestamp: float) -> datetime:

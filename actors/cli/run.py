@@ -33,6 +33,7 @@ from actors.cli import exits, logs
 from actors.cli.check import trigger_problems
 from actors.cli.holdback import HoldBackStore
 from actors.cli.jobfile import JobFile, import_problems, load_jobfile
+from actors.cli.rows import shown_path
 from actors.cli.service import JobService, to_hold_back
 from actors.errors import JobFileError, SchedulerError, StoreError, StoreLockedError
 from actors.facade import Scheduler
@@ -120,7 +121,7 @@ def _serve(
     except (SchedulerError, TypeError, ValueError, OSError) as error:
         _print_problems([f"{options.jobfile}: cannot schedule the jobs: {error}"])
         return exits.FAILURE
-    store = "memory only" if jobfile.store is None else f"store {jobfile.store}"
+    store = "memory only" if jobfile.store is None else f"store {shown_path(jobfile.store)}"
     logger.info(
         "running %d job(s) from %s (%s, %d workers); SIGHUP reloads, SIGINT or SIGTERM stops",
         len(jobfile.jobs), options.jobfile, store, jobfile.workers,

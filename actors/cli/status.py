@@ -12,7 +12,7 @@ from pathlib import Path
 
 from actors.cli import exits
 from actors.cli.jobfile import load_jobfile
-from actors.cli.rows import row_from_stored, table_text
+from actors.cli.rows import row_from_stored, shown_path, table_text
 from actors.errors import JobFileError, StoreError
 from actors.store import SQLiteStore
 
@@ -45,6 +45,6 @@ def status(jobfile: str | None, store: str | None, now: datetime | None = None) 
         print(f"{error}{hint}", file=sys.stderr)
         return exits.FAILURE
     live = sum(task.live for task in tasks)
-    print(f"{path}: {len(tasks)} task(s), {live} live; times in {now:%Z} (UTC{now:%z})")
+    print(f"{shown_path(path)}: {len(tasks)} task(s), {live} live; times in {now:%Z} (UTC{now:%z})")
     print(table_text([row_from_stored(task) for task in tasks], now))
     return exits.OK

@@ -19,6 +19,7 @@ LEVELS: Final = ("debug", "info", "warning", "error")
 _FORMAT: Final = "%(asctime)s %(levelname)s %(message)s"
 # One line per run: its outcome. DUE and STARTED only for those who ask for everything.
 _QUIET_KINDS: Final = frozenset({EventKind.DUE, EventKind.STARTED})
+_WARNING_KINDS: Final = frozenset({EventKind.FAILED, EventKind.MISSED, EventKind.CLOCK_JUMPED})
 
 
 class IsoFormatter(logging.Formatter):
@@ -41,16 +42,21 @@ def configure(level: str, handler: logging.Handler | None = None) -> None:
 
 
 def event_level(event: TaskEvent) -> int:
-    """Return the level an event is logged at: DEBUG for due and started, WARNING for failed, else INFO."""
+    """Return the level an event is logged at (WARNING for failed, missed, a clock jump).
+
+    DEBUG for due and started (a run's outcome is its one line), INFO for the rest.
+    """
     if event.kind in _QUIET_KINDS:
         return logging.DEBUG
-    if event.kind is EventKind.FAILED or event.kind is EventKind.MISSED:
+    if event.kind in _WARNING_KINDS:
         return logging.WARNING
     return logging.INFO
 
 
 def event_line(event: TaskEvent, duration: float | None) -> str:
     """Return the log line of one event (task id, event, run, duration, error where there are any)."""
+    if event.kind is EventKind.CLOCK_JUMPED:  # about no task: the wall-clock tasks were re-planned
+        return f"event={event.kind.value} jump={event.jump or 0.0:+.3f}s"
     parts = [f"task={event.task_id}", f"event={event.kind.value}"]
     if event.run is not None:
         parts.append(f"run={event.run}")

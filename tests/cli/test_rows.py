@@ -101,3 +101,30 @@ def test_the_scheduler_does_not_import_rich(tmp_path: Path) -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
+
+
+def test_event_lines() -> None:
+    import logging
+
+    from actors.cli.logs import event_level, event_line
+    from messages import EventKind, TaskEvent
+
+    failed = TaskEvent(
+        kind=EventKind.FAILED, task_id="poll", name="poll", at=1.0, run=3, error=OSError('no\n"x"')
+    )
+    assert (
+        event_line(failed, 0.25) == "task=poll event=failed run=3 duration=0.250s error=\"OSError: no 'x'\""
+    )
+    assert event_level(failed) == logging.WARNING
+    done = TaskEvent(kind=EventKind.COMPLETED, task_id="once", name="once", at=1.0, run=1, final=True)
+    assert (event_line(done, None), event_level(done)) == (
+        "task=once event=completed run=1 final",
+        logging.INFO,
+    )
+    due = TaskEvent(kind=EventKind.DUE, task_id="t", name="t", at=1.0, run=1)
+    assert event_level(due) == logging.DEBUG
+    jumped = TaskEvent(kind=EventKind.CLOCK_JUMPED, task_id="", name="", at=1.0, jump=-3600.0)
+    assert (event_line(jumped, None), event_level(jumped)) == (
+        "event=clock_jumped jump=-3600.000s",
+        logging.WARNING,
+    )

@@ -23,12 +23,15 @@ from collections import deque
 from typing import Final
 
 from actors.claim import Claim
-from actors.task_record import PROCESSES, THREADS, TaskRecord
+from actors.task_record import INLINE, PROCESSES, THREADS, TaskRecord
 from actors.task_state import HANDED, READY, move_to
 from messages import RunTask, TaskId
 
 BATCH: Final = 64
 """Most runs handed to one idle worker at once (only when more are due than workers are idle)."""
+
+INLINE_WORKER: Final = -1
+"""The worker number of the ``INLINE`` pool: the scheduler itself, making message tasks' runs."""
 
 
 class _Pool:
@@ -44,14 +47,19 @@ class _Pool:
 class Dealer:
     """Per pool, the ready FIFO and the idle workers; for every busy worker, its batch.
 
-    There are two pools: ``THREADS`` (workers ``0 .. workers-1``) and ``PROCESSES`` (the next
-    ``processes`` numbers); a task's ``spec.executor`` says which one runs it.
+    There are three pools: ``THREADS`` (workers ``0 .. workers-1``), ``PROCESSES`` (the next
+    ``processes`` numbers) and ``INLINE`` (``INLINE_WORKER``: the scheduler itself, which makes
+    the runs of message tasks as it hands them out); a task's ``spec.executor`` says which one
+    runs it.
     """
 
     def __init__(self, workers: int, processes: int = 0) -> None:
         """Start with every worker idle and nothing due."""
-        threads = _Pool(range(workers))
-        self._pools = {THREADS: threads, PROCESSES: _Pool(range(workers, workers + processes))}
+        self._pools = {
+            THREADS: _Pool(range(workers)),
+            PROCESSES: _Pool(range(workers, workers + processes)),
+            INLINE: _Pool(range(INLINE_WORKER, INLINE_WORKER + 1)),
+        }
         self._pool_of = {worker: pool for pool in self._pools.values() for worker in pool.idle}
         self._batches: dict[int, deque[TaskRecord]] = {}  # busy worker -> runs handed, not yet reported
 

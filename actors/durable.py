@@ -155,6 +155,7 @@ def _trigger_json(spec: TaskSpec, wall_offset: float) -> str:
     if trigger is None:
         return '{"once":true,"wall":true}' if spec.on_wall else '{"once":true}'
     if isinstance(trigger, FixedRate):
+        assert trigger.first_at is not None  # resolved when the task was made
         return json.dumps({"rate": trigger.interval, "anchor": trigger.first_at + wall_offset})
     if isinstance(trigger, Cron):
         return json.dumps({"cron": trigger.expr, "tz": trigger.tz})

@@ -35,7 +35,7 @@ from actors.outbox import Outbox
 from actors.references import check_json_arguments, reference_of
 from actors.scheduler import OutboxItem, SchedulerActor
 from actors.store import Store, open_store
-from actors.task_record import PROCESSES, THREADS, Recurrence, TaskRecord, TaskSpec, default_name
+from actors.task_record import INLINE, PROCESSES, THREADS, Recurrence, TaskRecord, TaskSpec, default_name
 from actors.threads import Role, ThreadRegistry
 from actors.token import FREE, RAN, RUNNING
 from actors.validation import (
@@ -392,6 +392,95 @@ class Scheduler:
         options = TaskOptions(name, max_consecutive_failures, executor, misfire_grace, if_exists, durable)
         return self._schedule(fn, args, kwargs, due_wall - offset, trigger, task_id, options, due_wall)
 
+    # -- scheduled messages -----------------------------------------------------------------
+
+    def tell_once(
+        self,
+        ref: pykka.ActorRef[Any],
+        message: object,
+        delay: float | None = None,
+        *,
+        at: float | datetime | None = None,
+        task_id: TaskId | None = None,
+        name: str | None = None,
+        misfire_grace: float | None = None,
+        if_exists: str = "error",
+    ) -> TaskHandle:
+        """Tell the actor ``ref`` ``message`` once, ``delay`` seconds from now or at ``at``.
+
+        The message is sent with ``ref.tell`` on the scheduler's own thread, with no worker
+        involved, so it goes out on time even while every worker is busy. The task is named
+        ``"<message type> -> <actor class>"`` unless ``name`` is given, shows in ``tasks()`` and
+        ``info()`` like any other, and publishes the usual events. An actor that is dead when
+        the message is due ends the task ``FAILED`` with ``pykka.ActorDeadError``. Message
+        tasks live in memory only (an actor ref cannot be stored), with a store too.
+
+        Raises:
+            TypeError: ``ref`` is not a ``pykka.ActorRef``; otherwise as ``schedule_once``.
+            ValueError, DuplicateTaskError, SchedulerShutdownError: as ``schedule_once``.
+        """
+        due_at = once_due_at(self._clock, delay, at)
+        due_wall = at.timestamp() if isinstance(at, datetime) else None
+        options = _message_options(ref, message, name, misfire_grace, if_exists)
+        return self._schedule(ref.tell, (message,), None, due_at, None, task_id, options, due_wall)
+
+    def tell_at_fixed_rate(
+        self,
+        ref: pykka.ActorRef[Any],
+        message: object,
+        interval: float,
+        initial_delay: float = 0.0,
+        *,
+        task_id: TaskId | None = None,
+        name: str | None = None,
+        misfire_grace: float | None = None,
+        if_exists: str = "error",
+    ) -> TaskHandle:
+        """Tell the actor ``ref`` ``message`` at ``now + initial_delay + k * interval``, k = 0, 1, 2, ...
+
+        As ``tell_once`` (sent on the scheduler's thread; a dead actor ends the task
+        ``FAILED``), on the slots of ``schedule_at_fixed_rate``. A tell takes microseconds, so
+        a slot is missed only when the whole process stalls.
+
+        Raises:
+            TypeError, ValueError, DuplicateTaskError, SchedulerShutdownError: as
+                ``schedule_at_fixed_rate`` (and ``tell_once``).
+        """
+        first_at = self._clock.now() + require_finite("initial_delay", initial_delay)
+        trigger = FixedRate(interval, first_at)
+        options = _message_options(ref, message, name, misfire_grace, if_exists)
+        return self._schedule(ref.tell, (message,), None, first_at, trigger, task_id, options)
+
+    def tell_cron(
+        self,
+        ref: pykka.ActorRef[Any],
+        message: object,
+        expr: str,
+        tz: str | tzinfo = "UTC",
+        *,
+        task_id: TaskId | None = None,
+        name: str | None = None,
+        misfire_grace: float | None = None,
+        if_exists: str = "error",
+    ) -> TaskHandle:
+        """Tell the actor ``ref`` ``message`` at the wall-clock times the cron expression ``expr`` names.
+
+        As ``tell_once`` (sent on the scheduler's thread; a dead actor ends the task
+        ``FAILED``), on the times of ``schedule_cron``.
+
+        Raises:
+            TypeError, ValueError, DuplicateTaskError, SchedulerShutdownError: as
+                ``schedule_cron`` (and ``tell_once``).
+        """
+        calendar = CronSchedule.parse(expr, tz)
+        offset = self._wall_offset()
+        due_wall = calendar.next_fire(self._clock.now() + offset)
+        trigger = Cron(expr, calendar.zone_name)
+        options = _message_options(ref, message, name, misfire_grace, if_exists)
+        return self._schedule(
+            ref.tell, (message,), None, due_wall - offset, trigger, task_id, options, due_wall
+        )
+
     def _schedule(
         self,
         fn: Callable[..., object] | str,
@@ -412,7 +501,8 @@ class Scheduler:
         if trigger is None and due_wall is None and options.plain and self._store is None:  # the common case
             task = TaskRecord("", target, args, checked, due_at, options.name or default_name(target))
             return self._submit(task, task_id, None, "error")
-        durable = options.check(self._processes, self._store is not None)
+        message_task = options.executor == INLINE
+        durable = options.check(self._processes, self._store is not None, message_task=message_task)
         runs: Callable[..., object] = target
         if options.executor == PROCESSES:
             runs = process_target(fn, args, checked)
@@ -729,6 +819,22 @@ class Scheduler:
         except (OverflowError, ValueError):
             wall = "?"
         return f"<Scheduler {state} now={self._clock.now():.3f} wall={wall} clock={self._clock!r}>"
+
+
+def _message_options(
+    ref: object, message: object, name: str | None, misfire_grace: float | None, if_exists: str
+) -> TaskOptions:
+    """The options of a message task: run inline, in memory, ended by its first failed tell.
+
+    Raises:
+        TypeError: ``ref`` is not an actor ref.
+    """
+    if not isinstance(ref, pykka.ActorRef):
+        raise TypeError(f"ref must be a pykka.ActorRef, got {ref!r}")
+    if name is None:
+        name = f"{type(message).__name__} -> {ref.actor_class.__name__}"
+    # A tell fails only when the actor is dead: max_consecutive_failures=1 ends the task then.
+    return TaskOptions(name, 1, INLINE, misfire_grace, if_exists, False)
 
 
 def _dropped(ref: pykka.ActorRef[SchedulerActor], description: str) -> None:

@@ -17,6 +17,7 @@ import pykka
 
 from actors.base import LibraryActor, stop_quietly, tell_quietly
 from actors.clock import Clock
+from actors.dealer import INLINE_WORKER
 from actors.durable import run_record, task_update
 from actors.errors import DuplicateTaskError, SchedulerShutdownError, WorkerLostError
 from actors.event_bus import EventBus
@@ -31,7 +32,7 @@ from actors.timer import TimerThread
 from actors.timetable import Effects, Timetable
 from actors.token import Token
 from actors.validation import MAX_PROCESSES, MAX_WORKERS, check_count
-from actors.worker import Report, WorkerActor
+from actors.worker import Report, WorkerActor, run_batch
 from messages import (
     AddTask,
     BusExited,
@@ -400,8 +401,23 @@ class SchedulerActor(LibraryActor):
             logger.exception("could not save %d task(s) and %d run(s) to the store", len(updates), len(runs))
 
     def _hand_batch(self, worker: int, runs: list[RunTask]) -> None:
+        if worker == INLINE_WORKER:
+            self._run_inline(runs)
+            return
         if not tell_quietly(self._workers[worker], RunBatch(runs)):
             self._replace_worker(worker, "was dead when handed a task")
+
+    def _run_inline(self, runs: list[RunTask]) -> None:
+        """Make the runs of message tasks here and now (each a quick ``tell``), and take their reports.
+
+        Their reports go to the core at once; what it decides then is carried out by the
+        ``_carry_out_all`` loop this is called from.
+        """
+        reports: list[Report] = []
+        run_batch(runs, INLINE_WORKER, self._clock, _call, reports.append)
+        now = self._clock.now()
+        for report in reports:
+            self._take(report, now)
 
     def _after_message(self) -> None:
         core = self._core
@@ -495,6 +511,10 @@ class SchedulerActor(LibraryActor):
         self._bus = self._start_bus()
         for subscription in self._subscriptions.values():
             self._tell_bus(subscription)
+
+
+def _call(run: RunTask) -> object:
+    return run.fn(*run.args, **run.kwargs)
 
 
 def _wake(waiter: Waiter, result: object) -> None:

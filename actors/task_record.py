@@ -32,7 +32,7 @@ from actors.task_state import CANCELLING, FAILED, FINAL_STATUS, HANDED, PENDING,
 from actors.token import FREE, Token
 from messages import Cron, FixedDelay, FixedRate, Once, Schedule, TaskInfo, TaskStatus
 
-__all__ = ["PLAIN", "PROCESSES", "THREADS", "Failures", "TaskRecord", "TaskSpec", "default_name"]
+__all__ = ["INLINE", "PLAIN", "PROCESSES", "THREADS", "Failures", "TaskRecord", "TaskSpec", "default_name"]
 
 
 def default_name(fn: object) -> str:
@@ -57,6 +57,9 @@ THREADS: Final = "thread"
 """The executor of tasks run on the pool's threads (the default)."""
 PROCESSES: Final = "process"
 """The executor of tasks run in the pool's worker processes."""
+INLINE: Final = "inline"
+"""The executor of the library's own message tasks (``Scheduler.tell_*``): their run, a ``tell``,
+is made on the scheduler's thread, with no worker involved. Never for user functions."""
 
 
 Recurrence = FixedRate | FixedDelay | Cron
@@ -186,11 +189,13 @@ class TaskRecord(Token):
         """
         trigger = cmd.trigger
         recurring = None if isinstance(trigger, Once) else trigger
+        if isinstance(recurring, FixedRate | FixedDelay):
+            recurring = recurring.resolved(now)  # a relative start counts from now
         limit = cmd.max_consecutive_failures
         spec = PLAIN if recurring is None and limit is None else TaskSpec(recurring, limit)
         name = cmd.name if cmd.name is not None else default_name(cmd.fn)
         if spec.calendar is None:
-            return cls(task_id, cmd.fn, cmd.args, cmd.kwargs, first_due_at(trigger), name, spec)
+            return cls(task_id, cmd.fn, cmd.args, cmd.kwargs, first_due_at(trigger, now), name, spec)
         due_wall = spec.calendar.next_fire(now + wall_offset)
         task = cls(task_id, cmd.fn, cmd.args, cmd.kwargs, due_wall - wall_offset, name, spec)
         task.due_wall = due_wall
@@ -254,6 +259,8 @@ class TaskRecord(Token):
         state = self.state
         if state not in FINAL_STATUS:
             return None
+        if state is FAILED and self.spec.executor == INLINE:
+            return "its message could not be delivered: the actor was dead"
         if state is FAILED and self.trigger is not None:
             return (
                 f"stopped after {self.failure_limit} consecutive failures "

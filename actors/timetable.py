@@ -659,6 +659,7 @@ class Timetable:
             task.due_at, task.due_wall = due_wall - self.wall_offset, due_wall
             return True
         if isinstance(trigger, FixedRate):
+            assert trigger.first_at is not None  # resolved when the task was made
             due_at = next_fixed_rate(trigger.first_at, trigger.interval, task.due_at, after)
         else:
             assert isinstance(trigger, FixedDelay)

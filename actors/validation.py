@@ -149,14 +149,20 @@ class TaskOptions(NamedTuple):
             and self.durable is None
         )
 
-    def check(self, processes: int, has_store: bool) -> bool:
+    def check(self, processes: int, has_store: bool, *, message_task: bool = False) -> bool:
         """Check the options against the scheduler's means; return whether the task is durable.
+
+        ``message_task``: the options of a message task (``Scheduler.tell_*``), the only
+        tasks with ``executor="inline"``, never durable (an actor ref cannot be stored).
 
         Raises:
             ValueError: an option is out of range or asks for what the scheduler lacks.
             TypeError: an option has the wrong type.
         """
-        if self.executor not in ("thread", "process"):
+        if message_task:
+            assert self.executor == "inline"
+            assert self.durable is False
+        elif self.executor not in ("thread", "process"):
             raise ValueError(f'executor must be "thread" or "process", got {self.executor!r}')
         if self.executor == "process" and not processes:
             raise ValueError('executor="process" needs worker processes: Scheduler(processes=N)')

@@ -393,7 +393,8 @@ def test_scheduler_rejects_bad_arguments() -> None:
 @SETTINGS
 @given(at=numbers)
 def test_once_rejects_bad_times(at: object) -> None:
-    trigger = check(lambda: Once(at), number_problems("at", at))  # type: ignore[arg-type]
+    problems = [(ValueError, "exactly one")] if at is None else number_problems("at", at)  # None: no at
+    trigger = check(lambda: Once(at), problems)  # type: ignore[arg-type]
     if trigger is not None:
         assert trigger.at == float(at)  # type: ignore[arg-type]
 
@@ -404,7 +405,8 @@ def test_recurring_triggers_reject_bad_numbers(
     kind: type[FixedRate | FixedDelay], period: object, first_at: object
 ) -> None:
     period_name = "interval" if kind is FixedRate else "delay"
-    problems = [*number_problems(period_name, period, positive=True), *number_problems("first_at", first_at)]
+    start_problems = [] if first_at is None else number_problems("first_at", first_at)  # None: start at once
+    problems = [*number_problems(period_name, period, positive=True), *start_problems]
     check(lambda: kind(period, first_at), problems)  # type: ignore[arg-type]
 
 

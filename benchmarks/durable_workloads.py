@@ -136,6 +136,7 @@ def measure_restart(adapter: Adapter, n: int, probe_interval: float, timeout: fl
             "p99_pause_ms": percentile(pauses, 99),
             "full_collections": float(collector.full),
             "longest_collection_ms": collector.longest_s * 1000.0,
+            "collections_s": collector.total_s,
             "full_gc_ms": full_gc_s * 1000.0,
         },
         extra={"pause_ms": pauses},
@@ -194,6 +195,7 @@ def restart_cases(cfg: Config) -> list[Case]:
                 "p99_pause_ms": "ms",
                 "full_collections": "collections",
                 "longest_collection_ms": "ms",
+                "collections_s": "s",
                 "full_gc_ms": "ms",
             },
             measure=functools.partial(

@@ -131,6 +131,7 @@ def measure_million(
             "probes": float(len(pairs)),
             "full_collections": float(collector.full),
             "longest_collection_ms": collector.longest_s * 1000.0,
+            "collections_s": collector.total_s,
         },
         extra={"probe_at_s": [at for at, _ in pairs], "probe_late_ms": [late for _, late in pairs]},
         note=note,
@@ -159,6 +160,7 @@ def million_cases(cfg: Config) -> list[Case]:
                 "probes": "probes",
                 "full_collections": "collections",
                 "longest_collection_ms": "ms",
+                "collections_s": "s",
             },
             measure=functools.partial(
                 measure_million,

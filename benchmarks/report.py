@@ -51,6 +51,7 @@ DISPLAY: dict[str, list[tuple[str, str]]] = {
         ("traced_bytes_per_task", "Python heap B/task (tracemalloc)"),
         ("longest_pause_ms", "longest stop of a 10 ms probe thread, ms"),
         ("longest_collection_ms", "longest collection while loading, ms"),
+        ("collections_s", "time in collections while loading, s"),
         ("full_gc_ms", "one gc.collect() once loaded, ms"),
     ],
     "million": [
@@ -63,6 +64,7 @@ DISPLAY: dict[str, list[tuple[str, str]]] = {
         ("p99_ms", "probe late p99 ms"),
         ("max_ms", "probe late max ms"),
         ("full_collections", "automatic full collections while filling"),
+        ("collections_s", "time in collections while filling, s"),
     ],
 }
 RATIO_HEADER = "ours ÷ textbook"

@@ -22,7 +22,7 @@ from actors import stepping
 from actors.base import stop_quietly
 from actors.clock import Clock, MonotonicClock
 from actors.cron import CronSchedule
-from actors.durable import definition, json_arguments, load
+from actors.durable import definition, json_arguments, load_all
 from actors.errors import (
     DuplicateTaskError,
     SchedulerShutdownError,
@@ -207,9 +207,7 @@ class Scheduler:
         """Read the store's live tasks back as records (caller's thread, before the actors start)."""
         if self._store is None:
             return []
-        offset = self._wall_offset()
-        functions: dict[str, Callable[..., object]] = {}
-        return [load(row, wall_offset=offset, functions=functions) for row in self._store.load()]
+        return load_all(self._store.load(), wall_offset=self._wall_offset())
 
     def _wall_offset(self) -> float:
         """Wall-clock time (UTC epoch seconds) minus clock time, now."""

@@ -422,6 +422,72 @@ class Scheduler:
         )
         return self._schedule(fn, args, kwargs, due_wall - offset, trigger, task_id, options, due_wall)
 
+    def schedule_after(
+        self,
+        fn: Callable[..., object] | str,
+        after: TaskHandle | TaskId | Iterable[TaskHandle | TaskId],
+        *,
+        delay: float = 0.0,
+        args: tuple[Any, ...] = (),
+        kwargs: Mapping[str, Any] | None = None,
+        task_id: TaskId | None = None,
+        name: str | None = None,
+        executor: str = THREADS,
+        if_exists: str = "error",
+        timeout: float | None = None,
+        retry: Retry | None = None,
+    ) -> TaskHandle:
+        """Run ``fn`` once, ``delay`` seconds after every task in ``after`` has completed.
+
+        ``after``: handles or ids of one-time tasks of this scheduler (one, or an iterable):
+        fan-in and chains of any length. Until then the task is ``WAITING``
+        (``TaskInfo.waiting_for`` lists what it waits for). A task that has already completed
+        counts as done. If one of them ends ``FAILED`` or ``CANCELLED``, this task ends
+        ``CANCELLED`` with a ``DependencyFailedError`` naming it (``result()`` raises it), and
+        so do the tasks that wait for this one, down the graph. A cycle cannot be made: a task
+        can only wait for tasks that exist already. Such a task lives in memory only (with a
+        store too). Other options as for ``schedule_once``.
+
+        Raises:
+            UnknownTaskError: an id that is neither live nor in the finished-task history.
+            ValueError: a recurring task in ``after``, a handle of another scheduler, an empty
+                ``after``, a bad ``delay``; otherwise as ``schedule_once``.
+            TypeError, DuplicateTaskError, SchedulerShutdownError: as ``schedule_once``.
+        """
+        dependencies = self._dependencies(after)
+        wait = require_finite("delay", delay)
+        options = TaskOptions(name, None, executor, None, if_exists, False, timeout, retry)
+        return self._schedule(fn, args, kwargs, wait, None, task_id, options, after=dependencies)
+
+    def _dependencies(self, after: object) -> tuple[TaskRecord, ...]:
+        """The records of the tasks ``after`` names (caller's thread).
+
+        Raises:
+            UnknownTaskError, ValueError, TypeError: as ``schedule_after`` says.
+        """
+        items = [after] if isinstance(after, TaskHandle | str) else list(after)  # type: ignore[call-overload]
+        if not items:
+            raise ValueError("after must name at least one task")
+        records: list[TaskRecord] = []
+        for item in items:
+            if isinstance(item, TaskHandle):
+                if item._scheduler is not self:
+                    raise ValueError(f"{item!r} is a task of another scheduler")
+                record = item._task
+            elif isinstance(item, str):
+                found = self._live.get(item) or self._query(FindTask(item, finished=True))
+                if not isinstance(found, TaskRecord):
+                    raise UnknownTaskError(f"no live or finished task with id {item!r}")
+                record = found
+            else:
+                raise TypeError(f"after takes task handles or ids, got {item!r}")
+            if not record.spec.single_start and record.spec.trigger is not None:
+                raise ValueError(
+                    f"task {record.task_id!r} is recurring: it never completes, so nothing can wait for it"
+                )
+            records.append(record)
+        return tuple(records)
+
     # -- scheduled messages -----------------------------------------------------------------
 
     def tell_once(
@@ -521,16 +587,25 @@ class Scheduler:
         task_id: TaskId | None,
         options: TaskOptions,
         due_wall: float | None = None,
+        after: tuple[TaskRecord, ...] = (),
     ) -> TaskHandle:
         """Check a task's definition, build its record, hand it to the scheduler; return its handle.
 
         ``due_wall``: the first run's wall-clock instant, for a wall-clock task (which it makes one).
+        ``after``: the tasks it waits for (``schedule_after``); ``due_at`` is then its delay.
         """
         target = resolve_task_function(fn) if isinstance(fn, str) else fn
         checked = check_task(target, args, kwargs, options.name, options.failure_limit)
         code = getattr(target, "__code__", None)
         plain_function = code is not None and not code.co_flags & CO_COROUTINE
-        if plain_function and trigger is None and due_wall is None and options.plain and self._store is None:
+        if (
+            plain_function
+            and trigger is None
+            and due_wall is None
+            and options.plain
+            and self._store is None
+            and not after
+        ):
             task = TaskRecord("", target, args, checked, due_at, options.name or default_name(target))
             return self._submit(task, task_id, None, "error")
         message_task = options.executor == INLINE
@@ -559,6 +634,8 @@ class Scheduler:
             timeout=options.timeout,
             retry=options.retry,
             coroutine=coroutine,
+            after=after,
+            delay=due_at if after else 0.0,
         )
         task = TaskRecord("", runs, args, checked, due_at, options.name or default_name(target), spec)
         if due_wall is not None:

@@ -283,8 +283,8 @@ class SchedulerActor(LibraryActor):
                 if not isinstance(task, TaskRecord):
                     return None
                 return self._add_by_id(task, if_exists, definition, self._clock.now())
-            case FindTask(task_id):
-                return core.tasks.get(task_id)
+            case FindTask(task_id, finished):
+                return core.record(task_id, finished=finished)
             case Cancel(task_id, interrupt):
                 return self._cancel(task_id, interrupt)
             case QueryTask(task_id):
@@ -365,7 +365,7 @@ class SchedulerActor(LibraryActor):
             self._core.add(task, now=now)
         except (DuplicateTaskError, SchedulerShutdownError) as error:
             logger.warning("task refused: %s", error)
-            self._core.refuse(task)
+            self._core.refuse(task, now=now)
             return False
         return True
 

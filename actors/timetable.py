@@ -32,6 +32,7 @@ from actors.claim import INTERRUPTED, NOT_STOPPED, TIMED_OUT
 from actors.dealer import Dealer
 from actors.due_heap import DueHeap
 from actors.errors import (
+    DependencyFailedError,
     DuplicateTaskError,
     MissedRunError,
     RunCancelled,
@@ -50,6 +51,7 @@ from actors.task_state import (
     FINAL_STATES,
     HANDED,
     PENDING,
+    WAITING,
     State,
     move_to,
 )
@@ -172,6 +174,11 @@ class Timetable:
         self._hung_grace = hung_grace
         self.wall_offset = 0.0  # wall-clock time minus clock time: observe_wall_offset sets it
         self._wall_tasks = WallTasks()  # the live tasks due at a wall-clock instant
+        # schedule_after: a waiting task's count of dependencies not yet completed, and for
+        # each task waited for, the tasks waiting for it (an entry may outlive its waiter).
+        self._unmet: dict[TaskId, int] = {}
+        self._waiters: dict[TaskRecord, list[TaskRecord]] = {}  # by record: ids may repeat over time
+        self._ending: list[tuple[TaskRecord, State, float]] | None = None  # endings to pass on (see _finish)
 
     @property
     def wanted(self) -> frozenset[EventKind]:
@@ -225,6 +232,9 @@ class Timetable:
         if task.task_id in self._tasks:
             raise DuplicateTaskError(f"a live task already has id {task.task_id!r}")
         self._tasks[task.task_id] = task
+        if task.spec.after:
+            self._wait_for(task, now)
+            return
         if task.spec.on_wall:
             self._plan_on_wall(task)
         self._heap.push(task, task.due_at)
@@ -282,10 +292,15 @@ class Timetable:
         if live.store_seq is not None:
             self._effects.saves.append(live)
 
-    def refuse(self, task: TaskRecord) -> None:
-        """End a task that was never added (refused): it finishes ``CANCELLED``, so no one waits for ever."""
+    def refuse(self, task: TaskRecord, *, now: float) -> None:
+        """End a task that was never added (refused): it finishes ``CANCELLED``, so no one waits for ever.
+
+        Tasks already waiting for it (``schedule_after``) end ``CANCELLED`` too.
+        """
         task.revoke()
         move_to(task, CANCELLED)
+        if self._waiters:
+            self._pass_on(task, CANCELLED, now)
         task.retire()
         self._effects.finished.append((task, None))
 
@@ -546,6 +561,13 @@ class Timetable:
         if info is None:
             raise UnknownTaskError(f"no task with id {task_id!r}")
         return info
+
+    def record(self, task_id: TaskId, *, finished: bool = False) -> TaskRecord | None:
+        """The live task ``task_id``'s record; with ``finished``, a finished one in the history will do."""
+        task = self._tasks.get(task_id)
+        if task is None and finished:
+            task = self._history.get(task_id)
+        return task
 
     def find(self, task_id: TaskId, *, wall_offset: float | None = None) -> TaskInfo | None:
         """Return what ``info`` returns, or ``None`` instead of raising."""
@@ -832,6 +854,73 @@ class Timetable:
             task.due_wall = due_at + self.wall_offset
         return True
 
+    def _wait_for(self, task: TaskRecord, now: float) -> None:
+        """Make a new task of ``schedule_after`` wait for its dependencies (it is in the table already).
+
+        A dependency that has completed counts as met; one that failed or was cancelled ends
+        the task at once; the others get the task on their list of waiters.
+        """
+        move_to(task, WAITING)
+        unmet = 0
+        for dependency in task.spec.after:
+            state = dependency.state
+            if state is COMPLETED:
+                continue
+            if state in FINAL_STATES:
+                self._fail_dependent(task, dependency, state, now)
+                return
+            unmet += 1
+            self._waiters.setdefault(dependency, []).append(task)
+        if unmet:
+            self._unmet[task.task_id] = unmet
+        else:
+            self._release_dependent(task, now)
+
+    def _release_dependent(self, task: TaskRecord, now: float) -> None:
+        """Every task a waiting task depends on has completed: it is due ``delay`` from now."""
+        self._unmet.pop(task.task_id, None)
+        move_to(task, PENDING)
+        task.due_at = now + task.spec.delay
+        self._heap.push(task, task.due_at)
+
+    def _fail_dependent(self, task: TaskRecord, dependency: TaskRecord, state: State, at: float) -> None:
+        """A task a waiting task depends on did not complete: the waiting one ends ``CANCELLED``."""
+        self._unmet.pop(task.task_id, None)
+        error = DependencyFailedError(
+            f"task {task.task_id!r} was cancelled: task {dependency.task_id!r}, which it waited for, "
+            f"ended {state.name} instead of COMPLETED",
+            dependency.task_id,
+        )
+        failures = task.failures = task.failures or Failures()
+        failures.last_error = error
+        if task.revoke() is FREE:  # else a caller's cancel won: its report ends the task the same way
+            self._finish(task, CANCELLED, at, None)
+
+    def _pass_on(self, task: TaskRecord, state: State, at: float) -> None:
+        """Tell the tasks waiting for ``task`` how it ended; theirs ends pass on in turn.
+
+        A worklist, not recursion: a chain of dependents may be as long as the user likes.
+        """
+        if self._ending is not None:  # inside the loop below: it takes this ending next
+            self._ending.append((task, state, at))
+            return
+        self._ending = [(task, state, at)]
+        try:
+            while self._ending:
+                ended, how, when = self._ending.pop()
+                for waiter in self._waiters.pop(ended, ()):
+                    if waiter.state is not WAITING or self._tasks.get(waiter.task_id) is not waiter:
+                        continue  # cancelled meanwhile
+                    if how is not COMPLETED:
+                        self._fail_dependent(waiter, ended, how, when)
+                    else:
+                        unmet = self._unmet[waiter.task_id] - 1
+                        self._unmet[waiter.task_id] = unmet
+                        if not unmet:
+                            self._release_dependent(waiter, when)
+        finally:
+            self._ending = None
+
     def _finish(self, task: TaskRecord, state: State, at: float, outcome: object) -> None:
         move_to(task, state)
         del self._tasks[task.task_id]
@@ -842,6 +931,10 @@ class Timetable:
             self._effects.saves.append(task)
         if state is CANCELLED and self._want_cancelled:
             self._emit(EventKind.CANCELLED, task, at, None, final=True)
+        if self._unmet:
+            self._unmet.pop(task.task_id, None)
+        if self._waiters:
+            self._pass_on(task, state, at)
         task.retire()  # frozen from here on: handles and the history may share it
         if self._history_limit:
             history = self._history

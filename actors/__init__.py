@@ -2,25 +2,28 @@
 
 The public API: ``Scheduler`` (the facade), the actors it runs (``SchedulerActor``,
 ``WorkerActor``, ``ProcessWorkerActor``, ``EventBus``), clocks (``Clock``, ``MonotonicClock``,
-``FakeClock``), ``TaskHandle``, ``Subscription``, ``current_run``/``RunContext``, the stores
-(``Store``, ``SQLiteStore``) and the errors. The messages live in ``messages``.
+``FakeClock``), ``TaskHandle``, ``Subscription``, ``current_run``/``RunContext``, ``Retry``,
+the stores (``Store``, ``SQLiteStore``) and the errors. The messages live in ``messages``.
 """
 
 import logging
 
 from actors.clock import Clock, FakeClock, MonotonicClock
 from actors.errors import (
+    DependencyFailedError,
     DuplicateTaskError,
     InvalidTransitionError,
     JobFileError,
     MissedRunError,
     ProcessDiedError,
     RemoteTraceback,
+    RunCancelled,
     SchedulerError,
     SchedulerShutdownError,
     SchedulerStartError,
     StoreError,
     StoreLockedError,
+    TaskTimeoutError,
     UnknownTaskError,
     UnpicklableExceptionError,
     UnpicklableResultError,
@@ -31,6 +34,7 @@ from actors.event_bus import EventBus
 from actors.facade import Scheduler
 from actors.handles import Subscription, TaskHandle
 from actors.process_worker import ProcessWorkerActor
+from actors.retry import Retry
 from actors.run_context import RunContext, current_run
 from actors.scheduler import SchedulerActor
 from actors.store import SQLiteStore, Store
@@ -43,6 +47,7 @@ __all__ = [
     "MAX_PROCESSES",
     "MAX_WORKERS",
     "Clock",
+    "DependencyFailedError",
     "DuplicateTaskError",
     "EventBus",
     "FakeClock",
@@ -53,6 +58,8 @@ __all__ = [
     "ProcessDiedError",
     "ProcessWorkerActor",
     "RemoteTraceback",
+    "Retry",
+    "RunCancelled",
     "RunContext",
     "SQLiteStore",
     "Scheduler",
@@ -65,6 +72,7 @@ __all__ = [
     "StoreLockedError",
     "Subscription",
     "TaskHandle",
+    "TaskTimeoutError",
     "UnknownTaskError",
     "UnpicklableExceptionError",
     "UnpicklableResultError",

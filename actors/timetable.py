@@ -499,8 +499,8 @@ class Timetable:
                 task.revoke()
                 self._finish(task, CANCELLED, now, None)
         for task in list(self._tasks.values()):
-            if task.state is CANCELLING:
-                continue  # ends when its worker reports
+            if task.state is CANCELLING or task.state in FINAL_STATES:
+                continue  # ends when its worker reports; or ended meanwhile (it waited for one that did)
             if task.store_seq is not None:
                 if task.state is not HANDED and not self._detach(task):
                     self._end_cancelled(task, now, mid_run=False)  # a caller cancelled it (token revoked)
@@ -526,6 +526,8 @@ class Timetable:
             task.heap_seq = None
         self._heap.clear()
         for task in list(self._tasks.values()):
+            if task.state in FINAL_STATES:
+                continue  # it waited for one that ended just now, and ended too
             if task.store_seq is not None and self._detach(task):
                 continue  # its run, if one was going, counts as not run: the store still has it
             if task.revoke() is TAKEN and task.state is HANDED:
@@ -860,7 +862,7 @@ class Timetable:
         A dependency that has completed counts as met; one that failed or was cancelled ends
         the task at once; the others get the task on their list of waiters.
         """
-        move_to(task, WAITING)
+        task.state = WAITING  # where such a task starts, instead of PENDING
         unmet = 0
         for dependency in task.spec.after:
             state = dependency.state

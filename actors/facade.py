@@ -48,7 +48,7 @@ from actors.validation import (
     check_count,
     check_task,
     check_task_id,
-    is_coroutine_function,
+    makes_coroutine,
     once_due_at,
     process_target,
     resolve_task_function,
@@ -77,6 +77,7 @@ from messages import (
     TaskInfo,
     Unsubscribe,
 )
+from messages.commands import EMPTY_KWARGS
 from messages.triggers import require_finite
 
 logger = logging.getLogger(__name__)
@@ -296,6 +297,23 @@ class Scheduler:
         """
         if at is None and type(delay) is float and delay - delay == 0.0:  # the common case, fast
             due_at = self._clock.now() + delay
+            if (
+                task_id is None
+                and kwargs is None
+                and name is None
+                and misfire_grace is None
+                and timeout is None
+                and retry is None
+                and durable is None
+                and executor == THREADS
+                and if_exists == "error"
+                and type(args) is tuple
+                and self._store is None
+            ):
+                code = getattr(fn, "__code__", None)
+                if code is not None and not code.co_flags & CO_COROUTINE:  # a plain function
+                    task = TaskRecord("", fn, args, EMPTY_KWARGS, due_at, default_name(fn))  # type: ignore[arg-type]
+                    return self._submit(task, None)
         else:
             due_at = once_due_at(self._clock, delay, at)
         options = TaskOptions(name, None, executor, misfire_grace, if_exists, durable, timeout, retry)
@@ -596,10 +614,9 @@ class Scheduler:
         """
         target = resolve_task_function(fn) if isinstance(fn, str) else fn
         checked = check_task(target, args, kwargs, options.name, options.failure_limit)
-        code = getattr(target, "__code__", None)
-        plain_function = code is not None and not code.co_flags & CO_COROUTINE
+        coroutine = makes_coroutine(target)
         if (
-            plain_function
+            not coroutine
             and trigger is None
             and due_wall is None
             and options.plain
@@ -607,7 +624,7 @@ class Scheduler:
             and not after
         ):
             task = TaskRecord("", target, args, checked, due_at, options.name or default_name(target))
-            return self._submit(task, task_id, None, "error")
+            return self._submit(task, task_id)
         message_task = options.executor == INLINE
         durable = options.check(self._processes, self._store is not None, message_task=message_task)
         runs: Callable[..., object] = target
@@ -620,7 +637,6 @@ class Scheduler:
             args_json, kwargs_json, args, checked = json_arguments(args, checked)
             row = (fn_ref, args_json, kwargs_json)
         limit, executor, grace = options.failure_limit, options.executor, options.misfire_grace
-        coroutine = not plain_function and is_coroutine_function(target)
         if coroutine and executor != THREADS:
             raise TypeError(
                 f"{target!r} is async def: it runs on a worker thread's event loop, not {executor!r}"
@@ -645,7 +661,11 @@ class Scheduler:
         return self._submit(task, task_id, row, options.if_exists)
 
     def _submit(
-        self, task: TaskRecord, task_id: TaskId | None, row: tuple[str, str, str] | None, if_exists: str
+        self,
+        task: TaskRecord,
+        task_id: TaskId | None,
+        row: tuple[str, str, str] | None = None,
+        if_exists: str = "error",
     ) -> TaskHandle:
         """Hand a new task to the scheduler (a durable one committed to the store first)."""
         if task_id is None:  # a minted id cannot clash: no need to wait for a reply

@@ -123,6 +123,7 @@ class TaskSpec:
         "failure_limit",
         "misfire_grace",
         "on_wall",
+        "plain_run",
         "retry",
         "timeout",
         "trigger",
@@ -154,6 +155,8 @@ class TaskSpec:
         self.coroutine = coroutine
         self.after = after
         self.delay = delay
+        # Whether a run needs no more than the common RunTask (the dealer builds a fuller one).
+        self.plain_run = retry is None and timeout is None and not coroutine
 
     @property
     def single_start(self) -> bool:

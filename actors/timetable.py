@@ -440,7 +440,15 @@ class Timetable:
             else:
                 if stop >= TIMED_OUT and isinstance(error, RunCancelled):
                     error = _timeout_error(task, report.run, self._hung_grace, abandoned=False)
-                self._fail_run(task, error, report.traceback, report.finished_at, report.started_at)
+                interrupted = stop == INTERRUPTED
+                self._fail_run(
+                    task,
+                    error,
+                    report.traceback,
+                    report.finished_at,
+                    report.started_at,
+                    interrupted=interrupted,
+                )
         self._release(now)  # the report freed its worker
 
     def skipped(self, report: Skipped, *, now: float) -> None:
@@ -761,11 +769,14 @@ class Timetable:
         traceback: str,
         finished_at: float,
         started_at: float | None = None,
+        *,
+        interrupted: bool = False,
     ) -> None:
+        """Count a failed run (``interrupted``: one asked to stop, which raised something else)."""
         self.activity += 1
         attempt = 1
         if task.spec.retry is not None:
-            if self._retry(task, error, traceback, finished_at):
+            if not interrupted and self._retry(task, error, traceback, finished_at):
                 return
             attempt = self._end_attempts(task)
         run = task.run_count = task.run_count + 1
@@ -774,7 +785,7 @@ class Timetable:
             self._record_run(task, run, started_at, finished_at, "failed", f"{type(error).__name__}: {error}")
         if not task.spec.single_start:
             task.run_reported()
-        if task.state is CANCELLING:
+        if task.state is CANCELLING or interrupted:
             ending: State | None = CANCELLED
         elif task.spec.trigger is None:
             ending = FAILED if task.spec.single_start or task.take() else CANCELLED

@@ -166,3 +166,24 @@ def test_run_cancelled_raised_without_a_request_is_an_ordinary_failure(
 
     with pytest.raises(RunCancelled):
         s.schedule_once(confused, 0.0).result(timeout=WAIT)
+
+
+def test_an_interrupted_run_that_raises_something_else_counts_as_failed_and_the_task_is_cancelled(
+    make_scheduler: Callable[..., Scheduler],
+) -> None:
+    s = make_scheduler()
+    gate = Gate()
+
+    def breaks_when_stopped() -> None:
+        gate.ignoring_stop()
+        raise OSError("connection closed while stopping")
+
+    handle = s.schedule_once(breaks_when_stopped, 0.0)
+    assert gate.started.wait(WAIT)
+    assert handle.cancel(interrupt=True) is True
+    with pytest.raises(CancelledError):
+        handle.result(timeout=WAIT)
+    s.settle()
+    info = handle.info()
+    assert (info.status, info.failure_count) == (TaskStatus.CANCELLED, 1)
+    assert isinstance(info.last_error, OSError)

@@ -27,12 +27,12 @@ import json
 from collections.abc import Callable
 from typing import Any, Final
 
+from actors.effects import RunOutcome
 from actors.references import LazyReference, parse_reference, resolve
 from actors.retry import Retry
 from actors.store.protocol import RunRecord, StoredStatus, StoredTask, TaskDefinition, TaskUpdate
 from actors.task_record import PLAIN, THREADS, Failures, Recurrence, TaskRecord, TaskSpec
 from actors.task_state import CANCELLED, COMPLETED, FAILED, State
-from actors.timetable import RunOutcome
 from actors.validation import is_coroutine_function
 from messages import Cron, FixedDelay, FixedRate
 from messages.commands import EMPTY_KWARGS

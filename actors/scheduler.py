@@ -19,6 +19,7 @@ from actors.base import LibraryActor, stop_quietly, tell_quietly
 from actors.clock import Clock
 from actors.dealer import INLINE_WORKER
 from actors.durable import run_record, task_update
+from actors.effects import Effects
 from actors.errors import DuplicateTaskError, SchedulerShutdownError, WorkerLostError
 from actors.event_bus import EventBus
 from actors.minting import IdMint
@@ -29,7 +30,7 @@ from actors.store.protocol import Store, TaskDefinition
 from actors.task_record import TaskRecord
 from actors.threads import Role, ThreadRegistry
 from actors.timer import TimerThread
-from actors.timetable import Effects, Timetable
+from actors.timetable import Timetable
 from actors.token import Token
 from actors.validation import MAX_PROCESSES, MAX_WORKERS, check_count
 from actors.worker import Report, WorkerActor, run_batch

@@ -42,7 +42,7 @@ from actors.task_state import (
     WAITING,
     State,
 )
-from actors.token import FREE, Token
+from actors.token import FREE, Token, request_stop
 from messages import Cron, FixedDelay, FixedRate, Once, Schedule, TaskInfo, TaskStatus
 
 __all__ = ["INLINE", "PLAIN", "PROCESSES", "THREADS", "Failures", "TaskRecord", "TaskSpec", "default_name"]
@@ -300,7 +300,7 @@ class TaskRecord(Token):
         run reports), and asking a run that has just ended changes nothing.
         """
         claim = self.claim
-        return claim is not None and claim.request_stop(INTERRUPTED)
+        return claim is not None and request_stop(claim, INTERRUPTED)
 
     def label(self) -> str:
         """Return the task's name: the one it was given, else its function's qualified name."""

@@ -23,8 +23,9 @@ import dataclasses
 from collections import deque
 from typing import Any
 
+from actors.effects import Effects
 from actors.task_record import TaskRecord
-from actors.timetable import Effects, Timetable
+from actors.timetable import Timetable
 from actors.token import FREE, RAN, RUNNING
 from messages import Cancelled, Completed, EventKind, Failed, RunTask, Schedule, Skipped, Started, Trigger
 

@@ -2,8 +2,8 @@
 
 It owns the timetable, the timer thread, the worker pool, the event bus and the
 subscriptions, and changes them only while handling a message on its own thread, one message
-at a time. That mailbox discipline is what the seed design's "one Condition guards the heap
-and the dict" gives: no other thread ever touches that state, so it needs no lock.
+at a time. That mailbox discipline does what a lock around the heap and the task table does in
+a classic scheduler: no other thread ever touches that state, so it needs no lock.
 """
 
 from __future__ import annotations

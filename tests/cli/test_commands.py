@@ -167,7 +167,7 @@ def test_status_of_a_memory_only_job_file_is_exit_2(tmp_path: Path) -> None:
 def test_the_demo_is_still_there(tmp_path: Path) -> None:
     result = cli("demo", cwd=tmp_path)
     assert result.returncode == 0
-    assert "Seed scenario" in result.stdout
+    assert "Fixed rate vs fixed delay" in result.stdout
 
 
 def test_the_console_script_is_the_same_program(tmp_path: Path) -> None:
@@ -180,3 +180,8 @@ def test_the_console_script_is_the_same_program(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("jobs.toml: valid: 3 job(s), 2 workers")
+    # Its help names it as it was run, not as `python -m actors`.
+    usage = subprocess.run([str(script), "--help"], capture_output=True, text=True, check=False)
+    assert usage.returncode == 0, usage.stderr
+    assert usage.stdout.startswith("usage: pykka-taskscheduler "), usage.stdout
+    assert "python -m actors" not in usage.stdout

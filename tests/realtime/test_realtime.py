@@ -8,14 +8,14 @@ import time
 import pytest
 
 from actors import Scheduler
-from actors.demo import EXPECTED_MS, measure_seed_timeline
+from actors.demo import EXPECTED_MS, measure_timeline
 
 pytestmark = pytest.mark.realtime
 TOLERANCE_MS = 25.0
 
 
 def test_seed_timeline_on_the_real_clock() -> None:
-    measured = measure_seed_timeline()
+    measured = measure_timeline()
     for kind, expected in EXPECTED_MS.items():
         assert measured[kind] == pytest.approx(expected, abs=TOLERANCE_MS), kind
 

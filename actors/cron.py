@@ -24,16 +24,8 @@ The policy is Debian/Vixie cron's (cron(8)):
   ``0 * * * *``, ``@hourly``) runs whenever the zone's clock shows a matching time: not at all
   for times the clock skips, twice for matching times the clock shows twice.
 
-Notes:
-    Cost per ``CronSchedule.next_fire``, measured with ``timeit`` on the development machine
-    (2 cores, Python 3.11, cronsim 2.8; the ``next_fire`` function adds a cache lookup of
-    about 0.3 µs): 10-21 µs for typical expressions in UTC and 11-23 µs in Europe/Berlin
-    (``* * * * *``, ``@hourly``, ``*/15 * * * *``, ``@daily``, ``30 2 * * *``,
-    ``0 9 * * MON-FRI``, ``*/7 9-17 * * MON-FRI``, ``0 0 1 * *``, ``0 0 1 1 *``); about half
-    of it is cronsim parsing the expression again for each call. Sparse calendars cost
-    more: ``0 0 29 2 *`` ~56 µs (cronsim walks the months), and a wall-clock job months away
-    in a zone with daylight-saving time ~70 µs (``0 * 1 1 *`` from July: the offset is
-    probed every three days of the span).
+What a ``next_fire`` costs, and why sparse calendars cost more, is measured by
+``python -m benchmarks.cron`` (docs/performance.md, "Cron arithmetic").
 """
 
 from __future__ import annotations

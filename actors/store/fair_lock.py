@@ -2,11 +2,10 @@
 
 ``threading.Lock`` lets the thread that releases it take it straight back, before the waiter
 it woke gets the GIL; a thread that writes in a loop then keeps the lock for a whole GIL
-switch interval (5 ms) while the others wait. Measured with 8 threads adding to the store at
-once: the slowest 1% of adds waited 5-7 ms and the slowest 0.1% 14-20 ms, while the median
-looked fast (22 µs) only because a few threads were served over and over. Handing the lock
-to the longest waiter bounds every wait by the queue ahead of it: the median becomes the
-honest 8 x 40 µs and the slowest 1% about 1.5 ms.
+switch interval while the others wait: with several threads adding to the store at once, a
+few were served over and over and the slowest adds waited tens of times longer than the
+median. Handing the lock to the longest waiter bounds every wait by the queue ahead of it.
+The figures, before and after, are in docs/performance.md ("The SQLite store's tail").
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ tenth of the bound (and at ``open``), so between prunes up to ``bound + bound //
 batch`` rows are on disk; each prune is one indexed range delete.
 
 Checkpoints (copying the log back into the file) run on a thread of the store's own, every
-``_CHECKPOINT_ROWS`` rows written, not inside a caller's commit (see ``sqlite_checkpoint``).
-Measured on 20,000 adds: the slowest 0.1% went from 2.5-4 ms to about 0.4 ms.
+``_CHECKPOINT_ROWS`` rows written, not inside a caller's commit (see ``sqlite_checkpoint``;
+what that changed is measured in docs/performance.md, "The SQLite store's tail").
 """
 
 from __future__ import annotations

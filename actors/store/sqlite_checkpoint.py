@@ -3,10 +3,11 @@
 In WAL mode every commit appends to ``<db>-wal``; a checkpoint copies the log back into the
 database file (and fsyncs both) so that the log can start over. SQLite's automatic checkpoint
 runs inside the commit that crosses its threshold (1,000 pages), in the committing thread:
-here that is a caller's ``add``, under the store's write lock, so about one add in 300 took
-milliseconds instead of tens of microseconds, and every thread queued behind it waited as
-long. The store therefore asks this thread for a ``PASSIVE`` checkpoint every few hundred
-rows written; a passive checkpoint never blocks writers or readers, nor waits for them.
+here that is a caller's ``add``, under the store's write lock, so now and then one add took
+a checkpoint's time instead of a commit's, and every thread queued behind it waited as long
+(docs/performance.md, "The SQLite store's tail"). The store therefore asks this thread for a
+``PASSIVE`` checkpoint every few hundred rows written; a passive checkpoint never blocks
+writers or readers, nor waits for them.
 
 The store's connections keep SQLite's automatic checkpoint as a backstop at a higher
 threshold, so the log stays bounded even if this thread falls behind or fails.

@@ -721,6 +721,11 @@ class Scheduler:
         Decided on the calling thread when the scheduler already holds the task (a dict
         lookup, then the task's token, as ``TaskHandle.cancel``); otherwise (a task just
         scheduled, still on its way, or an unknown id) this asks the scheduler and waits.
+
+        Raises:
+            StoreError: a durable task's cancel could not be committed. It is cancelled in this
+                process all the same, and the scheduler's save of its end records it (if that
+                fails too, the task comes back after a restart).
         """
         if not isinstance(task_id, str):  # callers without type checking: no task has such an id
             return False  # type: ignore[unreachable]
@@ -731,7 +736,10 @@ class Scheduler:
             if self._closed:
                 return False
             reply = self._ask(Cancel(task_id, interrupt))
-        return bool(self._get(reply))
+        answer = self._get(reply)
+        if isinstance(answer, BaseException):  # the store could not commit it: cancelled here only
+            raise answer
+        return bool(answer)
 
     def _revoke(self, task: TaskRecord, interrupt: bool = False) -> bool:
         """Cancel ``task`` through its token (caller's thread); if that won, tell the scheduler.
@@ -743,13 +751,14 @@ class Scheduler:
         before = task.revoke()
         if before is not FREE and before is not RUNNING and before is not RAN:
             return signalled  # a one-time run started, the task is ending or has ended, or was cancelled
-        if task.store_seq is not None and self._store is not None:
-            self._store.cancel(task.task_id)  # a StoreError here: cancelled in this process only
-        with self._lock:
-            if self._closed:
-                return True  # the shutdown ends it anyway: it finds the token revoked
-            with contextlib.suppress(SchedulerShutdownError):  # stopped by force: every task has ended
-                self._put(Cancelled(task, before is not FREE))  # RUNNING or RAN: a run is in flight
+        try:
+            if task.store_seq is not None and self._store is not None:
+                self._store.cancel(task.task_id)  # a StoreError: cancelled in this process only
+        finally:  # the token is revoked either way: the scheduler must end the task here
+            with self._lock:
+                if not self._closed:  # else the shutdown ends it anyway: it finds the token revoked
+                    with contextlib.suppress(SchedulerShutdownError):  # stopped by force: all ended
+                        self._put(Cancelled(task, before is not FREE))  # RUNNING or RAN: a run in flight
         return True
 
     def handle(self, task_id: TaskId) -> TaskHandle:

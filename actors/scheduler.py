@@ -331,12 +331,19 @@ class SchedulerActor(LibraryActor):
             return False
         return True if command.task_id is not None else task_id
 
-    def _cancel(self, task_id: str, interrupt: bool) -> bool:
-        """Cancel a task (a ``Cancel`` message); a durable one's cancel is committed before the reply."""
+    def _cancel(self, task_id: str, interrupt: bool) -> bool | Exception:
+        """Cancel a task (a ``Cancel`` message); a durable one's cancel is committed before the reply.
+
+        Replies the store's error if the commit failed (the task is cancelled here all the same).
+        """
         task = self._core.tasks.get(task_id)
         cancelled = self._core.cancel(task_id, now=self._clock.now(), interrupt=interrupt)
         if cancelled and task is not None and task.store_seq is not None and self._store is not None:
-            self._store.cancel(task_id)
+            try:
+                self._store.cancel(task_id)
+            except Exception as error:
+                logger.exception("could not commit the cancel of task %r", task_id)
+                return error
         return cancelled
 
     def _add_by_id(self, task: TaskRecord, if_exists: str, definition: object, now: float) -> object:

@@ -1,4 +1,4 @@
-"""Fixed rate and fixed delay on a FakeClock, including the seed design's timeline."""
+"""Fixed rate and fixed delay on a FakeClock, including the demo's timeline (architecture.md, 9)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""next_fixed_rate / next_fixed_delay, and the seed table driven through a Timetable."""
+"""next_fixed_rate / next_fixed_delay, and the demo's timeline driven through a Timetable."""
 
 from __future__ import annotations
 
@@ -143,7 +143,7 @@ def test_no_drift_through_timetable() -> None:
     assert accumulated != first_at + 10_000 * interval  # accumulating would have drifted
 
 
-# -- the seed table: 30 ms interval, the third run takes 50 ms, the others are instant -----------
+# -- the demo's timeline: 30 ms interval, the third run takes 50 ms, the others are instant ---------
 
 FIRST = 1000.0
 MS = 0.001

@@ -3,8 +3,8 @@
 The public API: ``Scheduler`` (the facade), the actors it runs (``SchedulerActor``,
 ``WorkerActor``, ``ProcessWorkerActor``, ``EventBus``), keyed actor timers (``ActorTimers``,
 ``TimersMixin``), clocks (``Clock``, ``MonotonicClock``, ``FakeClock``), ``TaskHandle``,
-``Subscription``, ``current_run``/``RunContext``, the stores (``Store``, ``SQLiteStore``) and
-the errors. The messages live in ``messages``.
+``Subscription``, ``current_run``/``RunContext``, ``Retry``, the stores (``Store``,
+``SQLiteStore``) and the errors. The messages live in ``messages``.
 """
 
 import logging
@@ -12,17 +12,20 @@ import logging
 from actors.actor_timers import ActorTimers, TimersMixin
 from actors.clock import Clock, FakeClock, MonotonicClock
 from actors.errors import (
+    DependencyFailedError,
     DuplicateTaskError,
     InvalidTransitionError,
     JobFileError,
     MissedRunError,
     ProcessDiedError,
     RemoteTraceback,
+    RunCancelled,
     SchedulerError,
     SchedulerShutdownError,
     SchedulerStartError,
     StoreError,
     StoreLockedError,
+    TaskTimeoutError,
     UnknownTaskError,
     UnpicklableExceptionError,
     UnpicklableResultError,
@@ -33,6 +36,7 @@ from actors.event_bus import EventBus
 from actors.facade import Scheduler
 from actors.handles import Subscription, TaskHandle
 from actors.process_worker import ProcessWorkerActor
+from actors.retry import Retry
 from actors.run_context import RunContext, current_run
 from actors.scheduler import SchedulerActor
 from actors.store import SQLiteStore, Store
@@ -46,6 +50,7 @@ __all__ = [
     "MAX_WORKERS",
     "ActorTimers",
     "Clock",
+    "DependencyFailedError",
     "DuplicateTaskError",
     "EventBus",
     "FakeClock",
@@ -56,6 +61,8 @@ __all__ = [
     "ProcessDiedError",
     "ProcessWorkerActor",
     "RemoteTraceback",
+    "Retry",
+    "RunCancelled",
     "RunContext",
     "SQLiteStore",
     "Scheduler",
@@ -68,6 +75,7 @@ __all__ = [
     "StoreLockedError",
     "Subscription",
     "TaskHandle",
+    "TaskTimeoutError",
     "TimersMixin",
     "UnknownTaskError",
     "UnpicklableExceptionError",

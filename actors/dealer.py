@@ -111,7 +111,10 @@ class Dealer:
             self._pools[task.spec.executor].ready.appendleft(task)
 
     def report(self, worker: int, task_id: TaskId, run: int, *, idle: bool) -> TaskRecord | None:
-        """Take the run ``worker`` reports from its batch; ``None`` for a stale report."""
+        """Take the run ``worker`` reports from its batch; ``None`` for a stale report.
+
+        The task keeps its run's claim: the caller reads how the run was asked to stop, then clears it.
+        """
         batch = self._batches.get(worker)
         if not batch:
             return None  # a stale report (the run was already accounted for, e.g. worker lost)
@@ -119,12 +122,18 @@ class Dealer:
         if task.task_id != task_id or task.run_count + 1 != run:
             return None
         batch.popleft()
-        task.claim = None
         if idle:  # it could claim nothing after this run: the rest were taken back already
             assert not batch, f"worker {worker} reported idle with {len(batch)} runs unclaimed"
             del self._batches[worker]
             self._pool_of[worker].idle.append(worker)
         return task
+
+    def worker_of(self, task: TaskRecord) -> int | None:
+        """The worker whose batch holds ``task``'s run, if one does."""
+        for worker, batch in self._batches.items():
+            if task in batch:
+                return worker
+        return None
 
     def lose(self, worker: int) -> tuple[list[TaskRecord], list[TaskRecord]]:
         """Forget ``worker``; return its runs it had started and those taken back (not yet started)."""
@@ -216,20 +225,22 @@ class Dealer:
             for task in batch:
                 move_to(task, HANDED)
                 claim = task.claim = Claim()
-                runs.append(
-                    RunTask(
-                        task,
-                        task.task_id,
-                        task.run_count + 1,
-                        task.due_at,
-                        task.fn,
-                        task.args,
-                        task.kwargs,
-                        claim,
-                        task.spec.trigger is None,
-                        announce,
-                    )
+                spec = task.spec
+                run = RunTask(
+                    task,
+                    task.task_id,
+                    task.run_count + 1,
+                    task.due_at,
+                    task.fn,
+                    task.args,
+                    task.kwargs,
+                    claim,
+                    spec.trigger is None,
+                    announce,
                 )
+                if not spec.plain:  # rare: a run with more to say (kept off the common path)
+                    run = _detailed(run, task)
+                runs.append(run)
             handed.append((worker, runs))
         return True
 
@@ -254,6 +265,27 @@ class Dealer:
         stolen.reverse()
         self.requeue(stolen)
         return bool(stolen)
+
+
+def _detailed(run: RunTask, task: TaskRecord) -> RunTask:
+    """``run`` with what a task with options adds: its token rule, attempt, timeout, coroutine."""
+    spec = task.spec
+    failures = task.failures
+    return RunTask(
+        run.task,
+        run.task_id,
+        run.run,
+        run.due_at,
+        run.fn,
+        run.args,
+        run.kwargs,
+        run.claim,
+        spec.single_start,
+        run.announce or spec.timeout is not None,  # the deadline counts from the reported start
+        failures.attempt if failures is not None else 1,
+        spec.timeout,
+        spec.coroutine,
+    )
 
 
 def _too_late(task: TaskRecord, now: float) -> bool:

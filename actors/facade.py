@@ -12,6 +12,7 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from datetime import datetime, tzinfo
+from inspect import CO_COROUTINE
 from types import MappingProxyType
 from typing import Any, Final
 
@@ -21,7 +22,7 @@ from actors import stepping
 from actors.base import stop_quietly
 from actors.clock import Clock, MonotonicClock
 from actors.cron import CronSchedule
-from actors.durable import definition, json_arguments, load
+from actors.durable import definition, json_arguments, load_all
 from actors.errors import (
     DuplicateTaskError,
     SchedulerShutdownError,
@@ -34,6 +35,7 @@ from actors.mailboxes import check_refs
 from actors.minting import IdMint
 from actors.outbox import Outbox
 from actors.references import check_json_arguments, reference_of
+from actors.retry import Retry
 from actors.scheduler import OutboxItem, SchedulerActor
 from actors.store import Store, open_store
 from actors.task_record import INLINE, PROCESSES, THREADS, Recurrence, TaskRecord, TaskSpec, default_name
@@ -47,6 +49,7 @@ from actors.validation import (
     check_count,
     check_task,
     check_task_id,
+    is_coroutine_function,
     once_due_at,
     process_target,
     resolve_task_function,
@@ -112,6 +115,7 @@ class Scheduler:
         processes: int = 0,
         *,
         store: Store | str | os.PathLike[str] | None = None,
+        hung_grace: float = 5.0,
     ) -> None:
         """Start the scheduler; return once its threads run and its stored tasks are loaded.
 
@@ -125,9 +129,13 @@ class Scheduler:
             store: Where durable tasks live: ``None`` (memory only), a path (an SQLite file,
                 created if missing) or a ``Store``. Every live task in it is loaded and
                 scheduled; new tasks are durable by default (``docs/persistence.md``).
+            hung_grace: Seconds a run that outlived its task's ``timeout`` (and was asked to
+                stop) still gets before its worker is abandoned: the run counts ``FAILED``
+                with ``TaskTimeoutError`` and a new worker takes the old one's place.
 
         Raises:
-            ValueError: ``workers`` out of range, or ``history < 0``.
+            ValueError: ``workers`` out of range, ``history < 0``, or ``hung_grace`` not a
+                finite number >= 0.
             TypeError: ``workers`` or ``history`` is not an int, ``clock`` is not a ``Clock``,
                 or ``store`` is neither a path nor a ``Store``.
             StoreLockedError: another live scheduler holds the store.
@@ -137,6 +145,8 @@ class Scheduler:
         check_count("workers", workers, 1, MAX_WORKERS)
         check_count("history", history, 0)
         self._processes = check_count("processes", processes, 0, MAX_PROCESSES)
+        if require_finite("hung_grace", hung_grace) < 0:
+            raise ValueError(f"hung_grace must not be negative, got {hung_grace!r}")
         self._clock: Clock = check_clock(clock) if clock is not None else MonotonicClock()
         self._store = None if store is None else open_store(store)
         try:
@@ -169,6 +179,7 @@ class Scheduler:
             live=live,
             store=self._store,
             loaded=loaded,
+            hung_grace=float(hung_grace),
         )
         # _lock guards _closed, and is held while sending, so that nothing is sent after Shutdown.
         self._lock = threading.Lock()
@@ -197,9 +208,7 @@ class Scheduler:
         """Read the store's live tasks back as records (caller's thread, before the actors start)."""
         if self._store is None:
             return []
-        offset = self._wall_offset()
-        functions: dict[str, Callable[..., object]] = {}
-        return [load(row, wall_offset=offset, functions=functions) for row in self._store.load()]
+        return load_all(self._store.load(), wall_offset=self._wall_offset())
 
     def _wall_offset(self) -> float:
         """Wall-clock time (UTC epoch seconds) minus clock time, now."""
@@ -233,6 +242,8 @@ class Scheduler:
         misfire_grace: float | None = None,
         if_exists: str = "error",
         durable: bool | None = None,
+        timeout: float | None = None,
+        retry: Retry | None = None,
     ) -> TaskHandle:
         """Run ``fn(*args, **kwargs)`` once, ``delay`` seconds from now or at ``at``.
 
@@ -258,6 +269,13 @@ class Scheduler:
         - ``misfire_grace``: a run that would start more than this many seconds after its
           due time is not run: ``MISSED`` is published, and a one-time task ends ``FAILED``
           with ``MissedRunError`` (``None``, the default: a late run still runs, once).
+        - ``timeout``: seconds a run may take. Then the run is asked to stop
+          (``current_run().cancel_requested``; an ``async def`` task's coroutine is cancelled)
+          and ``TIMED_OUT`` is published; a run still going ``hung_grace`` seconds later
+          counts ``FAILED`` with ``TaskTimeoutError`` and its worker is replaced
+          (``docs/lifecycle.md``).
+        - ``retry``: a ``Retry`` policy: a failed run is tried again, after a growing delay,
+          before it counts as failed.
         - ``durable``: keep the task in the scheduler's store (the default when it has one;
           ``True`` without a store is a ``ValueError``). A durable task's ``fn`` is stored by
           reference and its arguments as JSON (tuples come back as lists): it returns only
@@ -281,7 +299,7 @@ class Scheduler:
             due_at = self._clock.now() + delay
         else:
             due_at = once_due_at(self._clock, delay, at)
-        options = TaskOptions(name, None, executor, misfire_grace, if_exists, durable)
+        options = TaskOptions(name, None, executor, misfire_grace, if_exists, durable, timeout, retry)
         due_wall = at.timestamp() if isinstance(at, datetime) else None  # a wall-clock task
         return self._schedule(fn, args, kwargs, due_at, None, task_id, options, due_wall)
 
@@ -300,6 +318,8 @@ class Scheduler:
         misfire_grace: float | None = None,
         if_exists: str = "error",
         durable: bool | None = None,
+        timeout: float | None = None,
+        retry: Retry | None = None,
     ) -> TaskHandle:
         """Run ``fn`` at ``now + initial_delay + k * interval``, k = 0, 1, 2, ...
 
@@ -315,7 +335,9 @@ class Scheduler:
         """
         first_at = self._clock.now() + require_finite("initial_delay", initial_delay)
         trigger = FixedRate(interval, first_at)
-        options = TaskOptions(name, max_consecutive_failures, executor, misfire_grace, if_exists, durable)
+        options = TaskOptions(
+            name, max_consecutive_failures, executor, misfire_grace, if_exists, durable, timeout, retry
+        )
         return self._schedule(fn, args, kwargs, first_at, trigger, task_id, options)
 
     def schedule_with_fixed_delay(
@@ -333,6 +355,8 @@ class Scheduler:
         misfire_grace: float | None = None,
         if_exists: str = "error",
         durable: bool | None = None,
+        timeout: float | None = None,
+        retry: Retry | None = None,
     ) -> TaskHandle:
         """Run ``fn`` at ``now + initial_delay``, then ``delay`` seconds after each run finishes.
 
@@ -344,7 +368,9 @@ class Scheduler:
         """
         first_at = self._clock.now() + require_finite("initial_delay", initial_delay)
         trigger = FixedDelay(delay, first_at)
-        options = TaskOptions(name, max_consecutive_failures, executor, misfire_grace, if_exists, durable)
+        options = TaskOptions(
+            name, max_consecutive_failures, executor, misfire_grace, if_exists, durable, timeout, retry
+        )
         return self._schedule(fn, args, kwargs, first_at, trigger, task_id, options)
 
     def schedule_cron(
@@ -362,6 +388,8 @@ class Scheduler:
         misfire_grace: float | None = None,
         if_exists: str = "error",
         durable: bool | None = None,
+        timeout: float | None = None,
+        retry: Retry | None = None,
     ) -> TaskHandle:
         """Run ``fn`` at the wall-clock times the cron expression ``expr`` names, read in zone ``tz``.
 
@@ -390,8 +418,76 @@ class Scheduler:
         offset = self._wall_offset()
         due_wall = calendar.next_fire(self._clock.now() + offset)
         trigger = Cron(expr, calendar.zone_name)
-        options = TaskOptions(name, max_consecutive_failures, executor, misfire_grace, if_exists, durable)
+        options = TaskOptions(
+            name, max_consecutive_failures, executor, misfire_grace, if_exists, durable, timeout, retry
+        )
         return self._schedule(fn, args, kwargs, due_wall - offset, trigger, task_id, options, due_wall)
+
+    def schedule_after(
+        self,
+        fn: Callable[..., object] | str,
+        after: TaskHandle | TaskId | Iterable[TaskHandle | TaskId],
+        *,
+        delay: float = 0.0,
+        args: tuple[Any, ...] = (),
+        kwargs: Mapping[str, Any] | None = None,
+        task_id: TaskId | None = None,
+        name: str | None = None,
+        executor: str = THREADS,
+        if_exists: str = "error",
+        timeout: float | None = None,
+        retry: Retry | None = None,
+    ) -> TaskHandle:
+        """Run ``fn`` once, ``delay`` seconds after every task in ``after`` has completed.
+
+        ``after``: handles or ids of one-time tasks of this scheduler (one, or an iterable):
+        fan-in and chains of any length. Until then the task is ``WAITING``
+        (``TaskInfo.waiting_for`` lists what it waits for). A task that has already completed
+        counts as done. If one of them ends ``FAILED`` or ``CANCELLED``, this task ends
+        ``CANCELLED`` with a ``DependencyFailedError`` naming it (``result()`` raises it), and
+        so do the tasks that wait for this one, down the graph. A cycle cannot be made: a task
+        can only wait for tasks that exist already. Such a task lives in memory only (with a
+        store too). Other options as for ``schedule_once``.
+
+        Raises:
+            UnknownTaskError: an id that is neither live nor in the finished-task history.
+            ValueError: a recurring task in ``after``, a handle of another scheduler, an empty
+                ``after``, a bad ``delay``; otherwise as ``schedule_once``.
+            TypeError, DuplicateTaskError, SchedulerShutdownError: as ``schedule_once``.
+        """
+        dependencies = self._dependencies(after)
+        wait = require_finite("delay", delay)
+        options = TaskOptions(name, None, executor, None, if_exists, False, timeout, retry)
+        return self._schedule(fn, args, kwargs, wait, None, task_id, options, after=dependencies)
+
+    def _dependencies(self, after: object) -> tuple[TaskRecord, ...]:
+        """The records of the tasks ``after`` names (caller's thread).
+
+        Raises:
+            UnknownTaskError, ValueError, TypeError: as ``schedule_after`` says.
+        """
+        items = [after] if isinstance(after, TaskHandle | str) else list(after)  # type: ignore[call-overload]
+        if not items:
+            raise ValueError("after must name at least one task")
+        records: list[TaskRecord] = []
+        for item in items:
+            if isinstance(item, TaskHandle):
+                if item._scheduler is not self:
+                    raise ValueError(f"{item!r} is a task of another scheduler")
+                record = item._task
+            elif isinstance(item, str):
+                found = self._live.get(item) or self._query(FindTask(item, finished=True))
+                if not isinstance(found, TaskRecord):
+                    raise UnknownTaskError(f"no live or finished task with id {item!r}")
+                record = found
+            else:
+                raise TypeError(f"after takes task handles or ids, got {item!r}")
+            if not record.spec.single_start and record.spec.trigger is not None:
+                raise ValueError(
+                    f"task {record.task_id!r} is recurring: it never completes, so nothing can wait for it"
+                )
+            records.append(record)
+        return tuple(records)
 
     # -- scheduled messages -----------------------------------------------------------------
 
@@ -492,14 +588,25 @@ class Scheduler:
         task_id: TaskId | None,
         options: TaskOptions,
         due_wall: float | None = None,
+        after: tuple[TaskRecord, ...] = (),
     ) -> TaskHandle:
         """Check a task's definition, build its record, hand it to the scheduler; return its handle.
 
         ``due_wall``: the first run's wall-clock instant, for a wall-clock task (which it makes one).
+        ``after``: the tasks it waits for (``schedule_after``); ``due_at`` is then its delay.
         """
         target = resolve_task_function(fn) if isinstance(fn, str) else fn
         checked = check_task(target, args, kwargs, options.name, options.failure_limit)
-        if trigger is None and due_wall is None and options.plain and self._store is None:  # the common case
+        code = getattr(target, "__code__", None)
+        plain_function = code is not None and not code.co_flags & CO_COROUTINE
+        if (
+            plain_function
+            and trigger is None
+            and due_wall is None
+            and options.plain
+            and self._store is None
+            and not after
+        ):
             task = TaskRecord("", target, args, checked, due_at, options.name or default_name(target))
             return self._submit(task, task_id, None, "error")
         message_task = options.executor == INLINE
@@ -514,7 +621,23 @@ class Scheduler:
             args_json, kwargs_json, args, checked = json_arguments(args, checked)
             row = (fn_ref, args_json, kwargs_json)
         limit, executor, grace = options.failure_limit, options.executor, options.misfire_grace
-        spec = TaskSpec(trigger, limit, executor, grace, on_wall=due_wall is not None)
+        coroutine = not plain_function and is_coroutine_function(target)
+        if coroutine and executor != THREADS:
+            raise TypeError(
+                f"{target!r} is async def: it runs on a worker thread's event loop, not {executor!r}"
+            )
+        spec = TaskSpec(
+            trigger,
+            limit,
+            executor,
+            grace,
+            on_wall=due_wall is not None,
+            timeout=options.timeout,
+            retry=options.retry,
+            coroutine=coroutine,
+            after=after,
+            delay=due_at if after else 0.0,
+        )
         task = TaskRecord("", runs, args, checked, due_at, options.name or default_name(target), spec)
         if due_wall is not None:
             task.due_wall = due_wall
@@ -562,13 +685,19 @@ class Scheduler:
 
     # -- control and queries ----------------------------------------------------------------
 
-    def cancel(self, task_id: TaskId) -> bool:
-        """Cancel a task; return whether that prevented a run.
+    def cancel(self, task_id: TaskId, interrupt: bool = False) -> bool:
+        """Cancel a task; return whether that prevented a run (or, ``interrupt``, signalled one).
 
         ``True`` for a task that had not started its run (it never runs; one ``CANCELLED``
         event) and for a recurring task cancelled mid-run (the run finishes, then
         ``CANCELLED``, and no further run). ``False`` for a running one-time task (it just
         finishes), and for unknown, finished or already-cancelled ids, and after shutdown.
+
+        ``interrupt=True`` also asks a run in progress to stop: ``current_run().cancel_requested``
+        becomes true there (and ``check()`` raises ``RunCancelled``; an ``async def`` task's
+        coroutine is cancelled). Then ``True`` also for a running one-time task. A run that
+        stops by raising ``RunCancelled`` ends the task ``CANCELLED``, not failed; one that
+        returns anyway counts as a completed run, and the task still ends ``CANCELLED``.
 
         Decided on the calling thread when the scheduler already holds the task (a dict
         lookup, then the task's token, as ``TaskHandle.cancel``); otherwise (a task just
@@ -578,21 +707,23 @@ class Scheduler:
             return False  # type: ignore[unreachable]
         task = self._live.get(task_id)
         if task is not None:
-            return self._revoke(task)
+            return self._revoke(task, interrupt)
         with self._lock:
             if self._closed:
                 return False
-            reply = self._ask(Cancel(task_id))
+            reply = self._ask(Cancel(task_id, interrupt))
         return bool(self._get(reply))
 
-    def _revoke(self, task: TaskRecord) -> bool:
+    def _revoke(self, task: TaskRecord, interrupt: bool = False) -> bool:
         """Cancel ``task`` through its token (caller's thread); if that won, tell the scheduler.
 
-        A durable task's cancel is committed to the store before this returns ``True``.
+        ``interrupt``: also ask its run in progress, if any, to stop. A durable task's cancel
+        is committed to the store before this returns ``True``.
         """
+        signalled = interrupt and task.interrupt()
         before = task.revoke()
         if before is not FREE and before is not RUNNING and before is not RAN:
-            return False  # a one-time run started, the task is ending or has ended, or was cancelled
+            return signalled  # a one-time run started, the task is ending or has ended, or was cancelled
         if task.store_seq is not None and self._store is not None:
             self._store.cancel(task.task_id)  # a StoreError here: cancelled in this process only
         with self._lock:
@@ -772,7 +903,7 @@ class Scheduler:
                 stop_quietly(self._ref)
         threads = self._threads.threads()
         for thread, role in threads:
-            if role is not Role.WORKER:
+            if role is not Role.WORKER and role is not Role.ABANDONED:
                 join(thread, deadline)
         workers = [thread for thread, role in threads if role is Role.WORKER]
         if not self._forced_stop:

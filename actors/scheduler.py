@@ -107,6 +107,7 @@ class SchedulerActor(LibraryActor):
         live: dict[str, TaskRecord] | None = None,
         store: Store | None = None,
         loaded: list[TaskRecord] | None = None,
+        hung_grace: float = 5.0,
     ) -> None:
         """Create the actor (runs on the caller's thread; workers, bus and timer start in ``on_start``).
 
@@ -130,6 +131,8 @@ class SchedulerActor(LibraryActor):
             store: Where durable tasks live (opened already); this actor writes their runs'
                 outcomes, and closes it when it stops.
             loaded: The live tasks read from ``store``, to own from the start.
+            hung_grace: Seconds a run past its ``timeout`` gets, once asked to stop, before its
+                worker is abandoned (and replaced).
         """
         super().__init__(threads)
         check_count("workers", workers, 1, MAX_WORKERS)
@@ -138,7 +141,9 @@ class SchedulerActor(LibraryActor):
         self._clock = clock
         self._bus = bus
         self._own_bus = bus is None
-        self._core = Timetable(workers=workers, processes=processes, history=history, tasks=live)
+        self._core = Timetable(
+            workers=workers, processes=processes, history=history, tasks=live, hung_grace=hung_grace
+        )
         self._pool_size = workers
         # One slot per process worker, made here: killing a child must not wait for its worker.
         self._slots = [ProcessSlot(f"process-worker-{index}") for index in range(processes)]
@@ -158,6 +163,7 @@ class SchedulerActor(LibraryActor):
         self._stopping = False
         self._ticks = 0
         self._replaced = 0
+        self._abandoned = 0
         core = self._core
         self._takers: dict[type, Callable[[Any, float], object]] = {
             Completed: lambda report, now: core.completed(report, now=now),
@@ -277,10 +283,10 @@ class SchedulerActor(LibraryActor):
                 if not isinstance(task, TaskRecord):
                     return None
                 return self._add_by_id(task, if_exists, definition, self._clock.now())
-            case FindTask(task_id):
-                return core.tasks.get(task_id)
-            case Cancel(task_id):
-                return self._cancel(task_id)
+            case FindTask(task_id, finished):
+                return core.record(task_id, finished=finished)
+            case Cancel(task_id, interrupt):
+                return self._cancel(task_id, interrupt)
             case QueryTask(task_id):
                 return core.find(task_id, wall_offset=self._wall_offset())
             case QueryTasks():
@@ -324,10 +330,10 @@ class SchedulerActor(LibraryActor):
             return False
         return True if command.task_id is not None else task_id
 
-    def _cancel(self, task_id: str) -> bool:
+    def _cancel(self, task_id: str, interrupt: bool) -> bool:
         """Cancel a task (a ``Cancel`` message); a durable one's cancel is committed before the reply."""
         task = self._core.tasks.get(task_id)
-        cancelled = self._core.cancel(task_id, now=self._clock.now())
+        cancelled = self._core.cancel(task_id, now=self._clock.now(), interrupt=interrupt)
         if cancelled and task is not None and task.store_seq is not None and self._store is not None:
             self._store.cancel(task_id)
         return cancelled
@@ -359,7 +365,7 @@ class SchedulerActor(LibraryActor):
             self._core.add(task, now=now)
         except (DuplicateTaskError, SchedulerShutdownError) as error:
             logger.warning("task refused: %s", error)
-            self._core.refuse(task)
+            self._core.refuse(task, now=now)
             return False
         return True
 
@@ -381,6 +387,8 @@ class SchedulerActor(LibraryActor):
             self._save(effects)  # before anything makes the changes visible
         if effects.events:
             self._tell_bus(Publish(tuple(effects.events)))
+        for worker in effects.abandoned:
+            self._abandon_worker(worker)
         for worker, runs in effects.batches:
             self._hand_batch(worker, runs)
         if effects.finished:
@@ -468,6 +476,7 @@ class SchedulerActor(LibraryActor):
             ticks=self._ticks,
             timer_wakeups=self._timer.wakeups if self._timer is not None else 0,
             replaced_threads=self._replaced,
+            abandoned_workers=self._abandoned,
         )
 
     # -- the threads it runs (scheduler thread) ---------------------------------------------
@@ -502,6 +511,25 @@ class SchedulerActor(LibraryActor):
         self._core.worker_lost(index, WorkerLostError(f"worker {index} {reason} during the run"), now=now)
         self._workers[index] = self._start_worker(index)
         self._core.add_worker(index, now=now)
+
+    def _abandon_worker(self, index: int) -> None:
+        """Give up on a worker stuck in a run past its timeout and grace; put a fresh one in its place.
+
+        A thread cannot be killed: it is left to finish the run on its own (a daemon that
+        shutdown does not wait for), and told to stop then; whatever it reports is stale. A
+        worker process's child is killed instead, and the worker goes on with a new child.
+        """
+        logger.error("worker %d is stuck in a run past its timeout and hung_grace; replacing it", index)
+        self._abandoned += 1
+        if index < self._pool_size:
+            old = self._workers[index]
+            if self._threads is not None:
+                self._threads.abandon(old.actor_urn)
+            stop_quietly(old)
+            self._workers[index] = self._start_worker(index)
+        else:
+            self._slots[index - self._pool_size].kill()
+        self._core.add_worker(index, now=self._clock.now())
 
     def _replace_bus(self, reason: str) -> None:
         if self._stopping or not self._own_bus or (self._bus is not None and self._bus.is_alive()):

@@ -20,15 +20,28 @@ library keeps no handle alive.
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from actors.claim import Claim
+from actors.claim import INTERRUPTED, Claim
 from actors.cron import CronSchedule
+from actors.errors import DependencyFailedError
 from actors.recurrence import first_due_at
-from actors.task_state import CANCELLING, FAILED, FINAL_STATUS, HANDED, PENDING, State
+from actors.retry import Retry
+from actors.task_state import (
+    CANCELLED,
+    CANCELLING,
+    COMPLETED,
+    FAILED,
+    FINAL_STATUS,
+    HANDED,
+    PENDING,
+    WAITING,
+    State,
+)
 from actors.token import FREE, Token
 from messages import Cron, FixedDelay, FixedRate, Once, Schedule, TaskInfo, TaskStatus
 
@@ -42,15 +55,31 @@ def default_name(fn: object) -> str:
 
 
 class Failures:
-    """A task's failure counters: made only for tasks that fail or have a failure limit."""
+    """A task's failure counters: made only for tasks that fail or have a failure limit.
 
-    __slots__ = ("consecutive", "count", "last_error", "last_traceback")
+    A run being retried keeps its state here too: ``attempt`` (the attempt that runs next,
+    from 1) and ``slot_due_at``/``slot_due_wall``, the run's own due time (its retries are
+    due later; the key of the run and a fixed-rate task's next slot count from the slot).
+    """
+
+    __slots__ = (
+        "attempt",
+        "consecutive",
+        "count",
+        "last_error",
+        "last_traceback",
+        "slot_due_at",
+        "slot_due_wall",
+    )
 
     def __init__(self) -> None:
         self.count = 0
         self.consecutive = 0
         self.last_error: BaseException | None = None
         self.last_traceback: str | None = None
+        self.attempt = 1
+        self.slot_due_at = 0.0
+        self.slot_due_wall: float | None = None
 
 
 THREADS: Final = "thread"
@@ -78,9 +107,26 @@ class TaskSpec:
     derived from it and re-planned when the wall clock jumps. Every other task is due at a
     clock time. ``calendar`` is a cron task's checked expression (its trigger is the ``Cron``
     message, to show).
+
+    ``timeout``: seconds a run may take before it is asked to stop; ``retry``: how a failed run
+    is tried again; ``coroutine``: the function is ``async def`` (its worker's loop runs it);
+    ``after``: the tasks it waits for (``schedule_after``), and ``delay``, how long after the
+    last of them completed it is due.
     """
 
-    __slots__ = ("calendar", "executor", "failure_limit", "misfire_grace", "on_wall", "trigger")
+    __slots__ = (
+        "after",
+        "calendar",
+        "coroutine",
+        "delay",
+        "executor",
+        "failure_limit",
+        "misfire_grace",
+        "on_wall",
+        "retry",
+        "timeout",
+        "trigger",
+    )
 
     def __init__(
         self,
@@ -90,6 +136,11 @@ class TaskSpec:
         misfire_grace: float | None = None,
         *,
         on_wall: bool = False,
+        timeout: float | None = None,
+        retry: Retry | None = None,
+        coroutine: bool = False,
+        after: tuple[TaskRecord, ...] = (),
+        delay: float = 0.0,
     ) -> None:
         """Describe a task; a ``Cron`` trigger is checked here (``ValueError`` naming the field or zone)."""
         self.trigger = trigger
@@ -98,6 +149,16 @@ class TaskSpec:
         self.misfire_grace = misfire_grace
         self.calendar = CronSchedule.parse(trigger.expr, trigger.tz) if isinstance(trigger, Cron) else None
         self.on_wall = on_wall or self.calendar is not None
+        self.timeout = timeout
+        self.retry = retry
+        self.coroutine = coroutine
+        self.after = after
+        self.delay = delay
+
+    @property
+    def single_start(self) -> bool:
+        """Whether a run takes the task's token for good as it starts (a one-time task never retried)."""
+        return self.trigger is None and self.retry is None
 
     @property
     def plain(self) -> bool:
@@ -108,12 +169,17 @@ class TaskSpec:
             and self.executor == THREADS
             and self.misfire_grace is None
             and not self.on_wall
+            and self.timeout is None
+            and self.retry is None
+            and not self.coroutine
+            and not self.after
         )
 
     def __repr__(self) -> str:
         return (
             f"TaskSpec({self.trigger!r}, failure_limit={self.failure_limit!r}, "
-            f"executor={self.executor!r}, misfire_grace={self.misfire_grace!r}, on_wall={self.on_wall!r})"
+            f"executor={self.executor!r}, misfire_grace={self.misfire_grace!r}, on_wall={self.on_wall!r}, "
+            f"timeout={self.timeout!r}, retry={self.retry!r}, coroutine={self.coroutine!r})"
         )
 
 
@@ -192,7 +258,10 @@ class TaskRecord(Token):
         if isinstance(recurring, FixedRate | FixedDelay):
             recurring = recurring.resolved(now)  # a relative start counts from now
         limit = cmd.max_consecutive_failures
-        spec = PLAIN if recurring is None and limit is None else TaskSpec(recurring, limit)
+        coroutine = inspect.iscoroutinefunction(cmd.fn)
+        spec = PLAIN if recurring is None and limit is None and not coroutine else TaskSpec(recurring, limit)
+        if coroutine:
+            spec = TaskSpec(recurring, limit, coroutine=True)
         name = cmd.name if cmd.name is not None else default_name(cmd.fn)
         if spec.calendar is None:
             return cls(task_id, cmd.fn, cmd.args, cmd.kwargs, first_due_at(trigger, now), name, spec)
@@ -220,6 +289,15 @@ class TaskRecord(Token):
     def is_one_time(self) -> bool:
         """Whether the task runs once (it has no recurring trigger)."""
         return self.spec.trigger is None
+
+    def interrupt(self) -> bool:
+        """Ask the run in progress, if any, to stop (any thread); whether this asked it.
+
+        Reads the run's claim once: a task between runs has none (the core clears it as the
+        run reports), and asking a run that has just ended changes nothing.
+        """
+        claim = self.claim
+        return claim is not None and claim.request_stop(INTERRUPTED)
 
     def label(self) -> str:
         """Return the task's name: the one it was given, else its function's qualified name."""
@@ -252,6 +330,8 @@ class TaskRecord(Token):
             return final
         if self.state is CANCELLING or (self.state is HANDED and running):
             return TaskStatus.RUNNING
+        if self.state is WAITING:
+            return TaskStatus.WAITING
         return TaskStatus.SCHEDULED
 
     def end_reason(self) -> str | None:
@@ -259,6 +339,13 @@ class TaskRecord(Token):
         state = self.state
         if state not in FINAL_STATUS:
             return None
+        failures = self.failures
+        if (
+            state is CANCELLED
+            and failures is not None
+            and isinstance(failures.last_error, DependencyFailedError)
+        ):
+            return str(failures.last_error)
         if state is FAILED and self.spec.executor == INLINE:
             return "its message could not be delivered: the actor was dead"
         if state is FAILED and self.trigger is not None:
@@ -293,6 +380,13 @@ class TaskRecord(Token):
             next_run_wall=_wall(next_run_at, wall_offset),
             last_traceback=failures.last_traceback if failures else None,
             end_reason=self.end_reason(),
+            waiting_for=self.waiting_for() if status is TaskStatus.WAITING else (),
+        )
+
+    def waiting_for(self) -> tuple[str, ...]:
+        """The ids of the tasks this one waits for that have not completed yet."""
+        return tuple(
+            dependency.task_id for dependency in self.spec.after if dependency.state is not COMPLETED
         )
 
 

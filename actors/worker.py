@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import traceback
 from collections.abc import Callable
@@ -11,6 +12,7 @@ import pykka
 
 from actors.base import LibraryActor
 from actors.clock import Clock
+from actors.errors import RunCancelled
 from actors.outbox import Outbox
 from actors.run_context import CURRENT_RUN
 from actors.threads import Role, ThreadRegistry
@@ -58,6 +60,7 @@ class WorkerActor(LibraryActor):
         self._scheduler = scheduler
         self._clock = clock
         self._reports = reports
+        self._loop: asyncio.AbstractEventLoop | None = None  # runs async def tasks; this thread's alone
 
     def on_receive(self, message: Any) -> None:
         """Run a ``RunBatch``, reporting each run to the scheduler (worker thread)."""
@@ -68,7 +71,16 @@ class WorkerActor(LibraryActor):
 
     def _call(self, run: RunTask) -> object:
         """Run the task's function (here, on this thread; ``ProcessWorkerActor`` does it elsewhere)."""
+        if run.coroutine:
+            return self._await(run)
         return run.fn(*run.args, **run.kwargs)
+
+    def _await(self, run: RunTask) -> object:
+        """Run an ``async def`` task to its end on this worker's event loop (made at its first such run)."""
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.new_event_loop()
+        return loop.run_until_complete(_stoppable(run, loop))
 
     def _report(self, report: Report) -> None:
         if self._reports is None:
@@ -82,7 +94,9 @@ class WorkerActor(LibraryActor):
         self._tell(WorkerExited(self._index, "failed"))
 
     def on_stop(self) -> None:
-        """Tell the scheduler this worker stopped (worker thread, as the actor stops)."""
+        """Close its event loop; tell the scheduler this worker stopped (worker thread, as it stops)."""
+        if self._loop is not None:
+            self._loop.close()
         self._tell(WorkerExited(self._index, "stopped"))
 
     def _tell(self, message: object) -> None:
@@ -115,7 +129,7 @@ def run_batch(
                 value, failure, finished_at = _run(run, worker, started_at, clock, call, report)
             finally:  # even if this worker fails now: its task must be able to run again
                 if not run.one_time:
-                    task.end_run()
+                    task.end_run(run.claim)
             index = _next_claimed(runs, index + 1)
             idle = index is None
             if failure is None:
@@ -150,6 +164,27 @@ def _run(
     finally:
         CURRENT_RUN.reset(reset)
     return value, None, clock.now()
+
+
+async def _stoppable(run: RunTask, loop: asyncio.AbstractEventLoop) -> object:
+    """Await the run's coroutine as a task that a stop request cancels (``RunCancelled`` then)."""
+    task: asyncio.Task[object] = loop.create_task(run.fn(*run.args, **run.kwargs))  # type: ignore[arg-type]
+    claim = run.claim
+
+    def wake() -> None:  # on the thread that asks the run to stop
+        loop.call_soon_threadsafe(task.cancel)
+
+    claim.waker = wake
+    try:
+        if claim.stop:  # asked before the waker was there
+            task.cancel()
+        return await task
+    except asyncio.CancelledError:
+        if claim.stop:
+            raise RunCancelled(f"run {run.run} of task {run.task_id!r} was asked to stop") from None
+        raise
+    finally:
+        claim.waker = None
 
 
 def _detach(error: BaseException) -> tuple[BaseException, str]:

@@ -1,13 +1,15 @@
 """An actor-based, in-process task scheduler on pykka.
 
 The public API: ``Scheduler`` (the facade), the actors it runs (``SchedulerActor``,
-``WorkerActor``, ``ProcessWorkerActor``, ``EventBus``), clocks (``Clock``, ``MonotonicClock``,
-``FakeClock``), ``TaskHandle``, ``Subscription``, ``current_run``/``RunContext``, ``Retry``,
-the stores (``Store``, ``SQLiteStore``) and the errors. The messages live in ``messages``.
+``WorkerActor``, ``ProcessWorkerActor``, ``EventBus``), keyed actor timers (``ActorTimers``,
+``TimersMixin``), clocks (``Clock``, ``MonotonicClock``, ``FakeClock``), ``TaskHandle``,
+``Subscription``, ``current_run``/``RunContext``, ``Retry``, the stores (``Store``,
+``SQLiteStore``) and the errors. The messages live in ``messages``.
 """
 
 import logging
 
+from actors.actor_timers import ActorTimers, TimersMixin
 from actors.clock import Clock, FakeClock, MonotonicClock
 from actors.errors import (
     DependencyFailedError,
@@ -46,6 +48,7 @@ logging.getLogger(__name__).addHandler(logging.NullHandler())
 __all__ = [
     "MAX_PROCESSES",
     "MAX_WORKERS",
+    "ActorTimers",
     "Clock",
     "DependencyFailedError",
     "DuplicateTaskError",
@@ -73,6 +76,7 @@ __all__ = [
     "Subscription",
     "TaskHandle",
     "TaskTimeoutError",
+    "TimersMixin",
     "UnknownTaskError",
     "UnpicklableExceptionError",
     "UnpicklableResultError",

@@ -39,6 +39,7 @@ from messages.events import (
     is_minted_id,
 )
 from messages.reports import BusExited, Cancelled, Completed, Failed, Skipped, Started, WorkerExited
+from messages.timers import TimerFired
 from messages.triggers import Cron, FixedDelay, FixedRate, Once, Trigger
 
 __all__ = [
@@ -80,6 +81,7 @@ __all__ = [
     "TaskStatus",
     "TaskToken",
     "Tick",
+    "TimerFired",
     "Trigger",
     "Unsubscribe",
     "Waiter",

@@ -49,6 +49,7 @@ from messages import (
     TaskInfo,
     TaskStatus,
     Tick,
+    TimerFired,
     Unsubscribe,
     WorkerExited,
     is_minted_id,
@@ -360,6 +361,7 @@ INSTANCES = [
     BusExited("died"),
     EVENT,
     INFO,
+    TimerFired("k", 1, "message"),
     SchedulerStats(live_tasks=0, running=0, heap_size=0, workers=1, ticks=0, timer_wakeups=0),
 ]
 

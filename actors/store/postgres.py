@@ -48,6 +48,7 @@ from actors.store.postgres_schema import APPLICATION, lock_key, prepare
 from actors.store.protocol import (
     IfExists,
     Lease,
+    RunInFlight,
     RunRecord,
     SharedStore,
     StoredTask,
@@ -308,12 +309,25 @@ class PostgresStore:
         check_batch(updates, runs)
         if not updates and not runs:
             return 0
+        return self._save(updates, runs).new_runs
+
+    def save_outcomes(
+        self, updates: Sequence[TaskUpdate] = (), runs: Sequence[RunRecord] = ()
+    ) -> frozenset[int]:
+        """``save``, returning the rows whose fenced updates were refused; see ``SharedStore``. Any thread."""
+        check_batch(updates, runs)
+        if not updates and not runs:
+            self._live()
+            return frozenset()
+        return self._save(updates, runs).fenced_out
+
+    def _save(self, updates: Sequence[TaskUpdate], runs: Sequence[RunRecord]) -> writes.Saved:
         saved = self._write("save", lambda db: writes.save(db, updates, runs, self._node, self._channel))
         with self._counts_lock:
             self._runs_since_prune += saved.new_runs
             self._terminal_since_prune += saved.ended
         self._prune_after_save()
-        return saved.new_runs
+        return saved
 
     def reserve_minted(self, count: int) -> range:
         """Reserve ``count`` numbers for minted ids; see ``Store.reserve_minted``. Any thread.
@@ -394,6 +408,21 @@ class PostgresStore:
         if not leases:
             return []
         return renewals.run("renew", lambda db: writes.renew(db, leases, self._node, self._lease))
+
+    def start(self, lease: Lease, *, seal: bool) -> float | None:
+        """Record that the claimed run of ``lease`` starts; see ``SharedStore.start``. Any thread.
+
+        Repeatable after a lost connection: starting twice under one lease is starting once.
+        """
+        check_leases([lease])
+        if lease.owner != self._node:  # another node's lease is not ours to start
+            self._live()
+            return None
+        return self._read("start", lambda db: writes.start(db, lease, bool(seal), self._node, self._lease))
+
+    def runs_in_flight(self) -> list[RunInFlight]:
+        """Return every row held by a lease that has not ended; see ``SharedStore``. Any thread."""
+        return self._read("runs_in_flight", writes.in_flight)
 
     def release(self, leases: Sequence[Lease]) -> None:
         """Give back rows still held with ``leases``; see ``SharedStore.release``. Any thread."""

@@ -50,22 +50,32 @@ REPLACE_TASK: Final = f"""
     WITH replaced AS (
         UPDATE task SET fn_ref = %(fn_ref)s, args_json = %(args_json)s, kwargs_json = %(kwargs_json)s,
                         trigger_json = %(trigger_json)s, options_json = %(options_json)s,
-                        next_due = %(next_due)s, updated_at = {NOW}, change = {XID}
+                        next_due = %(next_due)s, updated_at = {NOW}, change = {XID},
+                        replaced_fence = CASE WHEN owner IS NOT NULL THEN fence ELSE replaced_fence END
          WHERE seq = %(seq)s
         RETURNING {TASK_COLUMNS})
     SELECT {TASK_COLUMNS}, pg_notify(%(channel)s, task_id) FROM replaced"""
 LOCK_TASK: Final = f"SELECT {TASK_COLUMNS} FROM task WHERE task_id = %s FOR UPDATE"
+# A replace of a row whose run is in flight (owned) records that claim's fence: the owner
+# runs the definition it claimed, and its outcome lands on the counters and the ledger, but
+# the new definition's status and next due time stand (see UPDATE_TASKS).
 DELETE_TASK: Final = "DELETE FROM task WHERE seq = %s"
+# A cancel loses to a sealed run in flight (a one-time task's run that has started and whose
+# lease holds): as in memory, that run decides how the task ends.
 CANCEL_TASK: Final = f"""
     WITH cancelled AS (
         UPDATE task SET status = 'cancelled', next_due = NULL, updated_at = {NOW}, change = {XID}
          WHERE task_id = %(task_id)s AND status = 'scheduled'
+           AND NOT (owner IS NOT NULL AND sealed_fence IS NOT NULL AND sealed_fence = fence
+                    AND lease_until >= {NOW})
         RETURNING task_id)
     SELECT pg_notify(%(channel)s, task_id) FROM cancelled"""
 # One statement for a batch of updates of distinct rows. In SET, task.status, task.owner and
 # task.lease_until are the row's values before this update: a terminal row keeps its status
 # (no update undoes a committed cancel) and takes the counters. A fenced update applies only
-# to the row its lease still holds, and ends the lease. Returns the seq of each applied one.
+# to the row its lease still holds, and ends the lease; if the task was replaced while that
+# claim was in flight, the replaced definition's status and next due time stand. Returns the
+# seq of each applied one.
 UPDATE_TASKS: Final = f"""
     WITH given AS (
         SELECT * FROM unnest(%(task_id)s::text[], %(seq)s::bigint[], %(status)s::text[],
@@ -75,8 +85,12 @@ UPDATE_TASKS: Final = f"""
             AS given (task_id, seq, status, next_due, run_count, failure_count, consecutive_failures,
                       last_error, last_outcome, fence)),
     applied AS (
-        UPDATE task SET status = CASE WHEN task.status = 'scheduled' THEN given.status ELSE task.status END,
-                        next_due = CASE WHEN task.status = 'scheduled' THEN given.next_due END,
+        UPDATE task SET status = CASE WHEN task.status <> 'scheduled' THEN task.status
+                                      WHEN task.replaced_fence = given.fence THEN task.status
+                                      ELSE given.status END,
+                        next_due = CASE WHEN task.status <> 'scheduled' THEN NULL
+                                        WHEN task.replaced_fence = given.fence THEN task.next_due
+                                        ELSE given.next_due END,
                         run_count = given.run_count, failure_count = given.failure_count,
                         consecutive_failures = given.consecutive_failures,
                         last_error = given.last_error, last_outcome = given.last_outcome,
@@ -170,6 +184,22 @@ RENEW: Final = f"""
       FROM unnest(%(seq)s::bigint[], %(fence)s::bigint[]) AS held (seq, fence)
      WHERE task.seq = held.seq AND task.fence = held.fence AND task.owner = %(node)s
     RETURNING task.seq, task.fence, task.lease_until, {NOW}"""
+# The start of a claimed run: the row must still be held with this lease and still be
+# scheduled (a cancel from any node committed before this wins: the run does not start). It
+# renews the lease, and records the start (sealed too, for a run a cancel can no longer stop).
+START: Final = f"""
+    UPDATE task SET lease_until = {NOW} + %(lease)s, started_fence = fence,
+                    sealed_fence = CASE WHEN %(seal)s THEN fence ELSE sealed_fence END
+     WHERE seq = %(seq)s AND fence = %(fence)s AND owner = %(node)s AND status = 'scheduled'
+    RETURNING {NOW}"""
+# The runs in flight on every node: rows held by a lease that has not ended (task_owned).
+IN_FLIGHT: Final = f"""
+    SELECT task_id, seq, owner, lease_until, coalesce(started_fence = fence, false) FROM task
+     WHERE owner IS NOT NULL AND lease_until >= {NOW}
+     ORDER BY seq"""
+# Which of these rows still exist (a fenced update of a row that is gone was not fenced out:
+# nobody can claim that incarnation any more, so its outcome is the only one there can be).
+EXISTING: Final = "SELECT seq FROM task WHERE seq = ANY(%s::bigint[])"
 RELEASE: Final = """
     WITH released AS (
         UPDATE task SET owner = NULL, lease_until = NULL

@@ -19,6 +19,7 @@ from actors.store.protocol import (
     LIVE_STATUS,
     IfExists,
     Lease,
+    RunInFlight,
     RunRecord,
     StoredTask,
     TaskDefinition,
@@ -31,10 +32,11 @@ _TASK_FIELDS: Final = len(q.TASK_COLUMNS.split(", "))
 
 @dataclass(frozen=True, slots=True)
 class Saved:
-    """What a ``save`` transaction did: new ledger rows, and updates that ended a task."""
+    """What a ``save`` transaction did: new ledger rows, ended tasks, refused fenced updates (by seq)."""
 
     new_runs: int
     ended: int
+    fenced_out: frozenset[int]
 
 
 def add(db: Connection, task: TaskDefinition, if_exists: IfExists, channel: str) -> tuple[StoredTask, bool]:
@@ -107,6 +109,11 @@ def save(
             applied[i] = updates[i].seq in done
     fenced_out = {u.seq for u, ok in zip(updates, applied, strict=True) if u.fence is not None and not ok}
     fenced_out -= {u.seq for u, ok in zip(updates, applied, strict=True) if ok}
+    if fenced_out:
+        # A row that is gone (its id re-added after a cancel, or pruned) cannot be claimed
+        # again: the outcome of its last lease is the only one it can ever get, so it counts.
+        rows = db.execute(q.EXISTING, (sorted(fenced_out),)).fetchall()
+        fenced_out = {seq for (seq,) in rows}
     kept = [r for r in runs if r.task_seq not in fenced_out]
     new = 0
     if kept:
@@ -126,7 +133,7 @@ def save(
     # Counts updates that end a task; one that finds its row terminal already is counted too,
     # which only makes a prune come a little early.
     ended = sum(ok and u.status != LIVE_STATUS for u, ok in zip(updates, applied, strict=True))
-    return Saved(new_runs=new, ended=ended)
+    return Saved(new_runs=new, ended=ended, fenced_out=frozenset(fenced_out))
 
 
 def _rounds(updates: Sequence[TaskUpdate]) -> list[list[int]]:
@@ -186,6 +193,24 @@ def renew(db: Connection, leases: Sequence[Lease], node: str, lease: float) -> l
         if found is not None:
             result.append(dataclasses.replace(held, expires=found[0], db_now=found[1]))
     return result
+
+
+def start(db: Connection, held: Lease, seal: bool, node: str, lease: float) -> float | None:
+    """Record that the run of ``held`` starts; return the database's clock, or ``None`` if refused."""
+    params = {"seq": held.seq, "fence": held.fence, "node": node, "lease": lease, "seal": seal}
+    row = db.execute(q.START, params).fetchone()
+    if row is None:
+        return None
+    started: float = row[0]
+    return started
+
+
+def in_flight(db: Connection) -> list[RunInFlight]:
+    """Return the rows held by a lease that has not ended, in ``seq`` order."""
+    return [
+        RunInFlight(task_id=task_id, seq=seq, owner=owner, expires=expires, started=started)
+        for task_id, seq, owner, expires, started in db.execute(q.IN_FLIGHT).fetchall()
+    ]
 
 
 def release(db: Connection, leases: Sequence[Lease], node: str, channel: str) -> None:

@@ -32,6 +32,7 @@ __all__ = [
     "TERMINAL_STATUSES",
     "IfExists",
     "Lease",
+    "RunInFlight",
     "RunRecord",
     "SharedStore",
     "Store",
@@ -393,6 +394,26 @@ class Lease:
         return self.task.seq
 
 
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunInFlight:
+    """A row some node holds under a lease that has not ended: a run claimed, maybe started.
+
+    Attributes:
+        task_id: The task's id.
+        seq: The row's incarnation.
+        owner: The node that holds it.
+        expires: When the lease ends unless renewed (UTC epoch seconds, database clock).
+        started: Whether the run has started (``SharedStore.start``), or is only claimed.
+    """
+
+    task_id: str
+    seq: int
+    owner: str
+    expires: float
+    started: bool
+
+
 class SharedStore(Store, Protocol):
     """A store that several schedulers share, each due run executed by exactly one of them.
 
@@ -456,6 +477,44 @@ class SharedStore(Store, Protocol):
         Returns:
             The renewed leases (new ``expires`` and ``db_now``), in the given order; a lease
             missing from the result is lost: its run's outcome will be refused.
+
+        Raises:
+            StoreError: The store failed or is closed.
+        """
+
+    def start(self, lease: Lease, *, seal: bool) -> float | None:
+        """Record that the claimed run of ``lease`` starts now; say whether it may.
+
+        Call it just before the run starts. It may if the row is still held with this lease
+        and still scheduled: a cancel from any node committed before this call wins, and the
+        run must not start. Starting renews the lease. ``seal`` is for a run a cancel can no
+        longer stop once started (a one-time task's): while its lease holds, ``cancel``
+        returns ``False`` for the task, as it does in memory for a run in progress.
+
+        Returns:
+            The database's clock at the start (UTC epoch seconds), or ``None``: do not start.
+
+        Raises:
+            StoreError: The store failed or is closed (do not start the run either).
+        """
+
+    def save_outcomes(
+        self, updates: Sequence[TaskUpdate] = (), runs: Sequence[RunRecord] = ()
+    ) -> frozenset[int]:
+        """``save``, and say which fenced updates were refused.
+
+        Returns:
+            The ``seq`` of each row whose fenced update did not apply because its lease was
+            lost (another node claimed it, or it was released): its ledger rows were dropped,
+            and another node's outcome stands. A row that is gone altogether is not in it:
+            its outcome's ledger rows are kept.
+
+        Raises:
+            StoreError: The store failed or is closed; nothing was saved.
+        """
+
+    def runs_in_flight(self) -> list[RunInFlight]:
+        """Return every row held by a lease that has not ended, on any node, in ``seq`` order.
 
         Raises:
             StoreError: The store failed or is closed.

@@ -468,6 +468,19 @@ class PostgresStore:
 
         return self._read("changes", work, begin=q.CHANGES_BEGIN)
 
+    def references(self, since: int) -> tuple[set[str], int]:
+        """Return the references of live rows written since ``since``; see ``SharedStore``. Any thread."""
+        if isinstance(since, bool) or not isinstance(since, int) or since < 0:
+            raise ValueError(f"since must be an int >= 0, got {since!r}")
+
+        def work(db: Connection) -> tuple[set[str], int]:
+            row = db.execute(q.CHANGES_CURSOR).fetchone()
+            assert row is not None
+            cursor: int = row[0]
+            return {ref for (ref,) in db.execute(q.REFERENCES, (since,))}, cursor
+
+        return self._read("references", work, begin=q.CHANGES_BEGIN)
+
     def listen(self, wakeup: Callable[[], None]) -> Callable[[], None]:
         """Call ``wakeup()`` on a thread of its own for each hint; see ``SharedStore.listen``.
 

@@ -228,6 +228,10 @@ CHANGES_BEGIN: Final = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 CHANGES_CURSOR: Final = "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint"
 CHANGES: Final = f"SELECT {TASK_COLUMNS} FROM task WHERE change >= %s ORDER BY change, seq"
 
+# The references of live rows written since the cursor: what a node must be able to import
+# to claim them (lean: a few strings, not the rows).
+REFERENCES: Final = "SELECT DISTINCT fn_ref FROM task WHERE change >= %s AND status = 'scheduled'"
+
 _FETCH_ROWS: Final = 4096  # rows per fetch: bounds the transient tuples while loading
 
 

@@ -553,6 +553,16 @@ class SharedStore(Store, Protocol):
             StoreError: The store failed or is closed.
         """
 
+    def references(self, since: int) -> tuple[set[str], int]:
+        """Return the function references of live rows written since the cursor ``since``, and a new cursor.
+
+        The lean form of ``changes`` (same cursor), for a node that claims only what it can
+        import: which references it must learn to import. ``since=0`` covers every live row.
+
+        Raises:
+            StoreError: The store failed or is closed.
+        """
+
     def listen(self, wakeup: Callable[[], None]) -> Callable[[], None]:
         """Call ``wakeup()`` whenever another node adds, replaces, cancels or reschedules a task.
 

@@ -193,3 +193,16 @@ def test_a_version_1_store_is_migrated_and_keeps_its_rows(pg_schema: str) -> Non
             db.execute("SELECT started_fence, sealed_fence, replaced_fence FROM task")
         except psycopg.Error as error:  # pragma: no cover - the assertion's message
             raise AssertionError(f"the columns were not added: {error}") from error
+
+
+def test_references_names_what_a_node_must_import_to_claim_what_was_written(make_node: Node) -> None:
+    a, b = make_node("a"), make_node("b")
+    a.add(definition("x", fn_ref="jobs.one:fn"))
+    refs, cursor = b.references(0)
+    assert refs == {"jobs.one:fn"}
+    a.add(definition("y", fn_ref="jobs.two:fn"))
+    a.add(definition("z", fn_ref="jobs.gone:fn"))
+    a.cancel("z")  # no longer live: nothing to claim
+    refs, cursor = b.references(cursor)
+    assert refs in ({"jobs.two:fn"}, {"jobs.one:fn", "jobs.two:fn"})  # rows may come twice
+    assert b.references(cursor + 1_000_000)[0] == set()

@@ -97,12 +97,19 @@ def run_record(outcome: RunOutcome, *, wall_offset: float) -> RunRecord:
     )
 
 
-def load(row: StoredTask, *, wall_offset: float, functions: dict[str, Callable[..., object]]) -> TaskRecord:
+def load(
+    row: StoredTask,
+    *,
+    wall_offset: float,
+    functions: dict[str, Callable[..., object]],
+    record: type[TaskRecord] = TaskRecord,
+) -> TaskRecord:
     """Rebuild the record of a stored live task (on the caller's thread, before anyone sees it).
 
     Its due time comes back on this process's clock; a due time already past means due now.
     ``functions`` caches imported references across rows. A reference that no longer imports
     does not stop the load: the task keeps it, and each run fails with the ``ImportError``.
+    ``record`` is the class to build (a subclass of ``TaskRecord``, for a shared store's claims).
     """
     fn = functions.get(row.fn_ref)
     if fn is None:
@@ -115,7 +122,7 @@ def load(row: StoredTask, *, wall_offset: float, functions: dict[str, Callable[.
     spec = _spec(json.loads(row.trigger_json), options, wall_offset)
     next_due = row.next_due
     due_wall = next_due if next_due is not None else wall_offset  # unknown: due now, at once
-    task = TaskRecord(
+    task = record(
         row.task_id,
         fn,
         _args(row.args_json),

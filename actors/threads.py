@@ -19,6 +19,7 @@ class Role(enum.Enum):
     WORKER = "worker"
     BUS = "event bus"
     TIMER = "timer"
+    NODE = "shared-store node"  # a node's claim loop and lease keeper (actors/shared_node.py)
 
 
 class ThreadRegistry:

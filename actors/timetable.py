@@ -152,6 +152,10 @@ class Timetable:
         self._deferred = False  # inside batch(): hand out work once, at the end
         self.activity = 0  # counts releases, reports and endings: Scheduler.settle compares it
         self.wall_offset = 0.0  # wall-clock time minus clock time: observe_wall_offset sets it
+        # A shared store's node holds a durable task for one claimed run only: after that run
+        # (or a missed one) the task goes back to its store (detached), which says when it is
+        # due next and which node runs it; it never waits for its next run here.
+        self.durable_runs_once = False
         self._wall_tasks = WallTasks()  # the live tasks due at a wall-clock instant
 
     @property
@@ -628,7 +632,8 @@ class Timetable:
         move_to(task, PENDING)
         if task.store_seq is not None:
             self._effects.saves.append(task)
-        if self.closed:  # shutting down: a durable task's next run is its store's business
+        if self.closed or (self.durable_runs_once and task.store_seq is not None):
+            # Shutting down, or a shared store's claim: the next run is the store's business.
             if not (task.store_seq is not None and self._detach(task)):
                 self._finish(task, CANCELLED, finished_at, None)
             return
@@ -747,6 +752,10 @@ class Timetable:
         move_to(task, PENDING)
         if task.store_seq is not None:
             self._effects.saves.append(task)
+            if self.durable_runs_once:  # a shared store's claim: the next run is the store's business
+                if not self._detach(task):
+                    self._finish(task, CANCELLED, now, None)  # a cancel won its token meanwhile
+                return
         self._heap.push(task, task.due_at)
 
     def _emit(

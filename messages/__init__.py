@@ -39,6 +39,7 @@ from messages.events import (
     is_minted_id,
 )
 from messages.reports import BusExited, Cancelled, Completed, Failed, Skipped, Started, WorkerExited
+from messages.shared import CancelledInStore, Claimed, RetrySaves
 from messages.triggers import Cron, FixedDelay, FixedRate, Once, Trigger
 
 __all__ = [
@@ -47,6 +48,8 @@ __all__ = [
     "BusExited",
     "Cancel",
     "Cancelled",
+    "CancelledInStore",
+    "Claimed",
     "Completed",
     "Cron",
     "Drain",
@@ -63,6 +66,7 @@ __all__ = [
     "QueryStats",
     "QueryTask",
     "QueryTasks",
+    "RetrySaves",
     "RunBatch",
     "RunClaim",
     "RunTask",

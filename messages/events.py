@@ -126,6 +126,8 @@ class TaskInfo:
         last_traceback: That exception's formatted traceback.
         end_reason: Why the task ended, in words (``None`` while it is live), e.g.
             ``"stopped after 3 consecutive failures (max_consecutive_failures=3)"``.
+        node: On a shared store, the node that holds the task's run in flight (claimed or
+            running), by its name in the store; ``None`` otherwise.
     """
 
     task_id: TaskId
@@ -140,6 +142,7 @@ class TaskInfo:
     next_run_wall: datetime | None = None
     last_traceback: str | None = None
     end_reason: str | None = None
+    node: str | None = None
 
     @property
     def done(self) -> bool:

@@ -3,10 +3,13 @@
 The public API: ``Scheduler`` (the facade), the actors it runs (``SchedulerActor``,
 ``WorkerActor``, ``ProcessWorkerActor``, ``EventBus``), clocks (``Clock``, ``MonotonicClock``,
 ``FakeClock``), ``TaskHandle``, ``Subscription``, ``current_run``/``RunContext``, the stores
-(``Store``, ``SQLiteStore``) and the errors. The messages live in ``messages``.
+(``Store``, ``SQLiteStore``; ``SharedStore`` and ``PostgresStore`` for a schedule several
+schedulers share, with ``SharedTaskHandle`` and ``DatabaseClock``) and the errors. The
+messages live in ``messages``.
 """
 
 import logging
+from typing import TYPE_CHECKING
 
 from actors.clock import Clock, FakeClock, MonotonicClock
 from actors.errors import (
@@ -15,6 +18,7 @@ from actors.errors import (
     JobFileError,
     MissedRunError,
     ProcessDiedError,
+    RemoteRunError,
     RemoteTraceback,
     SchedulerError,
     SchedulerShutdownError,
@@ -33,9 +37,14 @@ from actors.handles import Subscription, TaskHandle
 from actors.process_worker import ProcessWorkerActor
 from actors.run_context import RunContext, current_run
 from actors.scheduler import SchedulerActor
-from actors.store import SQLiteStore, Store
+from actors.shared_clock import DatabaseClock
+from actors.shared_handles import SharedTaskHandle
+from actors.store import SharedStore, SQLiteStore, Store
 from actors.validation import MAX_PROCESSES, MAX_WORKERS
 from actors.worker import WorkerActor
+
+if TYPE_CHECKING:
+    from actors.store.postgres import PostgresStore
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
@@ -43,6 +52,7 @@ __all__ = [
     "MAX_PROCESSES",
     "MAX_WORKERS",
     "Clock",
+    "DatabaseClock",
     "DuplicateTaskError",
     "EventBus",
     "FakeClock",
@@ -50,8 +60,10 @@ __all__ = [
     "JobFileError",
     "MissedRunError",
     "MonotonicClock",
+    "PostgresStore",
     "ProcessDiedError",
     "ProcessWorkerActor",
+    "RemoteRunError",
     "RemoteTraceback",
     "RunContext",
     "SQLiteStore",
@@ -60,6 +72,8 @@ __all__ = [
     "SchedulerError",
     "SchedulerShutdownError",
     "SchedulerStartError",
+    "SharedStore",
+    "SharedTaskHandle",
     "Store",
     "StoreError",
     "StoreLockedError",
@@ -73,3 +87,12 @@ __all__ = [
     "WouldDeadlockError",
     "current_run",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """Import ``PostgresStore`` when it is first asked for (it needs psycopg, an optional extra)."""
+    if name == "PostgresStore":
+        from actors import store  # noqa: PLC0415
+
+        return store.PostgresStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

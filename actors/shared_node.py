@@ -114,6 +114,7 @@ class SharedNode:
             StoreError: The listener could not connect.
         """
         self._scheduler = scheduler
+        self.book.set_idle(self._workers)  # every worker is idle at first
         self._keeper = LeaseKeeper(self.store, self.book, threads=threads)
         self._claims = ClaimLoop(
             self.store,

@@ -54,7 +54,7 @@ class LibraryActor(pykka.ThreadingActor):
             daemon=self.use_daemon_thread,
         )
         if self._threads is not None:
-            self._threads.add(thread, self.role)
+            self._threads.add(thread, self.role, self.actor_urn)
         try:
             thread.start()
         except BaseException:

@@ -5,31 +5,51 @@ worker takes it to start the run; the scheduler takes it to take back a run the 
 not started (to cancel it, to give it to a worker that fell idle, or to requeue it when the
 worker is lost). A claim *is* a one-byte ``bytearray``, and ``take`` is a single
 ``bytearray.pop``: one C call, so atomic under the GIL and safe without a lock, and exactly
-one side wins. (A ``bytearray``: one allocation per run, holding no references.)
+one side wins. (A ``bytearray``: one allocation per run, holding no references but its
+waker's.)
 
 A claim is per *run* and decides only between the worker and the scheduler; whether the
 *task* may still run at all is the task's token (``actors/token.py``).
+
+The claim also carries the run's *stop request*: ``stop`` says whether, and why, the run was
+asked to stop (``cancel(interrupt=True)``, or its timeout), which the run sees as
+``current_run().cancel_requested``. Setting it is one attribute store (atomic under the GIL);
+it only ever moves up, ``NOT_STOPPED`` -> ``INTERRUPTED`` or ``TIMED_OUT`` -> ``ABANDONED``
+(the last under the token's lock: ``Token.abandon_run``). A coroutine run registers a
+``waker`` that cancels it when a stop is requested.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Final
 
-__all__ = ["FREE", "Claim"]
+__all__ = ["ABANDONED", "FREE", "INTERRUPTED", "NOT_STOPPED", "TIMED_OUT", "Claim"]
 
 
 FREE: Final = b"\x01"
 """A free claim's one byte."""
 
+NOT_STOPPED: Final = 0
+"""No stop was requested."""
+INTERRUPTED: Final = 1
+"""A caller asked the run to stop: ``cancel(interrupt=True)``."""
+TIMED_OUT: Final = 2
+"""The run outlived its task's ``timeout``."""
+ABANDONED: Final = 3
+"""The run outlived ``timeout + hung_grace``: the scheduler counted it failed and left its worker."""
+
 
 class Claim(bytearray):
     """One run's claim. ``take`` may be called from any thread; exactly one call returns ``True``."""
 
-    __slots__ = ()
+    __slots__ = ("stop", "waker")
 
     def __init__(self, free: bytes = FREE) -> None:
-        """Make a free claim."""
+        """Make a free claim of a run nobody asked to stop."""
         super().__init__(free)
+        self.stop = NOT_STOPPED
+        self.waker: Callable[[], None] | None = None
 
     def take(self) -> bool:
         """Take the claim; ``False`` if the other side already has it."""
@@ -37,3 +57,17 @@ class Claim(bytearray):
             return bool(self.pop())
         except IndexError:
             return False
+
+    def request_stop(self, reason: int) -> bool:
+        """Ask the run to stop, for ``reason`` (any thread); ``False`` if it was asked already.
+
+        A later reason replaces an earlier one only if it is stronger (a timeout after an
+        interrupt counts as a timeout).
+        """
+        if self.stop >= reason:
+            return False
+        self.stop = reason
+        waker = self.waker
+        if waker is not None:
+            waker()
+        return True

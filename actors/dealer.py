@@ -23,12 +23,15 @@ from collections import deque
 from typing import Final
 
 from actors.claim import Claim
-from actors.task_record import PROCESSES, THREADS, TaskRecord
+from actors.task_record import INLINE, PROCESSES, THREADS, TaskRecord
 from actors.task_state import HANDED, READY, move_to
 from messages import RunTask, TaskId
 
 BATCH: Final = 64
 """Most runs handed to one idle worker at once (only when more are due than workers are idle)."""
+
+INLINE_WORKER: Final = -1
+"""The worker number of the ``INLINE`` pool: the scheduler itself, making message tasks' runs."""
 
 
 class _Pool:
@@ -44,14 +47,19 @@ class _Pool:
 class Dealer:
     """Per pool, the ready FIFO and the idle workers; for every busy worker, its batch.
 
-    There are two pools: ``THREADS`` (workers ``0 .. workers-1``) and ``PROCESSES`` (the next
-    ``processes`` numbers); a task's ``spec.executor`` says which one runs it.
+    There are three pools: ``THREADS`` (workers ``0 .. workers-1``), ``PROCESSES`` (the next
+    ``processes`` numbers) and ``INLINE`` (``INLINE_WORKER``: the scheduler itself, which makes
+    the runs of message tasks as it hands them out); a task's ``spec.executor`` says which one
+    runs it.
     """
 
     def __init__(self, workers: int, processes: int = 0) -> None:
         """Start with every worker idle and nothing due."""
-        threads = _Pool(range(workers))
-        self._pools = {THREADS: threads, PROCESSES: _Pool(range(workers, workers + processes))}
+        self._pools = {
+            THREADS: _Pool(range(workers)),
+            PROCESSES: _Pool(range(workers, workers + processes)),
+            INLINE: _Pool(range(INLINE_WORKER, INLINE_WORKER + 1)),
+        }
         self._pool_of = {worker: pool for pool in self._pools.values() for worker in pool.idle}
         self._batches: dict[int, deque[TaskRecord]] = {}  # busy worker -> runs handed, not yet reported
 
@@ -103,7 +111,10 @@ class Dealer:
             self._pools[task.spec.executor].ready.appendleft(task)
 
     def report(self, worker: int, task_id: TaskId, run: int, *, idle: bool) -> TaskRecord | None:
-        """Take the run ``worker`` reports from its batch; ``None`` for a stale report."""
+        """Take the run ``worker`` reports from its batch; ``None`` for a stale report.
+
+        The task keeps its run's claim: the caller reads how the run was asked to stop, then clears it.
+        """
         batch = self._batches.get(worker)
         if not batch:
             return None  # a stale report (the run was already accounted for, e.g. worker lost)
@@ -111,12 +122,18 @@ class Dealer:
         if task.task_id != task_id or task.run_count + 1 != run:
             return None
         batch.popleft()
-        task.claim = None
         if idle:  # it could claim nothing after this run: the rest were taken back already
             assert not batch, f"worker {worker} reported idle with {len(batch)} runs unclaimed"
             del self._batches[worker]
             self._pool_of[worker].idle.append(worker)
         return task
+
+    def worker_of(self, task: TaskRecord) -> int | None:
+        """The worker whose batch holds ``task``'s run, if one does."""
+        for worker, batch in self._batches.items():
+            if task in batch:
+                return worker
+        return None
 
     def lose(self, worker: int) -> tuple[list[TaskRecord], list[TaskRecord]]:
         """Forget ``worker``; return its runs it had started and those taken back (not yet started)."""
@@ -208,20 +225,22 @@ class Dealer:
             for task in batch:
                 move_to(task, HANDED)
                 claim = task.claim = Claim()
-                runs.append(
-                    RunTask(
-                        task,
-                        task.task_id,
-                        task.run_count + 1,
-                        task.due_at,
-                        task.fn,
-                        task.args,
-                        task.kwargs,
-                        claim,
-                        task.spec.trigger is None,
-                        announce,
-                    )
+                spec = task.spec
+                run = RunTask(
+                    task,
+                    task.task_id,
+                    task.run_count + 1,
+                    task.due_at,
+                    task.fn,
+                    task.args,
+                    task.kwargs,
+                    claim,
+                    spec.trigger is None,
+                    announce,
                 )
+                if not spec.plain:  # rare: a run with more to say (kept off the common path)
+                    run = _detailed(run, task)
+                runs.append(run)
             handed.append((worker, runs))
         return True
 
@@ -246,6 +265,27 @@ class Dealer:
         stolen.reverse()
         self.requeue(stolen)
         return bool(stolen)
+
+
+def _detailed(run: RunTask, task: TaskRecord) -> RunTask:
+    """``run`` with what a task with options adds: its token rule, attempt, timeout, coroutine."""
+    spec = task.spec
+    failures = task.failures
+    return RunTask(
+        run.task,
+        run.task_id,
+        run.run,
+        run.due_at,
+        run.fn,
+        run.args,
+        run.kwargs,
+        run.claim,
+        spec.single_start,
+        run.announce or spec.timeout is not None,  # the deadline counts from the reported start
+        failures.attempt if failures is not None else 1,
+        spec.timeout,
+        spec.coroutine,
+    )
 
 
 def _too_late(task: TaskRecord, now: float) -> bool:

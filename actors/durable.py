@@ -27,10 +27,12 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from actors.references import LazyReference, parse_reference, resolve
+from actors.retry import Retry
 from actors.store.protocol import RunRecord, StoredStatus, StoredTask, TaskDefinition, TaskUpdate
 from actors.task_record import PLAIN, THREADS, Failures, Recurrence, TaskRecord, TaskSpec
 from actors.task_state import CANCELLED, COMPLETED, FAILED, State
 from actors.timetable import RunOutcome
+from actors.validation import is_coroutine_function
 from messages import Cron, FixedDelay, FixedRate
 from messages.commands import EMPTY_KWARGS
 
@@ -119,7 +121,7 @@ def load(
             fn = LazyReference(row.fn_ref)  # each run raises the ImportError, as a failed run
         functions[row.fn_ref] = fn
     options = json.loads(row.options_json)
-    spec = _spec(json.loads(row.trigger_json), options, wall_offset)
+    spec = _spec(json.loads(row.trigger_json), options, wall_offset, fn)
     next_due = row.next_due
     due_wall = next_due if next_due is not None else wall_offset  # unknown: due now, at once
     task = record(
@@ -162,6 +164,7 @@ def _trigger_json(spec: TaskSpec, wall_offset: float) -> str:
     if trigger is None:
         return '{"once":true,"wall":true}' if spec.on_wall else '{"once":true}'
     if isinstance(trigger, FixedRate):
+        assert trigger.first_at is not None  # resolved when the task was made
         return json.dumps({"rate": trigger.interval, "anchor": trigger.first_at + wall_offset})
     if isinstance(trigger, Cron):
         return json.dumps({"cron": trigger.expr, "tz": trigger.tz})
@@ -178,10 +181,24 @@ def _options_json(name: str, fn_ref: str, spec: TaskSpec) -> str:
         options["misfire_grace"] = spec.misfire_grace
     if spec.executor != THREADS:
         options["executor"] = spec.executor
+    if spec.timeout is not None:
+        options["timeout"] = spec.timeout
+    retry = spec.retry
+    if retry is not None:
+        options["retry"] = {
+            "attempts": retry.attempts,
+            "delay": retry.delay,
+            "backoff": retry.backoff,
+            "max_delay": retry.max_delay,
+            "jitter": retry.jitter,
+            "on": [f"{kind.__module__}:{kind.__qualname__}" for kind in retry.on],
+        }
     return json.dumps(options) if options else "{}"
 
 
-def _spec(trigger: dict[str, Any], options: dict[str, Any], wall_offset: float) -> TaskSpec:
+def _spec(
+    trigger: dict[str, Any], options: dict[str, Any], wall_offset: float, fn: Callable[..., object]
+) -> TaskSpec:
     recurring: Recurrence | None = None
     if "rate" in trigger:
         recurring = FixedRate(trigger["rate"], trigger["anchor"] - wall_offset)
@@ -195,8 +212,29 @@ def _spec(trigger: dict[str, Any], options: dict[str, Any], wall_offset: float) 
         options.get("executor", THREADS),
         options.get("misfire_grace"),
         on_wall=trigger.get("wall", False),
+        timeout=options.get("timeout"),
+        retry=_retry(options.get("retry")),
+        coroutine=is_coroutine_function(fn),
     )
     return PLAIN if spec.plain else spec
+
+
+def _retry(stored: dict[str, Any] | None) -> Retry | None:
+    """A stored ``Retry``; exception types that no longer import fall back to ``Exception``."""
+    if stored is None:
+        return None
+    kinds: list[type[BaseException]] = []
+    for reference in stored.get("on", ()):
+        try:
+            kind = resolve(reference)
+        except (ImportError, TypeError, ValueError):
+            continue
+        if isinstance(kind, type) and issubclass(kind, BaseException):
+            kinds.append(kind)
+    options = {
+        key: stored[key] for key in ("attempts", "delay", "backoff", "max_delay", "jitter") if key in stored
+    }
+    return Retry(**options, on=tuple(kinds) or (Exception,))
 
 
 def _args(text: str) -> tuple[Any, ...]:

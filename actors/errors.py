@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from concurrent.futures import CancelledError
+
 
 class SchedulerError(Exception):
     """Base of every error the scheduler raises on purpose."""
@@ -117,3 +119,29 @@ class RemoteRunError(SchedulerError):
     def __init__(self, error: str) -> None:
         super().__init__(f"the task's last run failed on another node: {error}")
         self.error = error
+
+
+class RunCancelled(SchedulerError):
+    """Raised inside a run, by ``current_run().check()``, once a stop of the run was requested.
+
+    A stop is requested by ``cancel(interrupt=True)`` or by the task's ``timeout``. A run that
+    ends by raising it after an interrupt ends ``CANCELLED`` (not a failure); after a timeout
+    it counts as failed with ``TaskTimeoutError``.
+    """
+
+
+class TaskTimeoutError(SchedulerError, TimeoutError):
+    """A run took longer than its task's ``timeout`` (and stopped, or was abandoned, only after)."""
+
+
+class DependencyFailedError(SchedulerError, CancelledError):
+    """A task of ``schedule_after`` ended ``CANCELLED`` because a task it waited for did not complete.
+
+    ``dependency`` is the id of that task; ``result()`` of the dependent raises this (it is a
+    ``concurrent.futures.CancelledError`` too).
+    """
+
+    def __init__(self, message: str, dependency: str) -> None:
+        """Make the error; ``dependency`` names the task that failed or was cancelled."""
+        super().__init__(message)
+        self.dependency = dependency

@@ -12,6 +12,7 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from datetime import datetime, tzinfo
+from inspect import CO_COROUTINE
 from types import MappingProxyType
 from typing import Any, Final
 
@@ -33,12 +34,13 @@ from actors.handles import Subscription, TaskHandle
 from actors.minting import IdMint
 from actors.outbox import Outbox
 from actors.references import check_json_arguments, reference_of
+from actors.retry import Retry
 from actors.scheduler import OutboxItem, SchedulerActor
 from actors.shared_clock import DatabaseClock
 from actors.shared_node import SharedNode, is_shared
 from actors.shared_tasks import SharedTasks
 from actors.store import Store, open_store
-from actors.task_record import PROCESSES, THREADS, Recurrence, TaskRecord, TaskSpec, default_name
+from actors.task_record import INLINE, PROCESSES, THREADS, Recurrence, TaskRecord, TaskSpec, default_name
 from actors.threads import Role, ThreadRegistry
 from actors.token import FREE, RAN, RUNNING
 from actors.validation import (
@@ -49,6 +51,7 @@ from actors.validation import (
     check_count,
     check_task,
     check_task_id,
+    is_coroutine_function,
     once_due_at,
     process_target,
     resolve_task_function,
@@ -114,6 +117,7 @@ class Scheduler:
         processes: int = 0,
         *,
         store: Store | str | os.PathLike[str] | None = None,
+        hung_grace: float = 5.0,
     ) -> None:
         """Start the scheduler; return once its threads run and its stored tasks are loaded.
 
@@ -130,9 +134,13 @@ class Scheduler:
                 Every live task in it is loaded and scheduled (on a shared store: run by
                 whichever scheduler claims each run); new tasks are durable by default
                 (``docs/persistence.md``).
+            hung_grace: Seconds a run that outlived its task's ``timeout`` (and was asked to
+                stop) still gets before its worker is abandoned: the run counts ``FAILED``
+                with ``TaskTimeoutError`` and a new worker takes the old one's place.
 
         Raises:
-            ValueError: ``workers`` out of range, or ``history < 0``.
+            ValueError: ``workers`` out of range, ``history < 0``, or ``hung_grace`` not a
+                finite number >= 0.
             TypeError: ``workers`` or ``history`` is not an int, ``clock`` is not a ``Clock``,
                 or ``store`` is neither a path nor a ``Store``.
             StoreLockedError: another live scheduler holds the store.
@@ -142,6 +150,8 @@ class Scheduler:
         check_count("workers", workers, 1, MAX_WORKERS)
         check_count("history", history, 0)
         self._processes = check_count("processes", processes, 0, MAX_PROCESSES)
+        if require_finite("hung_grace", hung_grace) < 0:
+            raise ValueError(f"hung_grace must not be negative, got {hung_grace!r}")
         self._clock: Clock = check_clock(clock) if clock is not None else MonotonicClock()
         self._store = None if store is None else open_store(store)
         node: SharedNode | None = None
@@ -182,6 +192,7 @@ class Scheduler:
             store=None if node is not None else self._store,
             loaded=loaded,
             shared=node,
+            hung_grace=float(hung_grace),
         )
         # _lock guards _closed, and is held while sending, so that nothing is sent after Shutdown.
         self._lock = threading.Lock()
@@ -246,6 +257,8 @@ class Scheduler:
         misfire_grace: float | None = None,
         if_exists: str = "error",
         durable: bool | None = None,
+        timeout: float | None = None,
+        retry: Retry | None = None,
     ) -> TaskHandle:
         """Run ``fn(*args, **kwargs)`` once, ``delay`` seconds from now or at ``at``.
 
@@ -271,6 +284,13 @@ class Scheduler:
         - ``misfire_grace``: a run that would start more than this many seconds after its
           due time is not run: ``MISSED`` is published, and a one-time task ends ``FAILED``
           with ``MissedRunError`` (``None``, the default: a late run still runs, once).
+        - ``timeout``: seconds a run may take. Then the run is asked to stop
+          (``current_run().cancel_requested``; an ``async def`` task's coroutine is cancelled)
+          and ``TIMED_OUT`` is published; a run still going ``hung_grace`` seconds later
+          counts ``FAILED`` with ``TaskTimeoutError`` and its worker is replaced
+          (``docs/lifecycle.md``).
+        - ``retry``: a ``Retry`` policy: a failed run is tried again, after a growing delay,
+          before it counts as failed.
         - ``durable``: keep the task in the scheduler's store (the default when it has one;
           ``True`` without a store is a ``ValueError``). A durable task's ``fn`` is stored by
           reference and its arguments as JSON (tuples come back as lists): it returns only
@@ -294,7 +314,7 @@ class Scheduler:
             due_at = self._clock.now() + delay
         else:
             due_at = once_due_at(self._clock, delay, at)
-        options = TaskOptions(name, None, executor, misfire_grace, if_exists, durable)
+        options = TaskOptions(name, None, executor, misfire_grace, if_exists, durable, timeout, retry)
         due_wall = at.timestamp() if isinstance(at, datetime) else None  # a wall-clock task
         return self._schedule(fn, args, kwargs, due_at, None, task_id, options, due_wall)
 
@@ -313,6 +333,8 @@ class Scheduler:
         misfire_grace: float | None = None,
         if_exists: str = "error",
         durable: bool | None = None,
+        timeout: float | None = None,
+        retry: Retry | None = None,
     ) -> TaskHandle:
         """Run ``fn`` at ``now + initial_delay + k * interval``, k = 0, 1, 2, ...
 
@@ -328,7 +350,9 @@ class Scheduler:
         """
         first_at = self._clock.now() + require_finite("initial_delay", initial_delay)
         trigger = FixedRate(interval, first_at)
-        options = TaskOptions(name, max_consecutive_failures, executor, misfire_grace, if_exists, durable)
+        options = TaskOptions(
+            name, max_consecutive_failures, executor, misfire_grace, if_exists, durable, timeout, retry
+        )
         return self._schedule(fn, args, kwargs, first_at, trigger, task_id, options)
 
     def schedule_with_fixed_delay(
@@ -346,6 +370,8 @@ class Scheduler:
         misfire_grace: float | None = None,
         if_exists: str = "error",
         durable: bool | None = None,
+        timeout: float | None = None,
+        retry: Retry | None = None,
     ) -> TaskHandle:
         """Run ``fn`` at ``now + initial_delay``, then ``delay`` seconds after each run finishes.
 
@@ -357,7 +383,9 @@ class Scheduler:
         """
         first_at = self._clock.now() + require_finite("initial_delay", initial_delay)
         trigger = FixedDelay(delay, first_at)
-        options = TaskOptions(name, max_consecutive_failures, executor, misfire_grace, if_exists, durable)
+        options = TaskOptions(
+            name, max_consecutive_failures, executor, misfire_grace, if_exists, durable, timeout, retry
+        )
         return self._schedule(fn, args, kwargs, first_at, trigger, task_id, options)
 
     def schedule_cron(
@@ -375,6 +403,8 @@ class Scheduler:
         misfire_grace: float | None = None,
         if_exists: str = "error",
         durable: bool | None = None,
+        timeout: float | None = None,
+        retry: Retry | None = None,
     ) -> TaskHandle:
         """Run ``fn`` at the wall-clock times the cron expression ``expr`` names, read in zone ``tz``.
 
@@ -403,8 +433,99 @@ class Scheduler:
         offset = self._wall_offset()
         due_wall = calendar.next_fire(self._clock.now() + offset)
         trigger = Cron(expr, calendar.zone_name)
-        options = TaskOptions(name, max_consecutive_failures, executor, misfire_grace, if_exists, durable)
+        options = TaskOptions(
+            name, max_consecutive_failures, executor, misfire_grace, if_exists, durable, timeout, retry
+        )
         return self._schedule(fn, args, kwargs, due_wall - offset, trigger, task_id, options, due_wall)
+
+    # -- scheduled messages -----------------------------------------------------------------
+
+    def tell_once(
+        self,
+        ref: pykka.ActorRef[Any],
+        message: object,
+        delay: float | None = None,
+        *,
+        at: float | datetime | None = None,
+        task_id: TaskId | None = None,
+        name: str | None = None,
+        misfire_grace: float | None = None,
+        if_exists: str = "error",
+    ) -> TaskHandle:
+        """Tell the actor ``ref`` ``message`` once, ``delay`` seconds from now or at ``at``.
+
+        The message is sent with ``ref.tell`` on the scheduler's own thread, with no worker
+        involved, so it goes out on time even while every worker is busy. The task is named
+        ``"<message type> -> <actor class>"`` unless ``name`` is given, shows in ``tasks()`` and
+        ``info()`` like any other, and publishes the usual events. An actor that is dead when
+        the message is due ends the task ``FAILED`` with ``pykka.ActorDeadError``. Message
+        tasks live in memory only (an actor ref cannot be stored), with a store too.
+
+        Raises:
+            TypeError: ``ref`` is not a ``pykka.ActorRef``; otherwise as ``schedule_once``.
+            ValueError, DuplicateTaskError, SchedulerShutdownError: as ``schedule_once``.
+        """
+        due_at = once_due_at(self._clock, delay, at)
+        due_wall = at.timestamp() if isinstance(at, datetime) else None
+        options = _message_options(ref, message, name, misfire_grace, if_exists)
+        return self._schedule(ref.tell, (message,), None, due_at, None, task_id, options, due_wall)
+
+    def tell_at_fixed_rate(
+        self,
+        ref: pykka.ActorRef[Any],
+        message: object,
+        interval: float,
+        initial_delay: float = 0.0,
+        *,
+        task_id: TaskId | None = None,
+        name: str | None = None,
+        misfire_grace: float | None = None,
+        if_exists: str = "error",
+    ) -> TaskHandle:
+        """Tell the actor ``ref`` ``message`` at ``now + initial_delay + k * interval``, k = 0, 1, 2, ...
+
+        As ``tell_once`` (sent on the scheduler's thread; a dead actor ends the task
+        ``FAILED``), on the slots of ``schedule_at_fixed_rate``. A tell takes microseconds, so
+        a slot is missed only when the whole process stalls.
+
+        Raises:
+            TypeError, ValueError, DuplicateTaskError, SchedulerShutdownError: as
+                ``schedule_at_fixed_rate`` (and ``tell_once``).
+        """
+        first_at = self._clock.now() + require_finite("initial_delay", initial_delay)
+        trigger = FixedRate(interval, first_at)
+        options = _message_options(ref, message, name, misfire_grace, if_exists)
+        return self._schedule(ref.tell, (message,), None, first_at, trigger, task_id, options)
+
+    def tell_cron(
+        self,
+        ref: pykka.ActorRef[Any],
+        message: object,
+        expr: str,
+        tz: str | tzinfo = "UTC",
+        *,
+        task_id: TaskId | None = None,
+        name: str | None = None,
+        misfire_grace: float | None = None,
+        if_exists: str = "error",
+    ) -> TaskHandle:
+        """Tell the actor ``ref`` ``message`` at the wall-clock times the cron expression ``expr`` names.
+
+        As ``tell_once`` (sent on the scheduler's thread; a dead actor ends the task
+        ``FAILED``), on the times of ``schedule_cron``.
+
+        Raises:
+            TypeError, ValueError, DuplicateTaskError, SchedulerShutdownError: as
+                ``schedule_cron`` (and ``tell_once``).
+        """
+        calendar = CronSchedule.parse(expr, tz)
+        offset = self._wall_offset()
+        due_wall = calendar.next_fire(self._clock.now() + offset)
+        trigger = Cron(expr, calendar.zone_name)
+        options = _message_options(ref, message, name, misfire_grace, if_exists)
+        return self._schedule(
+            ref.tell, (message,), None, due_wall - offset, trigger, task_id, options, due_wall
+        )
 
     def _schedule(
         self,
@@ -423,10 +544,13 @@ class Scheduler:
         """
         target = resolve_task_function(fn) if isinstance(fn, str) else fn
         checked = check_task(target, args, kwargs, options.name, options.failure_limit)
-        if trigger is None and due_wall is None and options.plain and self._store is None:  # the common case
+        code = getattr(target, "__code__", None)
+        plain_function = code is not None and not code.co_flags & CO_COROUTINE
+        if plain_function and trigger is None and due_wall is None and options.plain and self._store is None:
             task = TaskRecord("", target, args, checked, due_at, options.name or default_name(target))
             return self._submit(task, task_id, None, "error")
-        durable = options.check(self._processes, self._store is not None)
+        message_task = options.executor == INLINE
+        durable = options.check(self._processes, self._store is not None, message_task=message_task)
         runs: Callable[..., object] = target
         if options.executor == PROCESSES:
             runs = process_target(fn, args, checked)
@@ -437,7 +561,21 @@ class Scheduler:
             args_json, kwargs_json, args, checked = json_arguments(args, checked)
             row = (fn_ref, args_json, kwargs_json)
         limit, executor, grace = options.failure_limit, options.executor, options.misfire_grace
-        spec = TaskSpec(trigger, limit, executor, grace, on_wall=due_wall is not None)
+        coroutine = not plain_function and is_coroutine_function(target)
+        if coroutine and executor != THREADS:
+            raise TypeError(
+                f"{target!r} is async def: it runs on a worker thread's event loop, not {executor!r}"
+            )
+        spec = TaskSpec(
+            trigger,
+            limit,
+            executor,
+            grace,
+            on_wall=due_wall is not None,
+            timeout=options.timeout,
+            retry=options.retry,
+            coroutine=coroutine,
+        )
         task = TaskRecord("", runs, args, checked, due_at, options.name or default_name(target), spec)
         if due_wall is not None:
             task.due_wall = due_wall
@@ -487,13 +625,19 @@ class Scheduler:
 
     # -- control and queries ----------------------------------------------------------------
 
-    def cancel(self, task_id: TaskId) -> bool:
-        """Cancel a task; return whether that prevented a run.
+    def cancel(self, task_id: TaskId, interrupt: bool = False) -> bool:
+        """Cancel a task; return whether that prevented a run (or, ``interrupt``, signalled one).
 
         ``True`` for a task that had not started its run (it never runs; one ``CANCELLED``
         event) and for a recurring task cancelled mid-run (the run finishes, then
         ``CANCELLED``, and no further run). ``False`` for a running one-time task (it just
         finishes), and for unknown, finished or already-cancelled ids, and after shutdown.
+
+        ``interrupt=True`` also asks a run in progress to stop: ``current_run().cancel_requested``
+        becomes true there (and ``check()`` raises ``RunCancelled``; an ``async def`` task's
+        coroutine is cancelled). Then ``True`` also for a running one-time task. A run that
+        stops by raising ``RunCancelled`` ends the task ``CANCELLED``, not failed; one that
+        returns anyway counts as a completed run, and the task still ends ``CANCELLED``.
 
         Decided on the calling thread when the scheduler already holds the task (a dict
         lookup, then the task's token, as ``TaskHandle.cancel``); otherwise (a task just
@@ -503,25 +647,28 @@ class Scheduler:
             return False  # type: ignore[unreachable]
         task = self._live.get(task_id)
         if task is not None:
-            return self._revoke(task)
-        if self._shared_tasks is not None and not self._closed and self._shared_tasks.cancel(self, task_id):
+            return self._revoke(task, interrupt)
+        shared = self._shared_tasks
+        if shared is not None and not self._closed and shared.cancel(self, task_id, interrupt=interrupt):
             return True  # a durable task of the shared store (it decides, whichever node holds it)
         with self._lock:
             if self._closed:
                 return False
-            reply = self._ask(Cancel(task_id))
+            reply = self._ask(Cancel(task_id, interrupt))
         return bool(self._get(reply))
 
-    def _revoke(self, task: TaskRecord) -> bool:
+    def _revoke(self, task: TaskRecord, interrupt: bool = False) -> bool:
         """Cancel ``task`` through its token (caller's thread); if that won, tell the scheduler.
 
-        A durable task's cancel is committed to the store before this returns ``True``.
+        ``interrupt``: also ask its run in progress, if any, to stop. A durable task's cancel
+        is committed to the store before this returns ``True``.
         """
         if self._shared_tasks is not None and task.store_seq is not None:
-            return self._shared_tasks.revoke(self, task)  # the shared store decides
+            return self._shared_tasks.revoke(self, task, interrupt)  # the shared store decides
+        signalled = interrupt and task.interrupt()
         before = task.revoke()
         if before is not FREE and before is not RUNNING and before is not RAN:
-            return False  # a one-time run started, the task is ending or has ended, or was cancelled
+            return signalled  # a one-time run started, the task is ending or has ended, or was cancelled
         if task.store_seq is not None and self._store is not None:
             self._store.cancel(task.task_id)  # a StoreError here: cancelled in this process only
         with self._lock:
@@ -699,7 +846,7 @@ class Scheduler:
                 stop_quietly(self._ref)
         threads = self._threads.threads()
         for thread, role in threads:
-            if role is not Role.WORKER:
+            if role is not Role.WORKER and role is not Role.ABANDONED:
                 join(thread, deadline)
         workers = [thread for thread, role in threads if role is Role.WORKER]
         if not self._forced_stop:
@@ -761,6 +908,22 @@ class Scheduler:
         except (OverflowError, ValueError):
             wall = "?"
         return f"<Scheduler {state} now={self._clock.now():.3f} wall={wall} clock={self._clock!r}>"
+
+
+def _message_options(
+    ref: object, message: object, name: str | None, misfire_grace: float | None, if_exists: str
+) -> TaskOptions:
+    """The options of a message task: run inline, in memory, ended by its first failed tell.
+
+    Raises:
+        TypeError: ``ref`` is not an actor ref.
+    """
+    if not isinstance(ref, pykka.ActorRef):
+        raise TypeError(f"ref must be a pykka.ActorRef, got {ref!r}")
+    if name is None:
+        name = f"{type(message).__name__} -> {ref.actor_class.__name__}"
+    # A tell fails only when the actor is dead: max_consecutive_failures=1 ends the task then.
+    return TaskOptions(name, 1, INLINE, misfire_grace, if_exists, False)
 
 
 def _dropped(ref: pykka.ActorRef[SchedulerActor], description: str) -> None:

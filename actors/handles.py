@@ -37,15 +37,14 @@ class TaskHandle:
         """The task's id."""
         return self._task.task_id
 
-    def cancel(self) -> bool:
-        """Cancel the task; return whether a run was prevented (see ``Scheduler.cancel``).
+    def cancel(self, interrupt: bool = False) -> bool:
+        """Cancel the task; return whether a run was prevented, or (``interrupt``) a running one signalled.
 
-        Decided on the calling thread, without waiting for the scheduler: from the moment it
-        returns ``True`` no run of the task starts, ``done()`` is true and ``result()`` raises
-        ``CancelledError``. The ``CANCELLED`` event and the final state follow shortly, from
-        the scheduler.
+        See ``Scheduler.cancel``. Decided on the calling thread, without waiting for the
+        scheduler: from the moment it returns ``True`` no further run of the task starts. The
+        ``CANCELLED`` event and the final state follow shortly, from the scheduler.
         """
-        return self._scheduler._revoke(self._task)
+        return self._scheduler._revoke(self._task, interrupt)
 
     def done(self) -> bool:
         """Whether the task has ended (completed, failed for good, or cancelled)."""
@@ -101,6 +100,8 @@ class TaskHandle:
             raise CancelledError(f"task {task.task_id!r} was cancelled")
         info = task.snapshot()
         if info.status is TaskStatus.CANCELLED:
+            if isinstance(info.last_error, CancelledError):  # why it was (DependencyFailedError)
+                raise info.last_error
             raise CancelledError(f"task {task.task_id!r} was cancelled")
         if info.status is TaskStatus.FAILED and info.last_error is not None:
             raise info.last_error

@@ -13,11 +13,19 @@ import dataclasses
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from actors.shared_plan import claim_limit
 from actors.store.protocol import Lease
 
-__all__ = ["Held", "LeaseBook"]
+__all__ = ["Held", "LeaseBook", "Stoppable"]
+
+
+class Stoppable(Protocol):
+    """A task whose run in progress can be asked to stop (``TaskRecord.interrupt``), from any thread."""
+
+    def interrupt(self) -> bool:
+        """Ask the run in progress, if any, to stop; whether this asked it."""
 
 
 @dataclass(slots=True)
@@ -28,11 +36,15 @@ class Held:
         lease: The lease as last renewed.
         started: When the run started (database clock; ``SharedStore.start``), if it did.
         lost: The lease was found lost at a renewal: the run's outcome will be refused.
+        task: The task the run belongs to, once the scheduler has it (to ask its run to stop).
+        stop_asked: Its run was asked to stop (a cancel with ``interrupt`` from some node).
     """
 
     lease: Lease
     started: float | None = None
     lost: bool = False
+    task: Stoppable | None = None
+    stop_asked: bool = False
 
 
 class LeaseBook:
@@ -80,6 +92,13 @@ class LeaseBook:
         with self._lock:
             return self._held.get(seq)
 
+    def attach(self, seq: int, task: Stoppable) -> None:
+        """The scheduler took the claimed run of row ``seq`` as ``task``."""
+        with self._lock:
+            held = self._held.get(seq)
+            if held is not None:
+                held.task = task
+
     def start(self, seq: int, at: float) -> None:
         """Record that the run of row ``seq`` started at ``at`` (database clock)."""
         with self._lock:
@@ -108,10 +127,17 @@ class LeaseBook:
         with self._lock:
             return [held.lease for held in self._held.values() if not held.lost]
 
-    def renewed(self, asked: Sequence[Lease], renewed: Sequence[Lease]) -> list[Lease]:
-        """Take a renewal's answer: keep the new expiries; return the leases asked for but lost."""
+    def renewed(
+        self, asked: Sequence[Lease], renewed: Sequence[Lease]
+    ) -> tuple[list[Lease], list[Stoppable]]:
+        """Take a renewal's answer: keep the new expiries.
+
+        Returns:
+            The leases asked for but lost, and the tasks whose run was newly asked to stop.
+        """
         fresh = {(lease.seq, lease.fence): lease for lease in renewed}
         lost: list[Lease] = []
+        stop: list[Stoppable] = []
         with self._lock:
             for lease in asked:
                 held = self._held.get(lease.seq)
@@ -121,6 +147,11 @@ class LeaseBook:
                 if new is None:
                     held.lost = True
                     lost.append(lease)
-                else:
-                    held.lease = dataclasses.replace(held.lease, expires=new.expires, db_now=new.db_now)
-        return lost
+                    continue
+                held.lease = dataclasses.replace(
+                    held.lease, expires=new.expires, db_now=new.db_now, stop_requested=new.stop_requested
+                )
+                if new.stop_requested and not held.stop_asked and held.task is not None:
+                    held.stop_asked = True
+                    stop.append(held.task)
+        return lost, stop

@@ -71,6 +71,11 @@ class OutcomeBoard:
             self._version += 1
             self._changed.notify_all()
 
+    def forget(self, task_id: str, seq: int) -> None:
+        """Drop what ``ended`` kept of that task (its outcome was refused)."""
+        with self._changed:
+            self._ended.pop((task_id, seq), None)
+
     def outcome(self, task_id: str, seq: int) -> tuple[object, BaseException | None] | None:
         """The value and error of that task's last run, if it ended on this node (and is still kept)."""
         with self._changed:

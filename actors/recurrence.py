@@ -13,8 +13,8 @@ from messages import Cron, Once, Trigger
 __all__ = ["first_due_at", "next_cron", "next_fixed_delay", "next_fixed_rate"]
 
 
-def first_due_at(trigger: Trigger) -> float:
-    """Return the due time of a trigger's first run.
+def first_due_at(trigger: Trigger, now: float) -> float:
+    """Return the due time of a trigger's first run, ``now`` being when the scheduler received it.
 
     Raises:
         TypeError: a ``Cron`` trigger, whose times are wall-clock times (``next_cron``), not
@@ -22,7 +22,11 @@ def first_due_at(trigger: Trigger) -> float:
     """
     if isinstance(trigger, Cron):
         raise TypeError(f"{trigger!r} has no due time on the scheduler's clock")
-    return trigger.at if isinstance(trigger, Once) else trigger.first_at
+    if isinstance(trigger, Once):
+        return trigger.at if trigger.at is not None else now + (trigger.delay or 0.0)
+    if trigger.first_at is not None:
+        return trigger.first_at
+    return now + (trigger.initial_delay or 0.0)
 
 
 def next_fixed_rate(first_at: float, interval: float, ran_at: float, finished_at: float) -> float:

@@ -8,11 +8,13 @@ run that never asks.
 from __future__ import annotations
 
 import contextvars
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from actors.clock import Clock
+from actors.errors import RunCancelled
 from messages import RunTask, TaskId
+from messages.commands import RunClaim
 
 __all__ = ["CURRENT_RUN", "RunContext", "current_run"]
 
@@ -28,12 +30,15 @@ class RunContext:
 
     Attributes:
         task_id: The task's id.
-        run: The run's number, from 1.
-        due_at: When the run was due (clock seconds).
-        started_at: When it started (clock seconds).
+        run: The run's number, from 1 (a retried run keeps its number).
+        due_at: When the run was due (clock seconds; a retry's attempts share it).
+        started_at: When this attempt started (clock seconds).
         key: A stable name for this run: ``"<task_id>@<due time, UTC, ISO 8601>"``. The same
-            run gets the same key after a restart with a store (a run whose outcome was not
-            saved before a crash runs again: make its effects idempotent on this key).
+            run gets the same key in each attempt, and after a restart with a store (a run
+            whose outcome was not saved before a crash runs again: make its effects
+            idempotent on this key).
+        attempt: Which attempt this is, from 1 (see ``Retry``).
+        deadline: When the run's ``timeout`` runs out (clock seconds), or ``None``.
     """
 
     task_id: TaskId
@@ -41,10 +46,31 @@ class RunContext:
     due_at: float
     started_at: float
     key: str
+    attempt: int = 1
+    deadline: float | None = None
+    _claim: RunClaim | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def cancel_requested(self) -> bool:
+        """Whether this run was asked to stop (``cancel(interrupt=True)``, or its timeout ran out).
+
+        Cheap enough to poll in a loop (one attribute read). A run asked to stop should
+        return soon, or raise ``RunCancelled`` (``check()`` does).
+        """
+        return self._claim is not None and self._claim.stop != 0
+
+    def check(self) -> None:
+        """Raise ``RunCancelled`` if this run was asked to stop; otherwise do nothing.
+
+        Raises:
+            RunCancelled: a stop was requested.
+        """
+        if self._claim is not None and self._claim.stop != 0:
+            raise RunCancelled(f"run {self.run} of task {self.task_id!r} was asked to stop")
 
 
 def current_run() -> RunContext:
-    """Return the run in progress on this thread (call it from inside a task).
+    """Return the run in progress on this thread (call it from inside a task, or its coroutine).
 
     Raises:
         RuntimeError: no run is in progress here (called outside a task).
@@ -53,12 +79,18 @@ def current_run() -> RunContext:
     if current is None:
         raise RuntimeError("current_run() is only valid inside a running task")
     run, started_at, clock = current
+    task = run.task
+    due_at, due_wall = run.due_at, getattr(task, "due_wall", None)
+    failures = getattr(task, "failures", None)
+    if run.attempt > 1 and failures is not None:  # a retry: the run's own slot, not the retry's
+        due_at, due_wall = failures.slot_due_at, failures.slot_due_wall
     # A durable task keeps its due time as a wall-clock instant (the store's): the key is then
     # the same after a restart. The core changes it only after this run has reported.
-    due_wall = getattr(run.task, "due_wall", None)
     if due_wall is None:
-        due_wall = run.due_at + (clock.wall().timestamp() - clock.now())
-    return RunContext(run.task_id, run.run, run.due_at, started_at, f"{run.task_id}@{_iso(due_wall)}")
+        due_wall = due_at + (clock.wall().timestamp() - clock.now())
+    deadline = None if run.timeout is None else started_at + run.timeout
+    key = f"{run.task_id}@{_iso(due_wall)}"
+    return RunContext(run.task_id, run.run, due_at, started_at, key, run.attempt, deadline, run.claim)
 
 
 def _iso(stamp: float) -> str:

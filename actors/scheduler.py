@@ -17,6 +17,7 @@ import pykka
 
 from actors.base import LibraryActor, stop_quietly, tell_quietly
 from actors.clock import Clock
+from actors.dealer import INLINE_WORKER
 from actors.durable import run_record, task_update
 from actors.errors import DuplicateTaskError, SchedulerShutdownError, WorkerLostError
 from actors.event_bus import EventBus
@@ -32,7 +33,7 @@ from actors.timer import TimerThread
 from actors.timetable import Effects, Timetable
 from actors.token import Token
 from actors.validation import MAX_PROCESSES, MAX_WORKERS, check_count
-from actors.worker import Report, WorkerActor
+from actors.worker import Report, WorkerActor, run_batch
 from messages import (
     AddTask,
     BusExited,
@@ -112,6 +113,7 @@ class SchedulerActor(LibraryActor):
         store: Store | None = None,
         loaded: list[TaskRecord] | None = None,
         shared: SharedNode | None = None,
+        hung_grace: float = 5.0,
     ) -> None:
         """Create the actor (runs on the caller's thread; workers, bus and timer start in ``on_start``).
 
@@ -137,6 +139,8 @@ class SchedulerActor(LibraryActor):
             loaded: The live tasks read from ``store``, to own from the start.
             shared: This scheduler's part in a shared store (``actors/shared_node.py``): it
                 runs claimed durable tasks, one run per claim, and saves their outcomes.
+            hung_grace: Seconds a run past its ``timeout`` gets, once asked to stop, before its
+                worker is abandoned (and replaced).
         """
         super().__init__(threads)
         check_count("workers", workers, 1, MAX_WORKERS)
@@ -145,7 +149,9 @@ class SchedulerActor(LibraryActor):
         self._clock = clock
         self._bus = bus
         self._own_bus = bus is None
-        self._core = Timetable(workers=workers, processes=processes, history=history, tasks=live)
+        self._core = Timetable(
+            workers=workers, processes=processes, history=history, tasks=live, hung_grace=hung_grace
+        )
         self._pool_size = workers
         # One slot per process worker, made here: killing a child must not wait for its worker.
         self._slots = [ProcessSlot(f"process-worker-{index}") for index in range(processes)]
@@ -168,6 +174,7 @@ class SchedulerActor(LibraryActor):
         self._stopping = False
         self._ticks = 0
         self._replaced = 0
+        self._abandoned = 0
         core = self._core
         self._takers: dict[type, Callable[[Any, float], object]] = {
             Completed: lambda report, now: core.completed(report, now=now),
@@ -293,8 +300,8 @@ class SchedulerActor(LibraryActor):
                 return self._add_by_id(task, if_exists, definition, self._clock.now())
             case FindTask(task_id):
                 return core.tasks.get(task_id)
-            case Cancel(task_id):
-                return self._cancel(task_id)
+            case Cancel(task_id, interrupt):
+                return self._cancel(task_id, interrupt)
             case QueryTask(task_id):
                 return core.find(task_id, wall_offset=self._wall_offset())
             case QueryTasks():
@@ -346,15 +353,17 @@ class SchedulerActor(LibraryActor):
             return False
         return True if command.task_id is not None else task_id
 
-    def _cancel(self, task_id: str) -> bool:
+    def _cancel(self, task_id: str, interrupt: bool) -> bool:
         """Cancel a task (a ``Cancel`` message); a durable one's cancel is committed before the reply."""
         task = self._core.tasks.get(task_id)
         if self._shared is not None and (task is None or task.store_seq is not None):
             # The store decides, whichever node holds the task.
-            cancelled, event = self._shared.cancel(task_id, self._core, self._clock.now())
+            cancelled, event = self._shared.cancel(
+                task_id, self._core, self._clock.now(), interrupt=interrupt
+            )
             self._publish([event])
             return cancelled
-        cancelled = self._core.cancel(task_id, now=self._clock.now())
+        cancelled = self._core.cancel(task_id, now=self._clock.now(), interrupt=interrupt)
         if cancelled and task is not None and task.store_seq is not None and self._store is not None:
             self._store.cancel(task_id)
         return cancelled
@@ -408,6 +417,8 @@ class SchedulerActor(LibraryActor):
             self._save(effects)  # before anything makes the changes visible
         if effects.events:
             self._tell_bus(Publish(tuple(effects.events)))
+        for worker in effects.abandoned:
+            self._abandon_worker(worker)
         for worker, runs in effects.batches:
             self._hand_batch(worker, runs)
         if effects.finished:
@@ -431,6 +442,9 @@ class SchedulerActor(LibraryActor):
             logger.exception("could not save %d task(s) and %d run(s) to the store", len(updates), len(runs))
 
     def _hand_batch(self, worker: int, runs: list[RunTask]) -> None:
+        if worker == INLINE_WORKER:
+            self._run_inline(runs)
+            return
         if not tell_quietly(self._workers[worker], RunBatch(runs)):
             self._replace_worker(worker, "was dead when handed a task")
 
@@ -438,6 +452,18 @@ class SchedulerActor(LibraryActor):
         published = tuple(event for event in events if event is not None)
         if published:
             self._tell_bus(Publish(published))
+
+    def _run_inline(self, runs: list[RunTask]) -> None:
+        """Make the runs of message tasks here and now (each a quick ``tell``), and take their reports.
+
+        Their reports go to the core at once; what it decides then is carried out by the
+        ``_carry_out_all`` loop this is called from.
+        """
+        reports: list[Report] = []
+        run_batch(runs, INLINE_WORKER, self._clock, _call, reports.append)
+        now = self._clock.now()
+        for report in reports:
+            self._take(report, now)
 
     def _after_message(self) -> None:
         core = self._core
@@ -490,6 +516,7 @@ class SchedulerActor(LibraryActor):
             ticks=self._ticks,
             timer_wakeups=self._timer.wakeups if self._timer is not None else 0,
             replaced_threads=self._replaced,
+            abandoned_workers=self._abandoned,
         )
 
     # -- the threads it runs (scheduler thread) ---------------------------------------------
@@ -525,6 +552,25 @@ class SchedulerActor(LibraryActor):
         self._workers[index] = self._start_worker(index)
         self._core.add_worker(index, now=now)
 
+    def _abandon_worker(self, index: int) -> None:
+        """Give up on a worker stuck in a run past its timeout and grace; put a fresh one in its place.
+
+        A thread cannot be killed: it is left to finish the run on its own (a daemon that
+        shutdown does not wait for), and told to stop then; whatever it reports is stale. A
+        worker process's child is killed instead, and the worker goes on with a new child.
+        """
+        logger.error("worker %d is stuck in a run past its timeout and hung_grace; replacing it", index)
+        self._abandoned += 1
+        if index < self._pool_size:
+            old = self._workers[index]
+            if self._threads is not None:
+                self._threads.abandon(old.actor_urn)
+            stop_quietly(old)
+            self._workers[index] = self._start_worker(index)
+        else:
+            self._slots[index - self._pool_size].kill()
+        self._core.add_worker(index, now=self._clock.now())
+
     def _replace_bus(self, reason: str) -> None:
         if self._stopping or not self._own_bus or (self._bus is not None and self._bus.is_alive()):
             return
@@ -533,6 +579,10 @@ class SchedulerActor(LibraryActor):
         self._bus = self._start_bus()
         for subscription in self._subscriptions.values():
             self._tell_bus(subscription)
+
+
+def _call(run: RunTask) -> object:
+    return run.fn(*run.args, **run.kwargs)
 
 
 def _wake(waiter: Waiter, result: object) -> None:

@@ -132,6 +132,8 @@ class SharedNode:
         """The listener's callback (its thread): cheap, and folds any number of hints into one wake."""
         if self._claims is not None:
             self._claims.wake()
+        if self._keeper is not None and len(self.book):
+            self._keeper.wake()  # a run here may have been asked to stop
         self.board.changed()
 
     def _on_poll(self) -> None:
@@ -199,6 +201,7 @@ class SharedNode:
                     task.node, task.abandoned = self, False
                     task.due_at = local_due(task.due_wall, core.wall_offset, now)
                     core.add(task, now=now)
+                    self.book.attach(lease.seq, task)
                 except (DuplicateTaskError, SchedulerShutdownError):
                     refused.append(lease)
                 except Exception:  # a row this version cannot read: leave it to its lease's end
@@ -262,6 +265,14 @@ class SharedNode:
 
     def _commit(self, item: _Unsaved) -> set[str] | None:
         """Save ``item``; return the ids of tasks whose outcome was refused, or ``None`` if not saved yet."""
+        # The values first: a handle that sees the committed row must find them here already.
+        for task, value in item.ended:
+            if task.store_seq is not None:
+                if task.state is COMPLETED:
+                    self.board.ended(task.task_id, task.store_seq, value, None)
+                elif task.state is FAILED:
+                    last = task.failures.last_error if task.failures is not None else None
+                    self.board.ended(task.task_id, task.store_seq, None, last)
         try:
             fenced_out = self.store.save_outcomes(item.updates, item.runs)
         except StoreError as error:
@@ -278,13 +289,9 @@ class SharedNode:
                 len(refused),
                 ", ".join(sorted(refused)[:5]),
             )
-        for task, value in item.ended:
-            if task.task_id not in refused and task.store_seq is not None:
-                if task.state is COMPLETED:
-                    self.board.ended(task.task_id, task.store_seq, value, None)
-                elif task.state is FAILED:
-                    last = task.failures.last_error if task.failures is not None else None
-                    self.board.ended(task.task_id, task.store_seq, None, last)
+        for task, _ in item.ended:
+            if task.task_id in refused and task.store_seq is not None:
+                self.board.forget(task.task_id, task.store_seq)  # another node's outcome stands
         self.board.changed()
         return refused
 
@@ -306,16 +313,18 @@ class SharedNode:
 
     # -- cancels (scheduler thread) ----------------------------------------------------------
 
-    def cancel(self, task_id: str, core: Timetable, now: float) -> tuple[bool, TaskEvent | None]:
+    def cancel(
+        self, task_id: str, core: Timetable, now: float, *, interrupt: bool = False
+    ) -> tuple[bool, TaskEvent | None]:
         """Cancel a durable task in the store (a ``Cancel`` message); return whether it won, and its event."""
         try:
-            cancelled = self.store.cancel(task_id)
+            cancelled = self.store.cancel(task_id, interrupt=interrupt)
         except StoreError as error:
             logger.warning("could not cancel %r: %s", task_id, error)
             return False, None
         if not cancelled:
             return False, None
-        return True, self.cancelled_in_store(CancelledInStore(task_id), core, now)
+        return True, self.cancelled_in_store(CancelledInStore(task_id, None, interrupt), core, now)
 
     def cancelled_in_store(self, message: CancelledInStore, core: Timetable, now: float) -> TaskEvent | None:
         """This node's cancel of a durable task was committed: stop its claimed run, if any, and say so.
@@ -326,7 +335,8 @@ class SharedNode:
         name = message.name
         if isinstance(task, ClaimedTask):
             name = name or task.name
-            core.cancel(message.task_id, now=now)  # a run not started yet never starts here
+            # A run not started yet never starts here; one in progress is asked to stop, if told.
+            core.cancel(message.task_id, now=now, interrupt=message.interrupt)
         if EventKind.CANCELLED not in core.wanted:
             return None
         label = name or message.task_id

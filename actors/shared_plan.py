@@ -12,6 +12,7 @@ import math
 from typing import Final, NamedTuple
 
 __all__ = [
+    "HINTED_RENEWAL_GAP",
     "RENEWALS_PER_LEASE",
     "ClockSample",
     "claim_limit",
@@ -24,6 +25,9 @@ __all__ = [
 
 RENEWALS_PER_LEASE: Final = 3
 """A lease is renewed this many times per lease period: two renewals may fail before it ends."""
+
+HINTED_RENEWAL_GAP: Final = 0.05
+"""Seconds between renewals brought forward by hints (a burst of hints: one renewal)."""
 
 _FIRST_PAUSE: Final = 0.05  # seconds after a first failed call to the store; doubles, up to poll
 

@@ -75,21 +75,25 @@ class SharedTasks:
         task.store_seq = stored.seq
         return SharedTaskHandle(task, scheduler)
 
-    def cancel(self, scheduler: Scheduler, task_id: TaskId, name: str | None = None) -> bool:
+    def cancel(
+        self, scheduler: Scheduler, task_id: TaskId, name: str | None = None, *, interrupt: bool = False
+    ) -> bool:
         """Cancel a durable task in the store (committed when this returns ``True``); tell this node.
 
         ``False`` if the store has no live task ``task_id``, or its one-time run has started
-        on some node (the run decides how it ends, as in memory).
+        on some node (the run decides how it ends, as in memory) and ``interrupt`` is false.
+        With ``interrupt`` a run in progress on any node is asked to stop (its node learns it
+        from the store within moments: a hint brings its next lease renewal forward).
         """
-        if not self._store.cancel(task_id):
+        if not self._store.cancel(task_id, interrupt=interrupt):
             return False
         with contextlib.suppress(SchedulerShutdownError):  # stopping: nothing here to stop or tell
-            scheduler._send(CancelledInStore(task_id, name))
+            scheduler._send(CancelledInStore(task_id, name, interrupt))
         return True
 
-    def revoke(self, scheduler: Scheduler, task: TaskRecord) -> bool:
+    def revoke(self, scheduler: Scheduler, task: TaskRecord, interrupt: bool = False) -> bool:
         """Cancel the durable task of a handle (or one this node holds a claim of)."""
-        if not self.cancel(scheduler, task.task_id, task.name):
+        if not self.cancel(scheduler, task.task_id, task.name, interrupt=interrupt):
             return False
         if not isinstance(task, ClaimedTask):  # a handle's record: done() is true from now on
             task.revoke()

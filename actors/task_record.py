@@ -20,19 +20,21 @@ library keeps no handle alive.
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from actors.claim import Claim
+from actors.claim import INTERRUPTED, Claim
 from actors.cron import CronSchedule
 from actors.recurrence import first_due_at
+from actors.retry import Retry
 from actors.task_state import CANCELLING, FAILED, FINAL_STATUS, HANDED, PENDING, State
 from actors.token import FREE, Token
 from messages import Cron, FixedDelay, FixedRate, Once, Schedule, TaskInfo, TaskStatus
 
-__all__ = ["PLAIN", "PROCESSES", "THREADS", "Failures", "TaskRecord", "TaskSpec", "default_name"]
+__all__ = ["INLINE", "PLAIN", "PROCESSES", "THREADS", "Failures", "TaskRecord", "TaskSpec", "default_name"]
 
 
 def default_name(fn: object) -> str:
@@ -42,21 +44,40 @@ def default_name(fn: object) -> str:
 
 
 class Failures:
-    """A task's failure counters: made only for tasks that fail or have a failure limit."""
+    """A task's failure counters: made only for tasks that fail or have a failure limit.
 
-    __slots__ = ("consecutive", "count", "last_error", "last_traceback")
+    A run being retried keeps its state here too: ``attempt`` (the attempt that runs next,
+    from 1) and ``slot_due_at``/``slot_due_wall``, the run's own due time (its retries are
+    due later; the key of the run and a fixed-rate task's next slot count from the slot).
+    """
+
+    __slots__ = (
+        "attempt",
+        "consecutive",
+        "count",
+        "last_error",
+        "last_traceback",
+        "slot_due_at",
+        "slot_due_wall",
+    )
 
     def __init__(self) -> None:
         self.count = 0
         self.consecutive = 0
         self.last_error: BaseException | None = None
         self.last_traceback: str | None = None
+        self.attempt = 1
+        self.slot_due_at = 0.0
+        self.slot_due_wall: float | None = None
 
 
 THREADS: Final = "thread"
 """The executor of tasks run on the pool's threads (the default)."""
 PROCESSES: Final = "process"
 """The executor of tasks run in the pool's worker processes."""
+INLINE: Final = "inline"
+"""The executor of the library's own message tasks (``Scheduler.tell_*``): their run, a ``tell``,
+is made on the scheduler's thread, with no worker involved. Never for user functions."""
 
 
 Recurrence = FixedRate | FixedDelay | Cron
@@ -75,9 +96,22 @@ class TaskSpec:
     derived from it and re-planned when the wall clock jumps. Every other task is due at a
     clock time. ``calendar`` is a cron task's checked expression (its trigger is the ``Cron``
     message, to show).
+
+    ``timeout``: seconds a run may take before it is asked to stop; ``retry``: how a failed run
+    is tried again; ``coroutine``: the function is ``async def`` (its worker's loop runs it).
     """
 
-    __slots__ = ("calendar", "executor", "failure_limit", "misfire_grace", "on_wall", "trigger")
+    __slots__ = (
+        "calendar",
+        "coroutine",
+        "executor",
+        "failure_limit",
+        "misfire_grace",
+        "on_wall",
+        "retry",
+        "timeout",
+        "trigger",
+    )
 
     def __init__(
         self,
@@ -87,6 +121,9 @@ class TaskSpec:
         misfire_grace: float | None = None,
         *,
         on_wall: bool = False,
+        timeout: float | None = None,
+        retry: Retry | None = None,
+        coroutine: bool = False,
     ) -> None:
         """Describe a task; a ``Cron`` trigger is checked here (``ValueError`` naming the field or zone)."""
         self.trigger = trigger
@@ -95,6 +132,14 @@ class TaskSpec:
         self.misfire_grace = misfire_grace
         self.calendar = CronSchedule.parse(trigger.expr, trigger.tz) if isinstance(trigger, Cron) else None
         self.on_wall = on_wall or self.calendar is not None
+        self.timeout = timeout
+        self.retry = retry
+        self.coroutine = coroutine
+
+    @property
+    def single_start(self) -> bool:
+        """Whether a run takes the task's token for good as it starts (a one-time task never retried)."""
+        return self.trigger is None and self.retry is None
 
     @property
     def plain(self) -> bool:
@@ -105,12 +150,16 @@ class TaskSpec:
             and self.executor == THREADS
             and self.misfire_grace is None
             and not self.on_wall
+            and self.timeout is None
+            and self.retry is None
+            and not self.coroutine
         )
 
     def __repr__(self) -> str:
         return (
             f"TaskSpec({self.trigger!r}, failure_limit={self.failure_limit!r}, "
-            f"executor={self.executor!r}, misfire_grace={self.misfire_grace!r}, on_wall={self.on_wall!r})"
+            f"executor={self.executor!r}, misfire_grace={self.misfire_grace!r}, on_wall={self.on_wall!r}, "
+            f"timeout={self.timeout!r}, retry={self.retry!r}, coroutine={self.coroutine!r})"
         )
 
 
@@ -186,11 +235,16 @@ class TaskRecord(Token):
         """
         trigger = cmd.trigger
         recurring = None if isinstance(trigger, Once) else trigger
+        if isinstance(recurring, FixedRate | FixedDelay):
+            recurring = recurring.resolved(now)  # a relative start counts from now
         limit = cmd.max_consecutive_failures
-        spec = PLAIN if recurring is None and limit is None else TaskSpec(recurring, limit)
+        coroutine = inspect.iscoroutinefunction(cmd.fn)
+        spec = PLAIN if recurring is None and limit is None and not coroutine else TaskSpec(recurring, limit)
+        if coroutine:
+            spec = TaskSpec(recurring, limit, coroutine=True)
         name = cmd.name if cmd.name is not None else default_name(cmd.fn)
         if spec.calendar is None:
-            return cls(task_id, cmd.fn, cmd.args, cmd.kwargs, first_due_at(trigger), name, spec)
+            return cls(task_id, cmd.fn, cmd.args, cmd.kwargs, first_due_at(trigger, now), name, spec)
         due_wall = spec.calendar.next_fire(now + wall_offset)
         task = cls(task_id, cmd.fn, cmd.args, cmd.kwargs, due_wall - wall_offset, name, spec)
         task.due_wall = due_wall
@@ -215,6 +269,15 @@ class TaskRecord(Token):
     def is_one_time(self) -> bool:
         """Whether the task runs once (it has no recurring trigger)."""
         return self.spec.trigger is None
+
+    def interrupt(self) -> bool:
+        """Ask the run in progress, if any, to stop (any thread); whether this asked it.
+
+        Reads the run's claim once: a task between runs has none (the core clears it as the
+        run reports), and asking a run that has just ended changes nothing.
+        """
+        claim = self.claim
+        return claim is not None and claim.request_stop(INTERRUPTED)
 
     def label(self) -> str:
         """Return the task's name: the one it was given, else its function's qualified name."""
@@ -254,6 +317,8 @@ class TaskRecord(Token):
         state = self.state
         if state not in FINAL_STATUS:
             return None
+        if state is FAILED and self.spec.executor == INLINE:
+            return "its message could not be delivered: the actor was dead"
         if state is FAILED and self.trigger is not None:
             return (
                 f"stopped after {self.failure_limit} consecutive failures "

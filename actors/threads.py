@@ -19,6 +19,8 @@ class Role(enum.Enum):
     WORKER = "worker"
     BUS = "event bus"
     TIMER = "timer"
+    ABANDONED = "abandoned worker"
+    """A worker left to a hung run (``timeout`` + ``hung_grace``): a daemon nobody waits for."""
     NODE = "shared-store node"  # a node's claim loop and lease keeper (actors/shared_node.py)
 
 
@@ -30,11 +32,21 @@ class ThreadRegistry:
         # _lock guards _roles: threads register themselves as they start, callers read at any time.
         self._lock = threading.Lock()
         self._roles: dict[threading.Thread, Role] = {}
+        self._by_actor: dict[str, threading.Thread] = {}  # an actor's urn -> its thread
 
-    def add(self, thread: threading.Thread, role: Role) -> None:
+    def add(self, thread: threading.Thread, role: Role, actor_urn: str | None = None) -> None:
         """Record ``thread`` (called by the thread itself, as it starts, or by its starter)."""
         with self._lock:
             self._roles[thread] = role
+            if actor_urn is not None:
+                self._by_actor[actor_urn] = thread
+
+    def abandon(self, actor_urn: str) -> None:
+        """Mark the thread of the actor ``actor_urn`` as abandoned: shutdown does not wait for it."""
+        with self._lock:
+            thread = self._by_actor.get(actor_urn)
+            if thread is not None:
+                self._roles[thread] = Role.ABANDONED
 
     def role_of(self, thread: threading.Thread) -> Role | None:
         """The role of ``thread`` if it is one of this scheduler's threads, else ``None``."""

@@ -28,11 +28,19 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import NamedTuple
 
+from actors.claim import INTERRUPTED, NOT_STOPPED, TIMED_OUT
 from actors.dealer import Dealer
 from actors.due_heap import DueHeap
-from actors.errors import DuplicateTaskError, MissedRunError, SchedulerShutdownError, UnknownTaskError
+from actors.errors import (
+    DuplicateTaskError,
+    MissedRunError,
+    RunCancelled,
+    SchedulerShutdownError,
+    TaskTimeoutError,
+    UnknownTaskError,
+)
 from actors.recurrence import next_cron, next_fixed_delay, next_fixed_rate
-from actors.task_record import TaskRecord
+from actors.task_record import Failures, TaskRecord
 from actors.task_state import (
     CANCELLED,
     CANCELLING,
@@ -90,6 +98,8 @@ class Effects:
         events: Events to publish (only the kinds in ``Timetable.wanted``).
         batches: ``(worker, runs)``: hand each idle worker its batch, in order.
         finished: ``(task, outcome)``: publish each task's end (``task.finish(outcome)``).
+        abandoned: Workers left to a hung run: put a new worker in each one's place, then
+            ``add_worker`` it (a worker process: kill its child, then ``add_worker``).
     """
 
     saves: list[TaskRecord] = field(default_factory=list)
@@ -97,6 +107,7 @@ class Effects:
     events: list[TaskEvent] = field(default_factory=list)
     batches: list[tuple[int, list[RunTask]]] = field(default_factory=list)
     finished: list[tuple[TaskRecord, object]] = field(default_factory=list)
+    abandoned: list[int] = field(default_factory=list)
 
     @property
     def dispatches(self) -> list[tuple[int, RunTask]]:
@@ -104,7 +115,9 @@ class Effects:
         return [(worker, run) for worker, runs in self.batches for run in runs]
 
     def __bool__(self) -> bool:
-        return bool(self.events or self.batches or self.finished or self.saves or self.ledger)
+        return bool(
+            self.events or self.batches or self.finished or self.saves or self.ledger or self.abandoned
+        )
 
 
 class Timetable:
@@ -121,8 +134,12 @@ class Timetable:
         processes: int = 0,
         history: int = 10_000,
         tasks: dict[TaskId, TaskRecord] | None = None,
+        hung_grace: float = 5.0,
     ) -> None:
         """Start empty and idle, keeping ``history`` finished tasks.
+
+        ``hung_grace``: seconds a run that outlived its ``timeout`` still gets, once asked to
+        stop, before its worker is abandoned.
 
         Workers ``0 .. workers-1`` run tasks on threads, the next ``processes`` numbers in
         worker processes (tasks with ``executor="process"``).
@@ -139,6 +156,7 @@ class Timetable:
         # One flag per kind: enum hashing is Python code, too slow for the per-task path.
         self._want_due = self._want_started = self._want_completed = False
         self._want_failed = self._want_cancelled = self._want_missed = self._want_jumped = False
+        self._want_timed_out = False
         self.closed = False
         self._tasks: dict[TaskId, TaskRecord] = (
             tasks if tasks is not None else {}
@@ -151,6 +169,7 @@ class Timetable:
         self._effects = Effects()
         self._deferred = False  # inside batch(): hand out work once, at the end
         self.activity = 0  # counts releases, reports and endings: Scheduler.settle compares it
+        self._hung_grace = hung_grace
         self.wall_offset = 0.0  # wall-clock time minus clock time: observe_wall_offset sets it
         # A shared store's node holds a durable task for one claimed run only: after that run
         # (or a missed one) the task goes back to its store (detached), which says when it is
@@ -173,6 +192,7 @@ class Timetable:
         self._want_cancelled = EventKind.CANCELLED in kinds
         self._want_missed = EventKind.MISSED in kinds
         self._want_jumped = EventKind.CLOCK_JUMPED in kinds
+        self._want_timed_out = EventKind.TIMED_OUT in kinds
 
     # -- commands ---------------------------------------------------------------------------
 
@@ -273,20 +293,25 @@ class Timetable:
         task.retire()
         self._effects.finished.append((task, None))
 
-    def cancel(self, task_id: TaskId, *, now: float) -> bool:
-        """Cancel a task; return whether that prevented a run that would otherwise happen.
+    def cancel(self, task_id: TaskId, *, now: float, interrupt: bool = False) -> bool:
+        """Cancel a task; return whether that prevented a run, or (``interrupt``) signalled one.
 
         A task whose run has not started never runs. A running recurring task finishes its
         run and is not rescheduled (``True``); a running one-time task just finishes
         (``False``). So does a task a caller has already cancelled through its token, whose
-        ``Cancelled`` report is still on its way (``False``).
+        ``Cancelled`` report is still on its way (``False``). With ``interrupt`` a run in
+        progress is also asked to stop (``True`` if it was not asked already): a one-time
+        task so interrupted ends ``CANCELLED`` however its run ends.
         """
         task = self._tasks.get(task_id)
-        if task is None or task.state is CANCELLING:
+        if task is None:
             return False
+        signalled = interrupt and task.interrupt()
+        if task.state is CANCELLING:
+            return signalled
         before = task.revoke()
         if before is not FREE and before is not RUNNING and before is not RAN:
-            return False  # a one-time run started, the task is ending, or a caller cancelled it first
+            return signalled  # a one-time run started, the task is ending, or a caller cancelled it first
         self._end_cancelled(task, now, mid_run=before is not FREE)
         return True
 
@@ -343,51 +368,89 @@ class Timetable:
 
     def completed(self, report: Completed, *, now: float) -> None:
         """Record that a worker finished a run normally."""
-        task = self._dealer.report(report.worker, report.task_id, report.run, idle=report.idle)
+        task, stop = self._reported(report)
         if task is None or task.state in FINAL_STATES:
             self._release(now)  # the report may have freed its worker
             return
         self.activity += 1
         task.run_count += 1
+        attempt = 1
         if task.failures is not None:
             task.failures.consecutive = 0
+            attempt = self._end_attempts(task)
         if task.store_seq is not None:
             self._record_run(task, report.run, report.started_at, report.finished_at, "completed", None)
         if task.spec.trigger is None and task.state is HANDED:  # the common case: it just ends
+            interrupted = stop == INTERRUPTED  # it returned anyway: the run counts, the task is cancelled
+            if not task.spec.single_start:  # a retryable one: a cancel may have won its token meanwhile
+                task.run_reported()
+                interrupted = not task.take() or interrupted
             if self._want_completed:
                 self._emit(
-                    EventKind.COMPLETED, task, report.finished_at, report.run, value=report.value, final=True
+                    EventKind.COMPLETED,
+                    task,
+                    report.finished_at,
+                    report.run,
+                    value=report.value,
+                    final=not interrupted,
+                    attempt=attempt,
                 )
-            self._finish(task, COMPLETED, report.finished_at, report.value)
+            if interrupted:
+                self._finish(task, CANCELLED, report.finished_at, None)
+            else:
+                self._finish(task, COMPLETED, report.finished_at, report.value)
         else:
             task.run_reported()
             if self._want_completed:
-                self._emit(EventKind.COMPLETED, task, report.finished_at, report.run, value=report.value)
+                self._emit(
+                    EventKind.COMPLETED,
+                    task,
+                    report.finished_at,
+                    report.run,
+                    value=report.value,
+                    attempt=attempt,
+                )
             self._after_run(task, report.finished_at)
         if not self._deferred:
             self._release(now)
 
     def failed(self, report: Failed, *, now: float) -> None:
-        """Record that a worker finished a run by raising."""
-        task = self._dealer.report(report.worker, report.task_id, report.run, idle=report.idle)
+        """Record that a worker finished a run by raising.
+
+        A run that raised ``RunCancelled`` because it was asked to stop is no failure after an
+        interrupt (the task ends ``CANCELLED``); after its timeout it failed with
+        ``TaskTimeoutError``.
+        """
+        task, stop = self._reported(report)
         if task is not None and task.state not in FINAL_STATES:
-            self._fail_run(task, report.error, report.traceback, report.finished_at, report.started_at)
+            error = report.error
+            if stop == INTERRUPTED and isinstance(error, RunCancelled):
+                self._end_interrupted(task, report.finished_at)
+            else:
+                if stop >= TIMED_OUT and isinstance(error, RunCancelled):
+                    error = _timeout_error(task, report.run, self._hung_grace, abandoned=False)
+                self._fail_run(task, error, report.traceback, report.finished_at, report.started_at)
         self._release(now)  # the report freed its worker
 
     def skipped(self, report: Skipped, *, now: float) -> None:
         """Record that a worker did not start a run: the task's token said it was cancelled."""
-        task = self._dealer.report(report.worker, report.task_id, report.run, idle=report.idle)
+        task, _ = self._reported(report)
         if task is not None and task.state not in FINAL_STATES:  # else it ended when cancelled
             self.activity += 1
             self._finish(task, CANCELLED, now, None)
         self._release(now)  # the report freed its worker
 
     def started(self, report: Started) -> None:
-        """Record that a worker started a run (publishes ``STARTED``)."""
+        """Record that a worker started a run: publish ``STARTED``; a run with a timeout gets its deadline."""
+        task = self._dealer.handed(report.worker, report.task_id, report.run)
+        if task is None:
+            return
         if self._want_started:
-            task = self._dealer.handed(report.worker, report.task_id, report.run)
-            if task is not None:
-                self._emit(EventKind.STARTED, task, report.started_at, report.run)
+            self._emit(EventKind.STARTED, task, report.started_at, report.run)
+        timeout = task.spec.timeout
+        if timeout is not None and task.heap_seq is None:
+            # The heap holds only waiting tasks' due times; a running task's entry is its deadline.
+            self._heap.push(task, report.started_at + timeout)
 
     def worker_lost(self, worker: int, error: BaseException, *, now: float) -> None:
         """Forget ``worker`` until ``add_worker``.
@@ -561,6 +624,9 @@ class Timetable:
         want_due = self._want_due
         for task_id in self._heap.pop_due(now):
             task = tasks[task_id]
+            if task.state is HANDED or task.state is CANCELLING:
+                self._overdue(task, now)  # not a due time: a running task's deadline
+                continue
             queue(task)
             self.activity += 1
             if want_due:
@@ -583,6 +649,91 @@ class Timetable:
         self._finish(task, CANCELLED, now, None)
         self._release(now)  # a take-back may have left a worker idle
 
+    def _reported(self, report: Completed | Failed | Skipped) -> tuple[TaskRecord | None, int]:
+        """Take a worker's report: the run's task (``None`` if stale), and how the run was asked to stop."""
+        task = self._dealer.report(report.worker, report.task_id, report.run, idle=report.idle)
+        if task is None:
+            return None, NOT_STOPPED
+        claim, task.claim = task.claim, None
+        if task.heap_seq is not None:
+            self._heap.remove(task)  # the run's deadline: it has ended
+        return task, NOT_STOPPED if claim is None else claim.stop
+
+    def _overdue(self, task: TaskRecord, now: float) -> None:
+        """A running task's deadline came: ask the run to stop; at the second deadline, abandon its worker.
+
+        The first deadline is ``timeout`` after the run started: the run is asked to stop and
+        ``TIMED_OUT`` is published. The second, ``hung_grace`` later, finds it still going:
+        the run counts ``FAILED`` with ``TaskTimeoutError``, its worker is given up
+        (``Effects.abandoned``) and its other runs go back to the ready FIFO.
+        """
+        claim = task.claim
+        worker = self._dealer.worker_of(task)
+        if claim is None or worker is None:
+            return  # cannot happen: a report removes the deadline
+        self.activity += 1
+        if claim.stop < TIMED_OUT:
+            claim.request_stop(TIMED_OUT)
+            if self._want_timed_out:
+                self._emit(EventKind.TIMED_OUT, task, now, task.run_count + 1)
+            self._heap.push(task, now + self._hung_grace)
+            return
+        task.abandon_run(claim)  # from now on its worker's end_run moves nothing
+        started, taken_back = self._dealer.lose(worker)
+        self._dealer.requeue(taken_back)
+        self._effects.abandoned.append(worker)
+        error = _timeout_error(task, task.run_count + 1, self._hung_grace, abandoned=True)
+        for lost in started:
+            if lost.state not in FINAL_STATES:
+                self._fail_run(lost, error, "", now)
+
+    def _end_interrupted(self, task: TaskRecord, finished_at: float) -> None:
+        """A run asked to stop by ``cancel(interrupt=True)`` raised ``RunCancelled``: the task ends."""
+        self.activity += 1
+        if task.spec.trigger is not None or not task.spec.single_start:
+            task.run_reported()
+        self._end_attempts(task)
+        self._finish(task, CANCELLED, finished_at, None)
+
+    def _end_attempts(self, task: TaskRecord) -> int:
+        """A run has ended for good: a retried one's task is due at the run's own slot again (for the next).
+
+        Returns the attempt that ended it.
+        """
+        failures = task.failures
+        if failures is None or failures.attempt == 1:
+            return 1
+        attempt, failures.attempt = failures.attempt, 1
+        task.due_at, task.due_wall = failures.slot_due_at, failures.slot_due_wall
+        return attempt
+
+    def _retry(self, task: TaskRecord, error: BaseException, traceback: str, finished_at: float) -> bool:
+        """Schedule the next attempt of a failed run, if its ``Retry`` allows one; whether it did."""
+        retry = task.spec.retry
+        failures = task.failures
+        attempt = 1 if failures is None else failures.attempt
+        if retry is None or task.state is not HANDED or self.closed or not retry.applies(error, attempt):
+            return False
+        if failures is None:
+            failures = task.failures = Failures()
+        if attempt == 1:
+            failures.slot_due_at, failures.slot_due_wall = task.due_at, task.due_wall
+        failures.attempt = attempt + 1
+        failures.last_error, failures.last_traceback = error, traceback
+        run = task.run_count + 1
+        wait = retry.delay_before(attempt + 1, f"{task.task_id}:{run}:{attempt + 1}")
+        task.run_reported()  # the attempt's token goes back to FREE: a cancel still wins before the next
+        if self._want_failed:
+            self._emit(
+                EventKind.FAILED, task, finished_at, run, error=error, traceback=traceback, retrying=True
+            )
+        move_to(task, PENDING)
+        task.due_at = finished_at + wait
+        if task.due_wall is not None:
+            task.due_wall = task.due_at + self.wall_offset
+        self._heap.push(task, task.due_at)
+        return True
+
     def _fail_run(
         self,
         task: TaskRecord,
@@ -592,16 +743,21 @@ class Timetable:
         started_at: float | None = None,
     ) -> None:
         self.activity += 1
+        attempt = 1
+        if task.spec.retry is not None:
+            if self._retry(task, error, traceback, finished_at):
+                return
+            attempt = self._end_attempts(task)
         run = task.run_count = task.run_count + 1
         task.count_failure(error, traceback)
         if task.store_seq is not None:
             self._record_run(task, run, started_at, finished_at, "failed", f"{type(error).__name__}: {error}")
-        if task.spec.trigger is not None:
+        if not task.spec.single_start:
             task.run_reported()
         if task.state is CANCELLING:
             ending: State | None = CANCELLED
         elif task.spec.trigger is None:
-            ending = FAILED
+            ending = FAILED if task.spec.single_start or task.take() else CANCELLED
         elif task.reached_failure_limit():
             ending = FAILED if task.take() else CANCELLED  # a cancel may have just won the token
         else:
@@ -609,7 +765,14 @@ class Timetable:
         if self._want_failed:
             final = ending is FAILED
             self._emit(
-                EventKind.FAILED, task, finished_at, run, error=error, traceback=traceback, final=final
+                EventKind.FAILED,
+                task,
+                finished_at,
+                run,
+                error=error,
+                traceback=traceback,
+                final=final,
+                attempt=attempt,
             )
         if ending is None:
             self._reschedule(task, finished_at)
@@ -664,6 +827,7 @@ class Timetable:
             task.due_at, task.due_wall = due_wall - self.wall_offset, due_wall
             return True
         if isinstance(trigger, FixedRate):
+            assert trigger.first_at is not None  # resolved when the task was made
             due_at = next_fixed_rate(trigger.first_at, trigger.interval, task.due_at, after)
         else:
             assert isinstance(trigger, FixedDelay)
@@ -769,7 +933,14 @@ class Timetable:
         traceback: str | None = None,
         value: object = None,
         final: bool = False,
+        retrying: bool = False,
+        attempt: int | None = None,
     ) -> None:
+        if (
+            attempt is None
+        ):  # the attempt due (DUE) or running (STARTED, TIMED_OUT...), or that ran (retrying)
+            failures = task.failures
+            attempt = 1 if failures is None else failures.attempt - retrying
         self._effects.events.append(
             TaskEvent(
                 kind=kind,
@@ -782,8 +953,22 @@ class Timetable:
                 traceback=traceback,
                 value=value,
                 final=final,
+                attempt=attempt,
+                retrying=retrying,
             )
         )
+
+
+def _timeout_error(task: TaskRecord, run: int, hung_grace: float, *, abandoned: bool) -> TaskTimeoutError:
+    """The error of a run that outlived its task's timeout."""
+    how = (
+        f"and was still running {hung_grace} s after it was asked to stop: its worker was abandoned"
+        if abandoned
+        else "and stopped when asked"
+    )
+    return TaskTimeoutError(
+        f"run {run} of task {task.task_id!r} took longer than its timeout of {task.spec.timeout} s {how}"
+    )
 
 
 __all__ = ["Effects", "Timetable"]

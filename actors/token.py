@@ -10,17 +10,18 @@ decides by looking at a token: the scheduler's core treats a move's result as an
 The state table (``TRANSITIONS`` below is this table as data). A cell is the state the move
 leads to; "-" means the move fails and nothing changes, "=" that it succeeds and the state stays:
 
-    state     start(1)  start(rec)  end_run  reported  revoke   take   finish    detach
-    FREE      TAKEN     RUNNING     -        -         REVOKED  TAKEN  FINISHED  DETACHED
-    RUNNING   -         -           RAN      -         REVOKED  -      FINISHED  DETACHED
-    RAN       -         -           -        FREE      REVOKED  -      FINISHED  DETACHED
-    TAKEN     -         -           -        -         -        -      FINISHED  DETACHED
-    REVOKED   -         -           =        =         -        -      FINISHED  -
-    FINISHED  -         -           -        -         -        -      -         -
-    DETACHED  -         -           -        -         -        -      -         -
+    state     start(1)  start(rec)  end_run  reported  abandon  revoke   take   finish    detach
+    FREE      TAKEN     RUNNING     -        -         -        REVOKED  TAKEN  FINISHED  DETACHED
+    RUNNING   -         -           RAN      -         FREE     REVOKED  -      FINISHED  DETACHED
+    RAN       -         -           -        FREE      FREE     REVOKED  -      FINISHED  DETACHED
+    TAKEN     -         -           -        -         -        -        -      FINISHED  DETACHED
+    REVOKED   -         -           =        =         =        -        -      FINISHED  -
+    FINISHED  -         -           -        -         -        -        -      -         -
+    DETACHED  -         -           -        -         -        -        -      -         -
 
-(``start(1)`` is ``try_start`` of a one-time run, ``start(rec)`` of a recurring one;
-``reported`` is ``run_reported``.)
+(``start(1)`` is ``try_start`` of a one-time run, ``start(rec)`` of a recurring one (and of
+any run of a task that may be retried: a cancel must still win between its attempts);
+``reported`` is ``run_reported``; ``abandon`` is ``abandon_run``.)
 
 - ``RUNNING``: a run of a recurring task is in progress; ``RAN``: it has ended and its report
   is on its way to the scheduler (the worker moves the token on with ``end_run`` before it
@@ -29,6 +30,9 @@ leads to; "-" means the move fails and nothing changes, "=" that it succeeds and
   run is in flight: the task ends when its report arrives, and the run counts.
 - ``TAKEN``: the task's fate is sealed: a one-time run has started (a cancel can no longer
   prevent it), or the scheduler is ending the task (a cancel can no longer change how).
+- ``abandon``: the scheduler gives up on a hung run (it outlived its timeout and grace): the
+  token is free for the task's next run, and the run's claim is marked ``ABANDONED`` in the
+  same move, so the abandoned worker's own ``end_run``, whenever it comes, moves nothing.
 - ``REVOKED``: cancelled; no run starts any more. A handle reports ``done()`` from here on.
 - ``FINISHED``: the scheduler has published the task's final state (``finish``); the record
   never changes again, so any thread may read it.
@@ -36,7 +40,8 @@ leads to; "-" means the move fails and nothing changes, "=" that it succeeds and
   process: its handle is not done, and waiting for it ends at once (``detach``, by the
   scheduler: at shutdown for a task with no run in flight; when stopped by force, for any).
 
-Who makes which move: ``try_start`` and ``end_run`` the worker, around a run; ``revoke`` a
+Who makes which move: ``try_start`` and ``end_run`` the worker, around a run; ``abandon_run``
+the scheduler; ``revoke`` a
 caller (``TaskHandle.cancel``, ``Scheduler.cancel``) or the scheduler (``Cancel`` message,
 shutdown); ``run_reported`` the scheduler, as a recurring run's report arrives; ``take`` the
 scheduler, to end a recurring task after too many failures; ``finish`` the scheduler, once.
@@ -50,6 +55,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Final
 
+from actors.claim import ABANDONED, Claim
 from actors.waiting import wait_until
 
 __all__ = [
@@ -90,6 +96,7 @@ class Move(enum.IntEnum):
     TAKE = 5
     FINISH = 6
     DETACH = 7
+    ABANDON_RUN = 8
 
 
 FREE, RUNNING, RAN, TAKEN, REVOKED, FINISHED, DETACHED = TokenState
@@ -114,6 +121,9 @@ _MOVES: Final[dict[tuple[TokenState, Move], TokenState]] = {
     (REVOKED, Move.END_RUN): REVOKED,
     (REVOKED, Move.RUN_REPORTED): REVOKED,
     (REVOKED, Move.FINISH): FINISHED,
+    (RUNNING, Move.ABANDON_RUN): FREE,
+    (RAN, Move.ABANDON_RUN): FREE,
+    (REVOKED, Move.ABANDON_RUN): REVOKED,
 }
 TRANSITIONS: Final[Mapping[tuple[TokenState, Move], TokenState]] = MappingProxyType(_MOVES)
 """The legal moves: ``(state, move) -> new state``. A move not listed fails and changes nothing."""
@@ -150,9 +160,26 @@ class Token:
             self._token = new
             return True
 
-    def end_run(self) -> None:
-        """Worker, after a recurring run (before reporting it): the run has ended, its report follows."""
-        self._move(Move.END_RUN)
+    def end_run(self, claim: Claim | None = None) -> None:
+        """Worker, after a recurring run (before reporting it): the run has ended, its report follows.
+
+        Nothing moves if the scheduler has abandoned the run (``claim.stop`` is ``ABANDONED``):
+        the token may be a later run's by now.
+        """
+        with _LOCK:
+            if claim is not None and claim.stop == ABANDONED:
+                return
+            new = _MOVES.get((self._token, Move.END_RUN))
+            if new is not None:
+                self._token = new
+
+    def abandon_run(self, claim: Claim) -> None:
+        """Scheduler: give up on the hung run holding ``claim``; the token is free for the next run."""
+        with _LOCK:
+            claim.stop = ABANDONED
+            new = _MOVES.get((self._token, Move.ABANDON_RUN))
+            if new is not None:
+                self._token = new
 
     def run_reported(self) -> None:
         """Scheduler, as a recurring run's report arrives: nothing of the task is in flight any more."""

@@ -13,9 +13,10 @@ from typing import Any, Final, NamedTuple
 
 from actors.clock import Clock
 from actors.references import LazyReference, check_picklable_arguments, reference_of, resolve
+from actors.retry import Retry
 from messages import is_minted_id
 from messages.commands import EMPTY_KWARGS, require_failure_limit
-from messages.triggers import require_finite
+from messages.triggers import require_finite, require_positive_duration
 
 __all__ = [
     "MAX_PROCESSES",
@@ -92,9 +93,8 @@ def check_task(
     """Check a task's definition; return its kwargs as a mapping (``None`` becomes an empty one).
 
     Raises:
-        TypeError: ``fn`` is not callable or is a coroutine function (``async def`` tasks are
-            not supported yet); ``args`` is not a tuple; ``kwargs`` is not a mapping with str
-            keys; ``name`` is not a str; ``failure_limit`` is not an int.
+        TypeError: ``fn`` is not callable; ``args`` is not a tuple; ``kwargs`` is not a mapping
+            with str keys; ``name`` is not a str; ``failure_limit`` is not an int.
         ValueError: ``failure_limit`` is below 1.
     """
     code = getattr(fn, "__code__", None)
@@ -109,11 +109,6 @@ def check_task(
         return EMPTY_KWARGS  # the common case: a plain function, no options
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {fn!r}")
-    if _is_coroutine_function(fn):
-        raise TypeError(
-            f"{fn!r} is an async def function: its call would only make a coroutine, never run "
-            "it. Wrap it in a plain function, e.g. lambda: asyncio.run(fn())"
-        )
     if not isinstance(args, tuple):
         raise TypeError(f"args must be a tuple, got {args!r}")
     if kwargs is None:
@@ -137,6 +132,8 @@ class TaskOptions(NamedTuple):
     misfire_grace: float | None
     if_exists: str
     durable: bool | None
+    timeout: float | None = None
+    retry: Retry | None = None
 
     @property
     def plain(self) -> bool:
@@ -147,16 +144,24 @@ class TaskOptions(NamedTuple):
             and self.misfire_grace is None
             and self.if_exists == "error"
             and self.durable is None
+            and self.timeout is None
+            and self.retry is None
         )
 
-    def check(self, processes: int, has_store: bool) -> bool:
+    def check(self, processes: int, has_store: bool, *, message_task: bool = False) -> bool:
         """Check the options against the scheduler's means; return whether the task is durable.
+
+        ``message_task``: the options of a message task (``Scheduler.tell_*``), the only
+        tasks with ``executor="inline"``, never durable (an actor ref cannot be stored).
 
         Raises:
             ValueError: an option is out of range or asks for what the scheduler lacks.
             TypeError: an option has the wrong type.
         """
-        if self.executor not in ("thread", "process"):
+        if message_task:
+            assert self.executor == "inline"
+            assert self.durable is False
+        elif self.executor not in ("thread", "process"):
             raise ValueError(f'executor must be "thread" or "process", got {self.executor!r}')
         if self.executor == "process" and not processes:
             raise ValueError('executor="process" needs worker processes: Scheduler(processes=N)')
@@ -168,6 +173,10 @@ class TaskOptions(NamedTuple):
             raise TypeError(f"durable must be True, False or None, got {self.durable!r}")
         if self.durable and not has_store:
             raise ValueError("durable=True needs a store: Scheduler(store=...)")
+        if self.timeout is not None:
+            require_positive_duration("timeout", self.timeout)
+        if self.retry is not None and not isinstance(self.retry, Retry):
+            raise TypeError(f"retry must be a Retry, got {self.retry!r}")
         return has_store if self.durable is None else self.durable
 
 
@@ -202,7 +211,8 @@ def process_target(fn: object, args: tuple[Any, ...], kwargs: Mapping[str, Any])
     return LazyReference(reference)
 
 
-def _is_coroutine_function(fn: object) -> bool:
+def is_coroutine_function(fn: object) -> bool:
+    """Whether calling ``fn`` makes a coroutine: an ``async def`` function (or ``__call__``)."""
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))  # noqa: B004
 
 

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 import pykka
 
 from actors.base import LibraryActor
 from actors.clock import Clock
+from actors.errors import RunCancelled
 from actors.outbox import Outbox
 from actors.run_context import CURRENT_RUN
 from actors.threads import Role, ThreadRegistry
@@ -57,59 +60,27 @@ class WorkerActor(LibraryActor):
         self._scheduler = scheduler
         self._clock = clock
         self._reports = reports
+        self._loop: asyncio.AbstractEventLoop | None = None  # runs async def tasks; this thread's alone
 
     def on_receive(self, message: Any) -> None:
         """Run a ``RunBatch``, reporting each run to the scheduler (worker thread)."""
         if not isinstance(message, RunBatch) or type(message.runs) is not list:
             logger.warning("worker %d ignored an unexpected message: %r", self._index, message)
             return
-        runs = message.runs
-        worker = self._index
-        index = _next_claimed(runs, 0)
-        while index is not None:
-            run = runs[index]
-            task = run.task
-            if task.try_start(run.one_time):
-                started_at = self._clock.now()
-                try:
-                    value, failure, finished_at = self._run(run, started_at)
-                finally:  # even if this worker fails now: its task must be able to run again
-                    if not run.one_time:
-                        task.end_run()
-                index = _next_claimed(runs, index + 1)
-                idle = index is None
-                if failure is None:
-                    report: Report = Completed(
-                        worker, run.task_id, run.run, value, finished_at, idle, started_at
-                    )
-                else:
-                    error, formatted = failure
-                    report = Failed(
-                        worker, run.task_id, run.run, error, formatted, finished_at, idle, started_at
-                    )
-            else:
-                index = _next_claimed(runs, index + 1)
-                report = Skipped(worker, run.task_id, run.run, index is None)
-            self._report(report)
-        runs.clear()  # pykka keeps the last message: it must not keep the runs' arguments
-
-    def _run(self, run: RunTask, started_at: float) -> tuple[object, tuple[BaseException, str] | None, float]:
-        """Run one run; return its value, or its error with the formatted traceback, and when it ended."""
-        if run.announce:
-            self._report(Started(self._index, run.task_id, run.run, started_at))
-        reset = CURRENT_RUN.set((run, started_at, self._clock))
-        try:
-            value = self._call(run)
-        except BaseException as error:  # SystemExit too: a task never takes the worker down
-            logger.debug("task %r run %d raised %r", run.task_id, run.run, error)
-            return None, _detach(error), self._clock.now()
-        finally:
-            CURRENT_RUN.reset(reset)
-        return value, None, self._clock.now()
+        run_batch(message.runs, self._index, self._clock, self._call, self._report)
 
     def _call(self, run: RunTask) -> object:
         """Run the task's function (here, on this thread; ``ProcessWorkerActor`` does it elsewhere)."""
+        if run.coroutine:
+            return self._await(run)
         return run.fn(*run.args, **run.kwargs)
+
+    def _await(self, run: RunTask) -> object:
+        """Run an ``async def`` task to its end on this worker's event loop (made at its first such run)."""
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.new_event_loop()
+        return loop.run_until_complete(_stoppable(run, loop))
 
     def _report(self, report: Report) -> None:
         if self._reports is None:
@@ -123,7 +94,9 @@ class WorkerActor(LibraryActor):
         self._tell(WorkerExited(self._index, "failed"))
 
     def on_stop(self) -> None:
-        """Tell the scheduler this worker stopped (worker thread, as the actor stops)."""
+        """Close its event loop; tell the scheduler this worker stopped (worker thread, as it stops)."""
+        if self._loop is not None:
+            self._loop.close()
         self._tell(WorkerExited(self._index, "stopped"))
 
     def _tell(self, message: object) -> None:
@@ -131,6 +104,87 @@ class WorkerActor(LibraryActor):
             self._scheduler.tell(message)
         except pykka.ActorDeadError:
             logger.debug("worker %d: the scheduler is gone; dropped %r", self._index, message)
+
+
+def run_batch(
+    runs: list[RunTask],
+    worker: int,
+    clock: Clock,
+    call: Callable[[RunTask], object],
+    report: Callable[[Report], None],
+) -> None:
+    """Run a batch as worker ``worker``: each run whose claim and token allow, reporting each.
+
+    On the calling thread: a ``WorkerActor``'s, or the scheduler's for the runs it makes itself
+    (a message task's ``tell``). ``call`` runs one run's function; ``report`` sends a report.
+    Clears ``runs`` at the end (pykka keeps the last message: it must not keep the arguments).
+    """
+    index = _next_claimed(runs, 0)
+    while index is not None:
+        run = runs[index]
+        task = run.task
+        if task.try_start(run.one_time):
+            started_at = clock.now()
+            try:
+                value, failure, finished_at = _run(run, worker, started_at, clock, call, report)
+            finally:  # even if this worker fails now: its task must be able to run again
+                if not run.one_time:
+                    task.end_run(run.claim)
+            index = _next_claimed(runs, index + 1)
+            idle = index is None
+            if failure is None:
+                result: Report = Completed(worker, run.task_id, run.run, value, finished_at, idle, started_at)
+            else:
+                error, formatted = failure
+                result = Failed(worker, run.task_id, run.run, error, formatted, finished_at, idle, started_at)
+        else:
+            index = _next_claimed(runs, index + 1)
+            result = Skipped(worker, run.task_id, run.run, index is None)
+        report(result)
+    runs.clear()
+
+
+def _run(
+    run: RunTask,
+    worker: int,
+    started_at: float,
+    clock: Clock,
+    call: Callable[[RunTask], object],
+    report: Callable[[Report], None],
+) -> tuple[object, tuple[BaseException, str] | None, float]:
+    """Run one run; return its value, or its error with the formatted traceback, and when it ended."""
+    if run.announce:
+        report(Started(worker, run.task_id, run.run, started_at))
+    reset = CURRENT_RUN.set((run, started_at, clock))
+    try:
+        value = call(run)
+    except BaseException as error:  # SystemExit too: a task never takes the worker down
+        logger.debug("task %r run %d raised %r", run.task_id, run.run, error)
+        return None, _detach(error), clock.now()
+    finally:
+        CURRENT_RUN.reset(reset)
+    return value, None, clock.now()
+
+
+async def _stoppable(run: RunTask, loop: asyncio.AbstractEventLoop) -> object:
+    """Await the run's coroutine as a task that a stop request cancels (``RunCancelled`` then)."""
+    task: asyncio.Task[object] = loop.create_task(run.fn(*run.args, **run.kwargs))  # type: ignore[arg-type]
+    claim = run.claim
+
+    def wake() -> None:  # on the thread that asks the run to stop
+        loop.call_soon_threadsafe(task.cancel)
+
+    claim.waker = wake
+    try:
+        if claim.stop:  # asked before the waker was there
+            task.cancel()
+        return await task
+    except asyncio.CancelledError:
+        if claim.stop:
+            raise RunCancelled(f"run {run.run} of task {run.task_id!r} was asked to stop") from None
+        raise
+    finally:
+        claim.waker = None
 
 
 def _detach(error: BaseException) -> tuple[BaseException, str]:

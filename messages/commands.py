@@ -30,12 +30,19 @@ class TaskToken(Protocol):
     def try_start(self, one_time: bool) -> bool:
         """Claim the right to start a run: ``False`` if the task was cancelled (or has ended)."""
 
-    def end_run(self) -> None:
-        """Say a recurring run has ended (before reporting it)."""
+    def end_run(self, claim: Any = None) -> None:
+        """Say a recurring run has ended (before reporting it); ``claim`` is the run's."""
 
 
 class RunClaim(Protocol):
-    """A handed run's claim: taken by exactly one of its worker and the scheduler (``actors/claim.py``)."""
+    """A handed run's claim: taken by exactly one of its worker and the scheduler (``actors/claim.py``).
+
+    ``stop`` says whether (non-zero) and why the run was asked to stop; ``waker``, if set, is
+    called when it is.
+    """
+
+    stop: int
+    waker: Callable[[], None] | None
 
     def take(self) -> bool:
         """Take the claim; ``False`` if the other side already has it."""
@@ -140,9 +147,13 @@ def require_failure_limit(limit: object) -> None:
 @final
 @dataclass(frozen=True, slots=True)
 class Cancel:
-    """Cancel a task. Reply (when asked): whether a run was prevented."""
+    """Cancel a task. Reply (when asked): whether a run was prevented (or, ``interrupt``, signalled).
+
+    ``interrupt``: also ask a run in progress to stop (``RunContext.cancel_requested``).
+    """
 
     task_id: TaskId
+    interrupt: bool = False
 
     def __post_init__(self) -> None:
         require_task_id(self.task_id)
@@ -297,7 +308,10 @@ class RunTask:
     The worker runs it only if it can ``claim.take()`` it first (the scheduler may take it
     back before then); having claimed it, it starts the run only if ``task.try_start(one_time)``
     says the task was not cancelled meanwhile, and otherwise reports ``Skipped``.
-    ``announce`` asks the worker to report ``Started`` (someone listens for ``STARTED``).
+    ``one_time``: the run takes the task's token for good (a one-time task never retried).
+    ``announce`` asks the worker to report ``Started`` (someone listens for ``STARTED``, or
+    the run has a ``timeout``: its deadline counts from the start). ``attempt`` counts from 1
+    (a retried run's later attempts); ``coroutine``: ``fn`` is ``async def``.
     """
 
     task: TaskToken = field(compare=False, repr=False)
@@ -310,6 +324,9 @@ class RunTask:
     claim: RunClaim = field(compare=False, repr=False)
     one_time: bool
     announce: bool
+    attempt: int = 1
+    timeout: float | None = None
+    coroutine: bool = False
 
 
 @final

@@ -42,6 +42,10 @@ class EventKind(enum.Enum):
     MISSED = "missed"
     """A run would have started later than the task's ``misfire_grace`` allows, so it did not
     run: a recurring task waits for its next slot, a one-time task ends ``FAILED``."""
+    TIMED_OUT = "timed_out"
+    """A run outlived its task's ``timeout``: it was asked to stop. If it is still going
+    ``hung_grace`` seconds later, it counts ``FAILED`` (``TaskTimeoutError``) and its worker is
+    replaced."""
     CLOCK_JUMPED = "clock_jumped"
     """The wall clock jumped (was stepped by more than a second against the monotonic clock),
     so wall-clock tasks were re-planned. Not about one task: ``task_id`` and ``name`` are
@@ -90,6 +94,9 @@ class TaskEvent:
         final: This is the task's last event: it has ended (its ``TaskInfo`` says how).
         jump: For ``CLOCK_JUMPED``: how far the wall clock jumped, in seconds (positive:
             forward); otherwise ``None``.
+        attempt: Which attempt of the run this is about, from 1 (``Retry``).
+        retrying: For ``FAILED``: another attempt of the run follows (so it did not count as
+            failed yet).
     """
 
     kind: EventKind
@@ -103,6 +110,8 @@ class TaskEvent:
     value: object = None
     final: bool = False
     jump: float | None = None
+    attempt: int = 1
+    retrying: bool = False
 
 
 @final
@@ -165,6 +174,8 @@ class SchedulerStats:
         replaced_threads: Threads of the scheduler's (workers, the timer, the bus) that died
             and were replaced.
         processes: Size of the process pool (``Scheduler(processes=...)``).
+        abandoned_workers: Workers given up on because a run outlived its ``timeout`` and
+            ``hung_grace`` (each replaced; a thread is left to finish its run on its own).
     """
 
     live_tasks: int
@@ -175,3 +186,4 @@ class SchedulerStats:
     timer_wakeups: int
     replaced_threads: int = 0
     processes: int = 0
+    abandoned_workers: int = 0

@@ -28,13 +28,14 @@ class Claimed:
 class CancelledInStore:
     """Facade -> scheduler: this node cancelled a durable task in the shared store (committed).
 
-    The scheduler stops a claimed run of it that has not started, and publishes ``CANCELLED``
-    (on a shared store, the node whose cancel won publishes it). ``name`` is the task's name if
-    the caller knew it.
+    The scheduler stops a claimed run of it that has not started (and asks one in progress to
+    stop, with ``interrupt``), and publishes ``CANCELLED`` (on a shared store, the node whose
+    cancel won publishes it). ``name`` is the task's name if the caller knew it.
     """
 
     task_id: TaskId
     name: str | None = None
+    interrupt: bool = False
 
 
 @final

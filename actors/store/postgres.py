@@ -288,13 +288,15 @@ class PostgresStore:
         check_if_exists(if_exists)
         return self._write("add", lambda db: writes.add(db, task, if_exists, self._channel))
 
-    def cancel(self, task_id: str) -> bool:
-        """Mark a live task cancelled, committed before it returns; see ``Store.cancel``. Any thread.
+    def cancel(self, task_id: str, *, interrupt: bool = False) -> bool:
+        """Mark a live task cancelled, committed before it returns; see ``SharedStore.cancel``. Any thread.
 
         A run in flight keeps its lease: its fenced outcome still lands (on the counters and
-        the ledger; the row stays cancelled).
+        the ledger; the row stays cancelled). A sealed run in flight refuses the cancel unless
+        ``interrupt``.
         """
-        cancelled = self._write("cancel", lambda db: writes.cancel(db, task_id, self._channel))
+        interrupt = bool(interrupt)
+        cancelled = self._write("cancel", lambda db: writes.cancel(db, task_id, self._channel, interrupt))
         if cancelled:
             with self._counts_lock:
                 self._terminal_since_prune += 1

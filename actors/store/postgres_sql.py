@@ -61,13 +61,16 @@ LOCK_TASK: Final = f"SELECT {TASK_COLUMNS} FROM task WHERE task_id = %s FOR UPDA
 # the new definition's status and next due time stand (see UPDATE_TASKS).
 DELETE_TASK: Final = "DELETE FROM task WHERE seq = %s"
 # A cancel loses to a sealed run in flight (a one-time task's run that has started and whose
-# lease holds): as in memory, that run decides how the task ends.
+# lease holds): as in memory, that run decides how the task ends; unless it interrupts, which
+# also asks the run in flight to stop (its owner sees interrupt_fence = fence when it renews).
 CANCEL_TASK: Final = f"""
     WITH cancelled AS (
-        UPDATE task SET status = 'cancelled', next_due = NULL, updated_at = {NOW}, change = {XID}
+        UPDATE task SET status = 'cancelled', next_due = NULL, updated_at = {NOW}, change = {XID},
+                        interrupt_fence = CASE WHEN %(interrupt)s AND owner IS NOT NULL THEN fence
+                                               ELSE interrupt_fence END
          WHERE task_id = %(task_id)s AND status = 'scheduled'
-           AND NOT (owner IS NOT NULL AND sealed_fence IS NOT NULL AND sealed_fence = fence
-                    AND lease_until >= {NOW})
+           AND (%(interrupt)s OR NOT (owner IS NOT NULL AND sealed_fence IS NOT NULL
+                                      AND sealed_fence = fence AND lease_until >= {NOW}))
         RETURNING task_id)
     SELECT pg_notify(%(channel)s, task_id) FROM cancelled"""
 # One statement for a batch of updates of distinct rows. In SET, task.status, task.owner and
@@ -183,7 +186,8 @@ RENEW: Final = f"""
     UPDATE task SET lease_until = {NOW} + %(lease)s
       FROM unnest(%(seq)s::bigint[], %(fence)s::bigint[]) AS held (seq, fence)
      WHERE task.seq = held.seq AND task.fence = held.fence AND task.owner = %(node)s
-    RETURNING task.seq, task.fence, task.lease_until, {NOW}"""
+    RETURNING task.seq, task.fence, task.lease_until, {NOW},
+              coalesce(task.interrupt_fence = task.fence, false)"""
 # The start of a claimed run: the row must still be held with this lease and still be
 # scheduled (a cancel from any node committed before this wins: the run does not start). It
 # renews the lease, and records the start (sealed too, for a run a cancel can no longer stop).

@@ -72,9 +72,10 @@ def add(db: Connection, task: TaskDefinition, if_exists: IfExists, channel: str)
     raise StoreError(f"add of {task.task_id!r} lost {_ADD_ATTEMPTS} races with other nodes adding it")
 
 
-def cancel(db: Connection, task_id: str, channel: str) -> bool:
+def cancel(db: Connection, task_id: str, channel: str, interrupt: bool = False) -> bool:
     """Cancel ``task_id`` if it is live; say whether it was."""
-    return len(db.execute(q.CANCEL_TASK, {"task_id": task_id, "channel": channel}).fetchall()) == 1
+    params = {"task_id": task_id, "channel": channel, "interrupt": interrupt}
+    return len(db.execute(q.CANCEL_TASK, params).fetchall()) == 1
 
 
 def save(
@@ -186,12 +187,13 @@ def renew(db: Connection, leases: Sequence[Lease], node: str, lease: float) -> l
     if not mine:
         return []
     rows = db.execute(q.RENEW, {**_held(mine), "node": node, "lease": lease}).fetchall()
-    renewed = {(seq, fence): (expires, now) for seq, fence, expires, now in rows}
+    renewed = {(seq, fence): (expires, now, stop) for seq, fence, expires, now, stop in rows}
     result: list[Lease] = []
     for held in mine:
         found = renewed.get((held.seq, held.fence))
         if found is not None:
-            result.append(dataclasses.replace(held, expires=found[0], db_now=found[1]))
+            expires, now, stop = found
+            result.append(dataclasses.replace(held, expires=expires, db_now=now, stop_requested=stop))
     return result
 
 

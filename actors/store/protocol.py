@@ -380,6 +380,8 @@ class Lease:
         owner: The node that holds the lease (``SharedStore.node``).
         expires: When the lease ends unless renewed (UTC epoch seconds, database clock).
         db_now: The database's clock when the lease was taken or last renewed.
+        stop_requested: A cancel with ``interrupt`` asked the run of this lease to stop (known
+            from the last renewal).
     """
 
     task: StoredTask
@@ -387,6 +389,7 @@ class Lease:
     owner: str
     expires: float
     db_now: float
+    stop_requested: bool = False
 
     @property
     def seq(self) -> int:
@@ -475,8 +478,21 @@ class SharedStore(Store, Protocol):
         """Extend the leases still held (same owner and fence) by ``lease`` seconds from now.
 
         Returns:
-            The renewed leases (new ``expires`` and ``db_now``), in the given order; a lease
-            missing from the result is lost: its run's outcome will be refused.
+            The renewed leases (new ``expires``, ``db_now`` and ``stop_requested``), in the
+            given order; a lease missing from the result is lost: its run's outcome will be
+            refused.
+
+        Raises:
+            StoreError: The store failed or is closed.
+        """
+
+    def cancel(self, task_id: str, *, interrupt: bool = False) -> bool:
+        """Mark a live task cancelled; ``False`` if it has no live row, or its sealed run is in flight.
+
+        A sealed run in flight (a one-time task's run that has started, under a lease that
+        holds) decides how its task ends, as in memory: the cancel is refused, unless
+        ``interrupt``, which cancels the task anyway and asks that run to stop (its owner
+        learns it when it renews the lease: ``Lease.stop_requested``).
 
         Raises:
             StoreError: The store failed or is closed.

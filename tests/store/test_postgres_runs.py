@@ -175,7 +175,8 @@ def test_a_version_1_store_is_migrated_and_keeps_its_rows(pg_schema: str) -> Non
     with admin() as db:  # make it what version 1 created
         db.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(pg_schema)))
         db.execute(
-            "ALTER TABLE task DROP COLUMN started_fence, DROP COLUMN sealed_fence, DROP COLUMN replaced_fence"
+            "ALTER TABLE task DROP COLUMN started_fence, DROP COLUMN sealed_fence, "
+            "DROP COLUMN replaced_fence, DROP COLUMN interrupt_fence"
         )
         db.execute("UPDATE store_meta SET schema_version = 1")
 

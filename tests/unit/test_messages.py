@@ -79,10 +79,23 @@ def test_once_rejects_non_finite(at: float) -> None:
         Once(at)
 
 
-@pytest.mark.parametrize("at", NOT_NUMBERS)
+@pytest.mark.parametrize("at", [v for v in NOT_NUMBERS if v is not None])
 def test_once_rejects_non_numbers(at: object) -> None:
     with pytest.raises(TypeError, match="at"):
         Once(at)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="delay"):
+        Once(delay=at)  # type: ignore[arg-type]
+
+
+def test_once_needs_exactly_one_of_at_and_delay() -> None:
+    with pytest.raises(ValueError, match="exactly one"):
+        Once()
+    with pytest.raises(ValueError, match="exactly one"):
+        Once(None)
+    with pytest.raises(ValueError, match="exactly one"):
+        Once(1.0, delay=1.0)
+    assert Once(delay=2).delay == 2.0
+    assert Once(delay=2).resolved(10.0) == Once(12.0)
 
 
 @pytest.mark.parametrize("cls", [FixedRate, FixedDelay])
@@ -104,8 +117,20 @@ def test_recurring_rejects_non_finite_first_at(cls: type, first_at: float) -> No
 def test_recurring_rejects_non_numbers(cls: type, bad: object) -> None:
     with pytest.raises(TypeError):
         cls(bad, 0.0)
-    with pytest.raises(TypeError):
-        cls(1.0, bad)
+    if bad is not None:  # no first_at: it starts when the scheduler receives it
+        with pytest.raises(TypeError):
+            cls(1.0, bad)
+        with pytest.raises(TypeError):
+            cls(1.0, initial_delay=bad)
+
+
+@pytest.mark.parametrize("cls", [FixedRate, FixedDelay])
+def test_recurring_start_relative_to_receipt(cls: type) -> None:
+    assert cls(5.0).resolved(100.0) == cls(5.0, 100.0)
+    assert cls(5.0, initial_delay=2).resolved(100.0) == cls(5.0, 102.0)
+    assert cls(5.0, 7.0).resolved(100.0) == cls(5.0, 7.0)
+    with pytest.raises(ValueError, match="not both"):
+        cls(5.0, 7.0, initial_delay=1.0)
 
 
 @pytest.mark.parametrize("make_trigger", [Once, lambda v: FixedRate(v, 0.0), lambda v: FixedDelay(1.0, v)])
@@ -117,8 +142,9 @@ def test_huge_int_is_value_error(make_trigger: object) -> None:
 @pytest.mark.parametrize("cls", [FixedRate, FixedDelay])
 def test_recurring_converts_to_float(cls: type) -> None:
     trigger = cls(2, -3)
-    assert [type(v) for v in dataclasses.astuple(trigger)] == [float, float]
-    assert dataclasses.astuple(trigger) == (2.0, -3.0)
+    assert [type(v) for v in dataclasses.astuple(trigger)] == [float, float, type(None)]
+    assert dataclasses.astuple(trigger) == (2.0, -3.0, None)
+    assert type(cls(2, initial_delay=3).initial_delay) is float
 
 
 @given(st.floats(min_value=1e-300, allow_infinity=False), st.floats(allow_nan=False, allow_infinity=False))

@@ -64,6 +64,7 @@ MOVES: dict[Move, Callable[[Token], object]] = {
     Move.TAKE: lambda token: token.take(),
     Move.FINISH: finish_new,  # returns the error of a refused finish
     Move.DETACH: lambda token: token.detach(),
+    Move.ABANDON_RUN: lambda token: token.abandon_run(Claim()),
 }
 """Each move, made by its method; each returns what the method returned."""
 
@@ -101,6 +102,7 @@ DOC_COLUMNS = {
     "take": Move.TAKE,
     "finish": Move.FINISH,
     "detach": Move.DETACH,
+    "abandon": Move.ABANDON_RUN,
 }
 
 

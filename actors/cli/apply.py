@@ -1,0 +1,75 @@
+"""Carry out the reconcile's decisions on a running ``Scheduler``, logging each.
+
+``schedule_job`` turns one ``JobSpec`` into the matching ``Scheduler.schedule_*`` call, with
+the job id as the task id and the function passed by reference (so the store keeps it by
+name). ``carry_out`` applies a list of ``Decision``s.
+
+Threads: the runner's main thread.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Literal
+
+from actors.cli.jobfile import JobSpec
+from actors.cli.reconcile import Decision
+from actors.facade import Scheduler
+from actors.handles import TaskHandle
+
+__all__ = ["carry_out", "schedule_job"]
+
+logger = logging.getLogger("actors.cli")
+
+_DONE = {"add": "added", "replace": "replaced", "keep": "kept", "ended": "left ended", "cancel": "cancelled"}
+
+
+def schedule_job(scheduler: Scheduler, spec: JobSpec, if_exists: Literal["error", "replace"]) -> TaskHandle:
+    """Schedule ``spec`` under its id (``if_exists="replace"``: give a live task this definition).
+
+    Raises:
+        whatever the ``schedule_*`` call raises (``StoreError``, ``SchedulerShutdownError``, ...).
+    """
+    fn, args, kwargs, task_id = spec.fn, spec.args, dict(spec.kwargs), spec.job_id
+    grace, failures = spec.misfire_grace, spec.max_consecutive_failures
+    if spec.every is not None:
+        return scheduler.schedule_at_fixed_rate(
+            fn, spec.every, spec.initial_delay or 0.0, args=args, kwargs=kwargs, task_id=task_id,
+            max_consecutive_failures=failures, misfire_grace=grace, if_exists=if_exists,
+        )  # fmt: skip
+    if spec.delay is not None:
+        return scheduler.schedule_with_fixed_delay(
+            fn, spec.delay, spec.initial_delay or 0.0, args=args, kwargs=kwargs, task_id=task_id,
+            max_consecutive_failures=failures, misfire_grace=grace, if_exists=if_exists,
+        )  # fmt: skip
+    if spec.cron is not None:
+        return scheduler.schedule_cron(
+            fn, spec.cron, spec.tz or "UTC", args=args, kwargs=kwargs, task_id=task_id,
+            max_consecutive_failures=failures, misfire_grace=grace, if_exists=if_exists,
+        )  # fmt: skip
+    assert spec.at is not None
+    return scheduler.schedule_once(
+        fn, at=spec.at, args=args, kwargs=kwargs, task_id=task_id, misfire_grace=grace, if_exists=if_exists
+    )
+
+
+def carry_out(scheduler: Scheduler, decisions: Sequence[Decision]) -> None:
+    """Apply each decision to ``scheduler`` in order and log it (``actors.cli``, INFO).
+
+    Raises:
+        ValueError: the scheduler refused a job's definition (the message names the job).
+        StoreError, SchedulerShutdownError: as scheduling raises them.
+        The decisions before the one that raised have been carried out.
+    """
+    for decision in decisions:
+        spec = decision.spec
+        if decision.action == "cancel":
+            scheduler.cancel(decision.task_id)
+        elif decision.action in ("add", "replace"):
+            assert spec is not None
+            try:
+                schedule_job(scheduler, spec, "replace")  # "replace" also adds: an id ended or unknown
+            except (TypeError, ValueError) as error:
+                raise ValueError(f"job {decision.task_id!r}: {error}") from error
+        logger.info("job %s: %s (%s)", decision.task_id, _DONE[decision.action], decision.reason)

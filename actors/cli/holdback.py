@@ -1,0 +1,42 @@
+"""Start on a store without running, even once, a task the job file changed or dropped.
+
+A ``Scheduler`` loads every live task of its store when it starts and runs the overdue ones
+at once, before the runner has compared the store with the job file. For a job whose
+definition changed, or a task no longer in the file, that would be one run of what the file
+no longer says. So the runner decides first (the same ``reconcile``, on a read-only look at
+the store) and hands the scheduler a ``HoldBackStore``: the tasks about to be replaced or
+cancelled load with their next run far away, and the runner replaces or cancels them right
+after the start. Nothing of this is written to the store: it changes only what ``load``
+returns, and a replace gives the task a new due time anyway.
+
+Threads: ``load`` is called once by the ``Scheduler`` constructor, on the runner's main thread.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Collection
+from typing import Final
+
+from actors.store import SQLiteStore, StoredTask
+
+__all__ = ["FAR_AWAY", "HoldBackStore"]
+
+FAR_AWAY: Final = 4_102_444_800.0
+"""2100-01-01T00:00:00Z: where held-back tasks are due until the runner replaces or cancels them."""
+
+
+class HoldBackStore(SQLiteStore):
+    """An ``SQLiteStore`` whose ``load`` gives the tasks in ``hold`` a next run far away."""
+
+    def __init__(self, path: str | os.PathLike[str], hold: Collection[str]) -> None:
+        super().__init__(path)
+        self._hold = frozenset(hold)
+
+    def load(self) -> list[StoredTask]:
+        """Return every live task, those held back due at ``FAR_AWAY`` (on the caller's thread)."""
+        return [
+            dataclasses.replace(task, next_due=FAR_AWAY) if task.task_id in self._hold else task
+            for task in super().load()
+        ]

@@ -1,0 +1,154 @@
+"""The command line's arguments: ``run``, ``check``, ``status`` and ``demo`` (see docs/cli.md).
+
+``python -m actors ...`` and the ``pykka-taskscheduler`` console script both call ``main``.
+Bad arguments exit with 2 (argparse's usage message), as a bad job file does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+from actors.cli import exits
+from actors.cli.jobkeys import DURATION_FORMS, parse_duration
+from actors.cli.logs import LEVELS
+from actors.validation import MAX_WORKERS
+
+__all__ = ["main", "parser"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse ``argv`` (``sys.argv[1:]`` by default), run the command, return its exit code."""
+    arguments = parser().parse_args(argv)
+    command: Callable[[argparse.Namespace], int] = arguments.command
+    return command(arguments)
+
+
+def parser() -> argparse.ArgumentParser:
+    """Return the argument parser of every command."""
+    top = argparse.ArgumentParser(
+        prog=_program_name(),
+        description="Run a schedule of Python functions from a TOML job file, as a service.",
+        epilog="Exit codes: 0 ok, 2 a bad job file or arguments, 3 the store is held by another "
+        "scheduler, 1 anything else. See docs/cli.md.",
+    )
+    commands = top.add_subparsers(title="commands", required=True, metavar="COMMAND")
+
+    run = commands.add_parser("run", help="run a job file's jobs until stopped (or for --for seconds)")
+    run.set_defaults(command=_run)
+    run.add_argument("jobfile", metavar="JOBFILE", help="the TOML job file")
+    run.add_argument("--store", metavar="PATH|:memory:", help="the SQLite store (overrides the file's)")
+    run.add_argument("--workers", type=_workers, metavar="N", help="how many jobs may run at once")
+    run.add_argument(
+        "--for",
+        dest="duration",
+        type=_positive_duration,
+        metavar="SECONDS",
+        help="stop after this long (seconds, or 500ms, 10s, 5m, 1h30m...)",
+    )
+    run.add_argument(
+        "--grace",
+        type=parse_duration_argument,
+        default=30.0,
+        metavar="SECONDS",
+        help="at a stop, how long running runs get to finish (default 30)",
+    )
+    run.add_argument(
+        "--status",
+        dest="live_view",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="the live status table (default: on a terminal); --no-status: a log line per event",
+    )
+    run.add_argument("--log-level", type=str.lower, choices=LEVELS, default="info", help="default info")
+
+    check = commands.add_parser("check", help="validate a job file and show each job's next run times")
+    check.set_defaults(command=_check)
+    check.add_argument("jobfile", metavar="JOBFILE", help="the TOML job file")
+
+    status = commands.add_parser("status", help="print every task in a store (works beside a run)")
+    status.set_defaults(command=_status)
+    status.add_argument("jobfile", metavar="JOBFILE", nargs="?", help="the job file whose store to read")
+    status.add_argument("--store", metavar="PATH", help="the store file to read")
+
+    demo = commands.add_parser(
+        "demo", help="fixed rate vs fixed delay on the real clock, beside the seed's table"
+    )
+    demo.set_defaults(command=_demo)
+    return top
+
+
+def parse_duration_argument(text: str) -> float:
+    """Read a command-line duration: seconds, or the job file's forms (argparse type)."""
+    try:
+        return parse_duration(float(text) if _is_number(text) else text)
+    except (TypeError, ValueError):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration ({DURATION_FORMS})") from None
+
+
+def _positive_duration(text: str) -> float:
+    seconds = parse_duration_argument(text)
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is no time at all; it must be longer than zero")
+    return seconds
+
+
+def _workers(text: str) -> int:
+    try:
+        workers = int(text)
+    except ValueError:
+        workers = 0
+    if not 1 <= workers <= MAX_WORKERS:
+        raise argparse.ArgumentTypeError(f"expected an integer from 1 to {MAX_WORKERS}, got {text!r}")
+    return workers
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _run(arguments: argparse.Namespace) -> int:
+    from actors.cli.run import RunOptions, run  # noqa: PLC0415 - each command imports what it needs
+
+    options = RunOptions(
+        jobfile=arguments.jobfile,
+        store=arguments.store,
+        workers=arguments.workers,
+        duration=arguments.duration,
+        grace=arguments.grace,
+        live_view=arguments.live_view,
+        log_level=arguments.log_level,
+    )
+    return run(options)
+
+
+def _check(arguments: argparse.Namespace) -> int:
+    from actors.cli.check import check  # noqa: PLC0415
+
+    return check(arguments.jobfile)
+
+
+def _status(arguments: argparse.Namespace) -> int:
+    from actors.cli.status import status  # noqa: PLC0415
+
+    if (arguments.jobfile is None) == (arguments.store is None):
+        print("status: give either a JOBFILE or --store PATH (one of the two)", file=sys.stderr)
+        return exits.BAD_INPUT
+    return status(arguments.jobfile, arguments.store)
+
+
+def _demo(arguments: argparse.Namespace) -> int:
+    from actors.demo import main as demo  # noqa: PLC0415
+
+    return demo()
+
+
+def _program_name() -> str:
+    name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    return "python -m actors" if name in ("__main__.py", "", "-c") else name

@@ -1,0 +1,286 @@
+"""``run JOBFILE``: run a job file's jobs as a long-lived process until it is stopped.
+
+The main thread loads the file, starts a ``Scheduler`` on the file's store, makes the schedule
+follow the file (``JobService.apply``), then waits for a signal, the ``--for`` deadline or the
+next redraw of the live view:
+
+- ``SIGHUP``: load the file again; if it validates, apply it; if not, log every problem and
+  leave the schedule as it was.
+- ``SIGINT``/``SIGTERM``: stop taking new runs, give running ones ``--grace`` seconds, shut
+  down, exit 0. A second ``SIGINT`` exits at once with 130.
+
+Signal handlers only put a word in a queue (``SimpleQueue.put`` is safe there); the main
+loop does the work. Threads: the main thread only (events arrive on the scheduler's bus thread
+and go to the board and the log).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import signal
+import sys
+import time
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from types import FrameType
+from typing import Final, Literal
+
+from actors.cli import exits, logs
+from actors.cli.check import trigger_problems
+from actors.cli.holdback import HoldBackStore
+from actors.cli.jobfile import JobFile, import_problems, load_jobfile
+from actors.cli.rows import shown_path
+from actors.cli.service import JobService, to_hold_back
+from actors.errors import JobFileError, SchedulerError, StoreError, StoreLockedError
+from actors.facade import Scheduler
+from messages import EventKind, TaskEvent
+
+__all__ = ["RunOptions", "run"]
+
+logger = logging.getLogger("actors.cli")
+event_logger = logging.getLogger("actors.cli.events")
+
+REDRAW_EVERY: Final = 1.0
+"""Seconds between redraws of the live view."""
+
+Command = Literal["stop", "reload"]
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    """The ``run`` command's arguments.
+
+    Attributes:
+        jobfile: The job file, as given.
+        store: ``--store``: overrides the file's store (a path, or ``":memory:"``); ``None``: the file's.
+        workers: ``--workers``: overrides the file's; ``None``: the file's.
+        duration: ``--for``: seconds to run before stopping; ``None``: until stopped.
+        grace: ``--grace``: seconds running runs get to finish at a stop.
+        live_view: ``--status``/``--no-status``; ``None``: the live view on a terminal, logs otherwise.
+        log_level: ``--log-level``.
+    """
+
+    jobfile: str
+    store: str | None = None
+    workers: int | None = None
+    duration: float | None = None
+    grace: float = 30.0
+    live_view: bool | None = None
+    log_level: str = "info"
+
+
+def run(options: RunOptions) -> int:
+    """Run the job file until a signal or ``--for``; return the exit code."""
+    signals = _Signals()
+    signals.install()
+    try:
+        view = _choose_view(options.live_view)
+    except ImportError:
+        _print_problems(["--status: the live view needs rich: pip install 'pykka-taskscheduler[cli]'"])
+        return exits.BAD_INPUT
+    logs.configure(options.log_level, None if view is None else view.handler())
+    try:
+        jobfile = _load(options)
+    except JobFileError as error:
+        _print_problems(error.problems)
+        return exits.BAD_INPUT
+    sys.path.insert(0, str(jobfile.folder))  # fn = "tasks:..." is found beside the file, now and later
+    try:
+        store = None if jobfile.store is None else HoldBackStore(jobfile.store, to_hold_back(jobfile))
+        scheduler = Scheduler(jobfile.workers, store=store)
+    except StoreLockedError as error:
+        _print_problems([f"{options.jobfile}: {error}; stop it first, or give another --store"])
+        return exits.STORE_LOCKED
+    except StoreError as error:
+        _print_problems([f"{options.jobfile}: {error}"])
+        return exits.FAILURE
+    events = _EventLog()
+    try:
+        return _serve(scheduler, jobfile, options, signals, view, events)
+    finally:
+        events.stopping = True
+        _stop(scheduler, options.grace)
+
+
+def _serve(
+    scheduler: Scheduler,
+    jobfile: JobFile,
+    options: RunOptions,
+    signals: _Signals,
+    view: _View | None,
+    events: _EventLog,
+) -> int:
+    service = JobService(scheduler, jobfile)
+    service.listen(None if view is not None else events.log)
+    try:
+        service.apply(jobfile)
+    except (SchedulerError, TypeError, ValueError, OSError) as error:
+        _print_problems([f"{options.jobfile}: cannot schedule the jobs: {error}"])
+        return exits.FAILURE
+    store = "memory only" if jobfile.store is None else f"store {shown_path(jobfile.store)}"
+    logger.info(
+        "running %d job(s) from %s (%s, %d workers); SIGHUP reloads, SIGINT or SIGTERM stops",
+        len(jobfile.jobs), options.jobfile, store, jobfile.workers,
+    )  # fmt: skip
+    deadline = None if options.duration is None else time.monotonic() + options.duration
+    with view.showing() if view is not None else nullcontext():
+        while True:
+            if view is not None:
+                view.draw(service, options.jobfile)
+            wait = _until(deadline, REDRAW_EVERY if view is not None else None)
+            if wait is not None and wait <= 0:
+                logger.info("ran for %s s; stopping", options.duration)
+                break
+            command = signals.next(wait)
+            if command == "stop":
+                logger.info("stopping: running runs get up to %s s to finish", options.grace)
+                break
+            if command == "reload":
+                _reload(service, options)
+    return exits.OK
+
+
+def _reload(service: JobService, options: RunOptions) -> None:
+    logger.info("reloading %s", options.jobfile)
+    try:
+        jobfile = _load(options)
+    except JobFileError as error:
+        for problem in error.problems:
+            logger.error("%s", problem)
+        logger.error("reload rejected: the schedule is left as it was")
+        return
+    before = service.jobfile
+    if (jobfile.store, jobfile.workers) != (before.store, before.workers):
+        logger.warning("[scheduler] store and workers take effect at the next start, not on a reload")
+        jobfile = replace(jobfile, store=before.store, workers=before.workers)
+    try:
+        service.apply(jobfile)
+    except (SchedulerError, TypeError, ValueError, OSError) as error:
+        logger.error("reload failed part way: %s", error)
+        return
+    logger.info("reloaded %s: %d job(s)", options.jobfile, len(jobfile.jobs))
+
+
+def _load(options: RunOptions) -> JobFile:
+    """Load the job file, apply ``--store``/``--workers``, and check that every ``fn`` imports."""
+    jobfile = load_jobfile(options.jobfile)
+    if options.store is not None:
+        store = None if options.store == ":memory:" else Path(options.store).expanduser().absolute()
+        jobfile = replace(jobfile, store=store)
+    if options.workers is not None:
+        jobfile = replace(jobfile, workers=options.workers)
+    problems = import_problems(jobfile) + trigger_problems(jobfile, datetime.now(UTC))
+    if problems:
+        raise JobFileError(problems)
+    return jobfile
+
+
+def _stop(scheduler: Scheduler, grace: float) -> None:
+    running = scheduler.stats().running
+    scheduler.shutdown(wait=True, timeout=grace)
+    logger.info("stopped (%d run(s) were going at the stop)", running)
+
+
+class _EventLog:
+    """Logs one line per event (bus thread); a failed run's traceback too, at DEBUG."""
+
+    def __init__(self) -> None:
+        # Set by the main thread as the shutdown starts, read on the bus thread: a plain flag
+        # is enough, a late read only logs one line at another level.
+        self.stopping = False
+
+    def log(self, event: TaskEvent, duration: float | None) -> None:
+        level = logs.event_level(event)
+        if self.stopping and event.kind is EventKind.CANCELLED:
+            level = logging.DEBUG  # every task of a memory-only run ends so at a stop: no news
+        event_logger.log(level, "%s", logs.event_line(event, duration))
+        if event.traceback is not None and event_logger.isEnabledFor(logging.DEBUG):
+            event_logger.debug(
+                "task=%s run=%s traceback:\n%s", event.task_id, event.run, event.traceback.rstrip()
+            )
+
+
+def _print_problems(problems: list[str]) -> None:
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    sys.stderr.flush()
+
+
+def _until(deadline: float | None, redraw: float | None) -> float | None:
+    if deadline is None:
+        return redraw
+    left = deadline - time.monotonic()
+    return left if redraw is None else min(left, redraw)
+
+
+class _Signals:
+    """Turns signals into commands for the main loop (handlers run on the main thread)."""
+
+    def __init__(self) -> None:
+        self._commands: queue.SimpleQueue[Command] = queue.SimpleQueue()
+        self._interrupts = 0
+
+    def install(self) -> None:
+        signal.signal(signal.SIGINT, self._interrupt)
+        signal.signal(signal.SIGTERM, lambda *_: self._commands.put("stop"))
+        signal.signal(signal.SIGHUP, lambda *_: self._commands.put("reload"))
+
+    def next(self, timeout: float | None) -> Command | None:
+        """Wait up to ``timeout`` seconds (``None``: for ever) for the next command."""
+        try:
+            return self._commands.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    def _interrupt(self, signum: int, frame: FrameType | None) -> None:
+        self._interrupts += 1
+        if self._interrupts == 1:
+            self._commands.put("stop")
+            return
+        # The second Ctrl-C: out at once, whatever is running. Show the cursor the live view hid.
+        for handler in logging.getLogger().handlers:
+            handler.flush()
+        if sys.stdout.isatty():
+            os.write(sys.stdout.fileno(), b"\x1b[?25h\n")
+        os._exit(exits.INTERRUPTED)
+
+
+class _View:
+    """The live view and its log handler (``rich`` is imported only when there is a view)."""
+
+    def __init__(self) -> None:
+        from actors.cli.live_view import ConsoleHandler, LiveView  # noqa: PLC0415 - rich is an extra
+
+        self._live = LiveView()
+        self._handler = ConsoleHandler(self._live.console)
+
+    def handler(self) -> logging.Handler:
+        return self._handler
+
+    def showing(self) -> AbstractContextManager[object]:
+        return self._live
+
+    def draw(self, service: JobService, jobfile: str) -> None:
+        now = datetime.now().astimezone()
+        title = f"{jobfile} · {now:%H:%M:%S} · Ctrl-C stops"
+        self._live.update(service.rows(), now, title)
+
+
+def _choose_view(requested: bool | None) -> _View | None:
+    """The live view if asked for (``--status``), or by default on a terminal; else ``None`` (logs)."""
+    if requested is False or (requested is None and not sys.stdout.isatty()):
+        return None
+    try:
+        return _View()
+    except ImportError:
+        if requested:
+            raise
+        print(
+            "the live view needs rich: pip install 'pykka-taskscheduler[cli]'; logging instead",
+            file=sys.stderr,
+        )
+        return None

@@ -1,0 +1,163 @@
+"""``JobService``: a job file's jobs on a running ``Scheduler``, kept equal to the file.
+
+It owns the scheduler for the runner: ``apply`` brings the schedule in line with a job file
+(at start, and again for every ``SIGHUP`` reload), recording the fingerprints once the store
+has the new definitions; ``rows`` says what each job is doing, for the live view.
+
+Threads: every method on the runner's main thread, except the event listener, which the
+scheduler calls on its event bus thread.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+from actors.cli.apply import carry_out
+from actors.cli.board import Board
+from actors.cli.fingerprints import fingerprints_path, read_fingerprints, write_fingerprints
+from actors.cli.jobfile import JobFile, JobSpec
+from actors.cli.reconcile import Held, fingerprints_of, reconcile
+from actors.cli.rows import JobRow, describe_spec, one_line, row_from_stored
+from actors.errors import StoreError, UnknownTaskError
+from actors.facade import Scheduler
+from actors.store import SQLiteStore, StoredTask
+from messages import TaskEvent, TaskInfo
+
+__all__ = ["JobService", "held_of", "read_stored", "to_hold_back"]
+
+logger = logging.getLogger("actors.cli")
+
+
+class JobService:
+    """Runs the jobs of a job file on ``scheduler``, whose store (if any) is the file ``store``."""
+
+    def __init__(self, scheduler: Scheduler, jobfile: JobFile) -> None:
+        self._scheduler = scheduler
+        self._jobfile = jobfile
+        self._store = jobfile.store
+        self.board = Board()
+        # What a memory-only run has recorded; a stored run reads the fingerprints file.
+        self._recorded: dict[str, str] = {}
+        # Rows of ended tasks the scheduler no longer knows (ended before this process started).
+        self._stored_rows: dict[str, StoredTask] = {}
+
+    @property
+    def jobfile(self) -> JobFile:
+        """The job file the schedule now follows."""
+        return self._jobfile
+
+    def listen(self, on_event: Callable[[TaskEvent, float | None], None] | None = None) -> None:
+        """Feed every event to the board, then to ``on_event`` with the run's duration (bus thread)."""
+
+        def listener(event: TaskEvent) -> None:
+            duration = self.board.observe(event)
+            if on_event is not None:
+                on_event(event, duration)
+
+        self._scheduler.subscribe(listener)
+
+    def apply(self, jobfile: JobFile) -> None:
+        """Make the schedule follow ``jobfile``: add, replace, keep or cancel each job, logging each.
+
+        Raises:
+            StoreError: the store failed; the decisions before the failure were carried out.
+            OSError: the fingerprints could not be recorded (the schedule is already applied).
+        """
+        held = self._held(jobfile.jobs)
+        recorded = (
+            self._recorded if self._store is None else read_fingerprints(fingerprints_path(self._store))
+        )
+        decisions = reconcile(jobfile.jobs, held, recorded)
+        carry_out(self._scheduler, decisions)
+        self._jobfile = jobfile
+        self._recorded = fingerprints_of(jobfile.jobs)
+        if self._store is not None:
+            write_fingerprints(fingerprints_path(self._store), self._recorded)
+
+    def rows(self) -> list[JobRow]:
+        """Return one row per job of the file, in its order, as the scheduler sees it now."""
+        live = {info.task_id: info for info in self._scheduler.tasks()}
+        rows = []
+        for spec in self._jobfile.jobs:
+            info = live.get(spec.job_id) or self._ended_info(spec.job_id)
+            if info is not None:
+                rows.append(self._row(spec, info))
+            elif spec.job_id in self._stored_rows:
+                rows.append(row_from_stored(self._stored_rows[spec.job_id], spec))
+        return rows
+
+    def _row(self, spec: JobSpec, info: TaskInfo) -> JobRow:
+        last = self.board.last(spec.job_id)
+        error = last.error if last is not None else None
+        if error is None and info.last_error is not None:
+            error = f"{type(info.last_error).__name__}: {info.last_error}"
+        return JobRow(
+            task_id=spec.job_id,
+            trigger=describe_spec(spec),
+            status=info.status.value,
+            next_run=info.next_run_wall,
+            runs=info.run_count,
+            failures=info.failure_count,
+            last_outcome=None if last is None else last.outcome,
+            last_error=one_line(error),
+        )
+
+    def _ended_info(self, task_id: str) -> TaskInfo | None:
+        try:
+            return self._scheduler.info(task_id)
+        except UnknownTaskError:
+            return None
+
+    def _held(self, jobs: tuple[JobSpec, ...]) -> list[Held]:
+        """Return every task the scheduler holds, live or ended.
+
+        From the store if there is one (it knows the ended ones across restarts), else the
+        live tasks and whatever the scheduler remembers of the file's jobs.
+        """
+        if self._store is not None:
+            stored = read_stored(self._store)
+            for task in stored:
+                self.board.seed(task.task_id, task.last_outcome, one_line(task.last_error))
+            self._stored_rows = {task.task_id: task for task in stored if not task.live}
+            return held_of(stored)
+        held = {info.task_id: info for info in self._scheduler.tasks()}
+        for spec in jobs:
+            if spec.job_id not in held and (info := self._ended_info(spec.job_id)) is not None:
+                held[spec.job_id] = info
+        return [Held(task_id, not info.done, info.status.value) for task_id, info in held.items()]
+
+
+def read_stored(store: Path) -> list[StoredTask]:
+    """Return every task in the store file, live or ended, read-only; none if there is no store yet.
+
+    Raises:
+        StoreError: the file exists but cannot be read as a current store.
+    """
+    if not store.exists():
+        return []
+    with SQLiteStore.inspect(store) as reader:
+        return reader.tasks()
+
+
+def held_of(stored: list[StoredTask]) -> list[Held]:
+    """Return the diff's view of stored tasks."""
+    return [Held(task.task_id, task.live, task.status) for task in stored]
+
+
+def to_hold_back(jobfile: JobFile) -> set[str]:
+    """Return the stored tasks a start must not run before the reconcile: those it will replace or cancel.
+
+    A store that cannot be read yet (an older schema, say) holds nothing back: the scheduler
+    migrates it, and the reconcile right after the start replaces or cancels as usual.
+    """
+    if jobfile.store is None:
+        return set()
+    try:
+        stored = read_stored(jobfile.store)
+    except StoreError:
+        return set()
+    recorded = read_fingerprints(fingerprints_path(jobfile.store))
+    decisions = reconcile(jobfile.jobs, held_of(stored), recorded)
+    return {decision.task_id for decision in decisions if decision.action in ("replace", "cancel")}

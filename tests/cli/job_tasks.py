@@ -1,0 +1,35 @@
+"""The functions the CLI tests' job files run; copied beside each test's job file as tasks.py."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from actors import current_run
+
+logger = logging.getLogger("tasks")
+
+VALUE = 3  # not callable: a job naming it is refused
+
+
+def tick(*args: object, **kwargs: object) -> None:
+    """Do nothing, on time."""
+
+
+def say(word: str) -> None:
+    """Say ``word`` on the log, which the tests read."""
+    logger.warning("said %s", word)
+
+
+def flaky() -> None:
+    """Fail on every even run."""
+    run = current_run().run
+    if run % 2 == 0:
+        raise RuntimeError(f"flaked on run {run}")
+
+
+def slow(seconds: float) -> None:
+    """Take ``seconds``, saying when it starts and ends (on the log, which the tests read)."""
+    logger.warning("slow started")
+    time.sleep(seconds)
+    logger.warning("slow finished")

@@ -1,0 +1,182 @@
+"""``check``, ``status`` and argument errors through a real subprocess: exit codes and messages."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.cli.helpers import cli, write_jobfile
+
+GOOD = """
+[scheduler]
+workers = 2
+tz = "Europe/Berlin"
+
+[jobs.tick]
+fn = "tasks:tick"
+every = "10s"
+initial_delay = "1s"
+
+[jobs.report]
+fn = "tasks:tick"
+cron = "0 9 * * MON-FRI"
+
+[jobs.party]
+fn = "tasks:tick"
+at = 2099-12-24T18:00:00+01:00
+"""
+
+# Each broken file, and what its message must name: the file, the job, the key (the line for TOML).
+BROKEN = {
+    "toml syntax": (
+        '[jobs.tick]\nfn = "tasks:tick"\nevery = 10 parsecs\n',
+        ["jobs.toml: line 3", "not valid TOML"],
+    ),
+    "typo in a key": (
+        '[jobs.tick]\nfn = "tasks:tick"\nevry = "10s"\n',
+        ["job 'tick'", "key 'evry'", "did you mean 'every'"],
+    ),
+    "two triggers": (
+        '[jobs.tick]\nfn = "tasks:tick"\nevery = "10s"\ncron = "* * * * *"\n',
+        ["job 'tick'", "key 'cron'", "one trigger"],
+    ),
+    "no trigger": ('[jobs.tick]\nfn = "tasks:tick"\n', ["job 'tick'", "no trigger"]),
+    "bad duration": (
+        '[jobs.tick]\nfn = "tasks:tick"\nevery = "10 parsecs"\n',
+        ["job 'tick'", "key 'every'", "not a duration"],
+    ),
+    "bad cron": (
+        '[jobs.tick]\nfn = "tasks:tick"\ncron = "0 9 * * MON-FRY"\n',
+        ["job 'tick'", "key 'cron'", "day-of-week"],
+    ),
+    "at without offset": (
+        '[jobs.tick]\nfn = "tasks:tick"\nat = 2099-12-24T18:00:00\n',
+        ["job 'tick'", "key 'at'", "no UTC offset"],
+    ),
+    "fn does not import": (
+        '[jobs.tick]\nfn = "no_such_module:tick"\nevery = "1s"\n',
+        ["job 'tick'", "key 'fn'", "no_such_module"],
+    ),
+    "fn not callable": (
+        '[jobs.tick]\nfn = "tasks:VALUE"\nevery = "1s"\n',
+        ["job 'tick'", "key 'fn'", "not a function"],
+    ),
+    "unknown zone": (
+        '[jobs.tick]\nfn = "tasks:tick"\ncron = "0 9 * * *"\ntz = "Europe/Berlinn"\n',
+        ["job 'tick'", "key 'tz'", "Europe/Berlin"],
+    ),
+    "workers out of range": (
+        '[scheduler]\nworkers = 0\n[jobs.tick]\nfn = "tasks:tick"\nevery = "1s"\n',
+        ["[scheduler]", "key 'workers'", "from 1 to 1024"],
+    ),
+    "key only with another trigger": (
+        '[jobs.tick]\nfn = "tasks:tick"\ncron = "0 9 * * *"\ninitial_delay = "5s"\n',
+        ["job 'tick'", "key 'initial_delay'", "only with"],
+    ),
+    "arguments JSON cannot keep": (
+        '[jobs.tick]\nfn = "tasks:tick"\nevery = "1s"\nargs = [1979-05-27]\n',
+        ["job 'tick'", "key 'args'", ":memory:"],
+    ),
+    "no jobs": ("[scheduler]\nworkers = 2\n", ["jobs.toml", "no jobs"]),
+}
+
+
+def test_check_prints_each_job_with_its_next_three_runs(tmp_path: Path) -> None:
+    write_jobfile(tmp_path, GOOD)
+    result = cli("check", "jobs.toml", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("jobs.toml: valid: 3 job(s), 2 workers")
+    report = result.stdout.split("report: cron 0 9 * * MON-FRI (Europe/Berlin)")[1].splitlines()
+    assert len([line for line in report[1:4] if "(Europe/Berlin)" in line and line.endswith(" UTC")]) == 3
+    assert " 09:00:00 +0" in report[1]  # 09:00 Berlin time, whatever the season
+    assert "2099-12-24 18:00:00 +0100 (as written)  =  2099-12-24 17:00:00 UTC" in result.stdout
+    assert not (tmp_path / "jobs.db").exists()  # check runs nothing and creates nothing
+
+
+@pytest.mark.parametrize(("text", "fragments"), BROKEN.values(), ids=BROKEN.keys())
+def test_a_broken_file_is_refused_with_exit_2_and_a_message_naming_file_job_and_key(
+    tmp_path: Path, text: str, fragments: list[str]
+) -> None:
+    write_jobfile(tmp_path, text)
+    result = cli("check", "jobs.toml", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert result.stdout == ""
+    assert result.stderr.startswith("jobs.toml: ")
+    for fragment in fragments:
+        assert fragment in result.stderr
+
+
+def test_run_refuses_a_broken_file_the_same_way_and_runs_nothing(tmp_path: Path) -> None:
+    write_jobfile(tmp_path, BROKEN["typo in a key"][0])
+    result = cli("run", "jobs.toml", "--for", "5", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        "jobs.toml: job 'tick': key 'evry': unknown key (did you mean 'every'?)",
+        "jobs.toml: job 'tick': no trigger: give one of the keys 'every', 'delay', 'cron' or 'at'",
+    ]
+    assert not (tmp_path / "jobs.db").exists()
+
+
+def test_a_missing_job_file_is_exit_2(tmp_path: Path) -> None:
+    result = cli("run", "nowhere.toml", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.strip() == "nowhere.toml: cannot read the job file: No such file or directory"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run"], "the following arguments are required: JOBFILE"),
+        (["run", "jobs.toml", "--for", "soon"], "argument --for: 'soon' is not a duration"),
+        (["run", "jobs.toml", "--for", "0"], "argument --for: '0' is no time at all"),
+        (["run", "jobs.toml", "--workers", "0"], "argument --workers: expected an integer from 1 to 1024"),
+        (["run", "jobs.toml", "--log-level", "loud"], "argument --log-level: invalid choice: 'loud'"),
+        (["status"], "give either a JOBFILE or --store PATH"),
+        (["status", "jobs.toml", "--store", "x.db"], "give either a JOBFILE or --store PATH"),
+        (["launch"], "invalid choice: 'launch'"),
+    ],
+)
+def test_bad_arguments_are_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
+    write_jobfile(tmp_path, GOOD)
+    result = cli(*args, cwd=tmp_path)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_status_of_a_store_not_yet_created_is_exit_1(tmp_path: Path) -> None:
+    write_jobfile(tmp_path, GOOD)
+    result = cli("status", "jobs.toml", cwd=tmp_path)
+    assert result.returncode == 1
+    assert "jobs.db: no such store file (a run of the job file creates it)" in result.stderr
+
+
+def test_status_of_a_memory_only_job_file_is_exit_2(tmp_path: Path) -> None:
+    write_jobfile(
+        tmp_path, '[scheduler]\nstore = ":memory:"\n' + GOOD.split("[scheduler]")[1].split("\n", 3)[3]
+    )
+    result = cli("status", "jobs.toml", cwd=tmp_path)
+    assert result.returncode == 2
+    assert 'store = ":memory:"' in result.stderr
+
+
+def test_the_demo_is_still_there(tmp_path: Path) -> None:
+    result = cli("demo", cwd=tmp_path)
+    assert result.returncode == 0
+    assert "Seed scenario" in result.stdout
+
+
+def test_the_console_script_is_the_same_program(tmp_path: Path) -> None:
+    script = Path(sys.executable).with_name("pykka-taskscheduler")
+    if not script.exists():
+        pytest.skip("the package is not installed in this interpreter's environment (pip install -e .)")
+    write_jobfile(tmp_path, GOOD)
+    result = subprocess.run(
+        [str(script), "check", "jobs.toml"], cwd=tmp_path, capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("jobs.toml: valid: 3 job(s), 2 workers")

@@ -1,0 +1,130 @@
+"""What ``status`` and the live view print: durations, triggers, next runs, the plain table."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from actors.cli.fingerprints import fingerprints_path, read_fingerprints, write_fingerprints
+from actors.cli.jobfile import parse_duration, parse_jobfile
+from actors.cli.rows import (
+    JobRow,
+    describe_spec,
+    describe_stored_trigger,
+    format_duration,
+    format_next_run,
+    table_text,
+    until,
+)
+
+NOW = datetime(2026, 5, 1, 12, 0, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [(0, "0s"), (0.5, "500ms"), (1.5, "1.5s"), (10, "10s"), (90, "1m30s"), (5400, "1h30m"), (172800, "2d")],
+)
+def test_durations_are_written_as_the_job_file_writes_them(seconds: float, text: str) -> None:
+    assert format_duration(seconds) == text
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize(
+    ("after", "text"),
+    [(0.2, "due now"), (-30, "due now"), (12, "in 12s"), (250, "in 4m"), (3 * 3600 + 300, "in 3h 5m"),
+     (7200, "in 2h"), (2 * 86400 + 3600, "in 2d 1h")],
+)  # fmt: skip
+def test_until_is_coarse(after: float, text: str) -> None:
+    assert until(NOW + timedelta(seconds=after), NOW) == text
+
+
+def test_next_run_shows_the_time_of_day_today_and_the_date_otherwise() -> None:
+    assert format_next_run(NOW + timedelta(minutes=4), NOW) == "12:04:00 (in 4m)"
+    assert format_next_run(NOW + timedelta(days=2), NOW) == "2026-05-03 12:00 (in 2d)"
+    assert format_next_run(None, NOW) == "-"
+
+
+def test_triggers_in_words_from_the_job_file_and_from_the_store() -> None:
+    jobs = parse_jobfile(
+        '[jobs.a]\nfn = "m:f"\nevery = "1h30m"\n[jobs.b]\nfn = "m:f"\ndelay = 0.25\n'
+        '[jobs.c]\nfn = "m:f"\ncron = "@daily"\ntz = "Europe/Berlin"\n'
+        '[jobs.d]\nfn = "m:f"\nat = 2026-12-24T18:00:00+01:00\n',
+        "jobs.toml",
+    ).jobs
+    assert [describe_spec(spec) for spec in jobs] == [
+        "every 1h30m",
+        "delay 250ms",
+        "cron @daily (Europe/Berlin)",
+        "at 2026-12-24 18:00:00+01:00",
+    ]
+    assert describe_stored_trigger('{"rate": 10.0, "anchor": 1.0}') == "every 10s"
+    assert describe_stored_trigger('{"delay": 30}') == "delay 30s"
+    assert describe_stored_trigger('{"once": true}') == "once"
+    assert describe_stored_trigger('{"cron": "0 9 * * *", "tz": "UTC"}') == "cron 0 9 * * * (UTC)"
+    assert describe_stored_trigger('{"something": "new"}') == '{"something": "new"}'
+
+
+def test_the_plain_table_pads_its_columns() -> None:
+    rows = [
+        JobRow("tick", "every 10s", "scheduled", NOW + timedelta(seconds=5), 12, 0, "completed", None),
+        JobRow("poller", "delay 30s", "running", None, 3, 1, "failed", "ConnectionError: no"),
+    ]
+    assert table_text(rows, NOW).splitlines() == [
+        "id      trigger    status     next run          runs  failures  last outcome  last error",
+        "tick    every 10s  scheduled  12:00:05 (in 5s)  12    0         completed     -",
+        "poller  delay 30s  running    -                 3     1         failed        ConnectionError: no",
+    ]
+
+
+def test_fingerprints_round_trip_and_a_damaged_file_counts_as_none(tmp_path: Path) -> None:
+    path = fingerprints_path(tmp_path / "jobs.db")
+    assert path.name == "jobs.db.jobs.json"
+    assert read_fingerprints(path) == {}
+    write_fingerprints(path, {"a": "1", "b": "2"})
+    assert read_fingerprints(path) == {"a": "1", "b": "2"}
+    assert [p.name for p in tmp_path.iterdir()] == ["jobs.db.jobs.json"]  # no temporary file left
+    path.write_text("{not json")
+    assert read_fingerprints(path) == {}
+    path.write_text('["a list"]')
+    assert read_fingerprints(path) == {}
+
+
+def test_the_scheduler_does_not_import_rich(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, actors, actors.cli.run, actors.cli.status, actors.cli.check\n"
+        "assert 'rich' not in sys.modules, sorted(m for m in sys.modules if m.startswith('rich'))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+
+
+def test_event_lines() -> None:
+    import logging
+
+    from actors.cli.logs import event_level, event_line
+    from messages import EventKind, TaskEvent
+
+    failed = TaskEvent(
+        kind=EventKind.FAILED, task_id="poll", name="poll", at=1.0, run=3, error=OSError('no\n"x"')
+    )
+    assert (
+        event_line(failed, 0.25) == "task=poll event=failed run=3 duration=0.250s error=\"OSError: no 'x'\""
+    )
+    assert event_level(failed) == logging.WARNING
+    done = TaskEvent(kind=EventKind.COMPLETED, task_id="once", name="once", at=1.0, run=1, final=True)
+    assert (event_line(done, None), event_level(done)) == (
+        "task=once event=completed run=1 final",
+        logging.INFO,
+    )
+    due = TaskEvent(kind=EventKind.DUE, task_id="t", name="t", at=1.0, run=1)
+    assert event_level(due) == logging.DEBUG
+    jumped = TaskEvent(kind=EventKind.CLOCK_JUMPED, task_id="", name="", at=1.0, jump=-3600.0)
+    assert (event_line(jumped, None), event_level(jumped)) == (
+        "event=clock_jumped jump=-3600.000s",
+        logging.WARNING,
+    )

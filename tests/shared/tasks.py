@@ -62,3 +62,18 @@ def reset() -> None:
             event.set()  # nothing may stay blocked after a test
         GATES.clear()
         ENTERED.clear()
+
+
+def stoppable(name: str) -> str:
+    """Say it is running, then wait until its run is asked to stop (raising ``RunCancelled``)."""
+    run = current_run()
+    record(name)
+    with LOCK:
+        entered = ENTERED.setdefault(name, threading.Event())
+    entered.set()
+    deadline = 300  # 30 s in steps of 0.1 s
+    while not run.cancel_requested and deadline:
+        threading.Event().wait(0.1)
+        deadline -= 1
+    run.check()  # raises RunCancelled once a stop was asked
+    return "never asked to stop"

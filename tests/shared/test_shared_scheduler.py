@@ -402,3 +402,20 @@ def test_info_of_an_unknown_id_is_an_error(node: Node) -> None:
         a.info("nothing")
     with pytest.raises(UnknownTaskError):
         a.handle("nothing")
+
+
+def test_an_interrupting_cancel_stops_a_run_on_another_node(node: Node, reader: PostgresStore) -> None:
+    a = node("a")
+    handle = a.schedule_once(tasks.stoppable, delay=0.0, args=("s",), task_id="job")
+    assert tasks.entered("s")
+    b = node("b")
+    assert b.cancel("job") is False  # started, and not interrupted: it would just finish
+    asked = time.monotonic()
+
+    assert b.cancel("job", interrupt=True) is True
+
+    with pytest.raises(CancelledError):
+        handle.result(timeout=10)
+    assert time.monotonic() - asked < LEASE  # a hint brought a's renewal forward
+    wait_for(lambda: reader.runs_in_flight() == [], what="the lease's end")
+    assert reader.get("job").status == "cancelled"  # type: ignore[union-attr]

@@ -207,3 +207,19 @@ def test_references_names_what_a_node_must_import_to_claim_what_was_written(make
     refs, cursor = b.references(cursor)
     assert refs in ({"jobs.two:fn"}, {"jobs.one:fn", "jobs.two:fn"})  # rows may come twice
     assert b.references(cursor + 1_000_000)[0] == set()
+
+
+def test_an_interrupting_cancel_wins_against_a_sealed_run_and_asks_it_to_stop(make_node: Node) -> None:
+    a, b = make_node("a", lease=30.0), make_node("b")
+    due(a, "x")
+    (held,) = a.claim_due(1)
+    a.start(held, seal=True)
+    (renewed,) = a.renew([held])
+    assert not renewed.stop_requested
+
+    assert b.cancel("x") is False
+    assert b.cancel("x", interrupt=True) is True
+
+    (renewed,) = a.renew([held])
+    assert renewed.stop_requested
+    assert a.get("x").status == "cancelled"  # type: ignore[union-attr]

@@ -12,6 +12,11 @@ hands the leases to the scheduler actor. What wakes it:
   hints can be lost; each poll also re-reads the database's clock (``DatabaseClock``);
 - room: a worker fell idle while more runs were due (``wake_for_room``).
 
+Hints are many on a busy fleet (every saved outcome sends one), and most say nothing is due:
+so unless its last claim filled its room, the loop first asks the store when the next row
+is due (an index probe) and claims only if that time has come; and it reads the references
+it must import at most every ``REFRESH_GAP`` seconds on hints (always at a poll).
+
 It never holds up the scheduler actor: the claim runs on this thread, and the actor only
 gets the leases (``deliver``). Every decision in numbers is in ``actors/shared_plan.py``.
 """
@@ -19,6 +24,7 @@ gets the leases (``deliver``). Every decision in numbers is in ``actors/shared_p
 from __future__ import annotations
 
 import logging
+import math
 import random
 import threading
 from collections.abc import Callable, Sequence
@@ -35,6 +41,9 @@ from actors.threads import Role, ThreadRegistry
 __all__ = ["ClaimLoop", "Importable"]
 
 logger = logging.getLogger(__name__)
+
+REFRESH_GAP: Final = 0.1
+"""Seconds between two readings of the references to import, when hints ask for them."""
 
 SPIN_PAUSE: Final = 0.005
 """Seconds to wait when the store says a row is due but the claim found none free (another
@@ -126,6 +135,7 @@ class ClaimLoop:
         self._event = threading.Event()
         self._hinted = True
         self._more_due = True
+        self._refreshed = -math.inf  # when the references were last read (this clock)
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._run, name="claim-loop", daemon=True)
         self.claims = 0  # claim statements sent (read by tests and stats)
@@ -145,7 +155,7 @@ class ClaimLoop:
 
     def wake(self) -> None:
         """The schedule changed (a hint): look again at once. Cheap; any thread (the listener's)."""
-        self._hinted = self._more_due = True
+        self._hinted = True
         self._event.set()
 
     def wake_for_room(self) -> None:
@@ -159,13 +169,14 @@ class ClaimLoop:
         while not self._stopped.is_set():
             try:
                 now = self._clock.now()
-                if now >= next_poll:
+                polled = now >= next_poll
+                if polled:
                     next_poll = now + poll_delay(self._poll, self._rng.random())
-                    self._hinted = self._more_due = True
+                    self._hinted = True
                     if self._on_poll is not None:
                         self._on_poll()
                     self._clock.sample()
-                timeout = self._step(next_poll)
+                timeout = self._step(next_poll, refresh=polled or now >= self._refreshed + REFRESH_GAP)
                 failures = 0
             except StoreError as error:
                 failures += 1
@@ -179,13 +190,21 @@ class ClaimLoop:
             if self._event.wait(timeout):
                 self._event.clear()
 
-    def _step(self, next_poll: float) -> float:
+    def _step(self, next_poll: float, *, refresh: bool) -> float:
         """Claim what there is room for; return how long to sleep."""
-        if self._hinted:
+        if self._hinted and refresh:
             self._hinted = False
             self._importable.refresh(self._store)
+            self._refreshed = self._clock.now()
         names = self._importable.names
         room = self._book.room()
+        until_poll = max(0.0, next_poll - self._clock.now())
+        if self._hinted:  # references left unread for now: look again when they may be read
+            until_poll = min(until_poll, max(0.0, self._refreshed + REFRESH_GAP - self._clock.now()))
+        if room > 0 and names and not self._more_due:
+            wakeup = self._store.next_wakeup(names)
+            if wakeup is None or wakeup > self._clock.database_now():  # nothing due: no claim
+                return max(sleep_for(wakeup, self._clock.database_now(), until_poll), SPIN_PAUSE)
         if room > 0 and names:
             self._more_due = False
             leases = self._store.claim_due(room, names)
@@ -197,12 +216,12 @@ class ClaimLoop:
                     return self._poll
             if len(leases) == room:
                 self._more_due = True  # there may be more: claim again as room frees up
-                return max(0.0, next_poll - self._clock.now())
+                return until_poll
         elif names:
             self._more_due = True  # no room: whatever is due waits for room
-            return max(0.0, next_poll - self._clock.now())
+            return until_poll
         wakeup = self._store.next_wakeup(names) if names else None
-        timeout = sleep_for(wakeup, self._clock.database_now(), next_poll - self._clock.now())
+        timeout = sleep_for(wakeup, self._clock.database_now(), until_poll)
         return timeout if timeout > 0 else SPIN_PAUSE
 
     def _give_back(self, leases: Sequence[Lease]) -> None:

@@ -476,12 +476,12 @@ class PostgresStore:
             raise ValueError(f"since must be an int >= 0, got {since!r}")
 
         def work(db: Connection) -> tuple[set[str], int]:
-            row = db.execute(q.CHANGES_CURSOR).fetchone()
+            row = db.execute(q.REFERENCES, (since,)).fetchone()
             assert row is not None
             cursor: int = row[0]
-            return {ref for (ref,) in db.execute(q.REFERENCES, (since,))}, cursor
+            return set(row[1]), cursor
 
-        return self._read("references", work, begin=q.CHANGES_BEGIN)
+        return self._read("references", work)
 
     def listen(self, wakeup: Callable[[], None]) -> Callable[[], None]:
         """Call ``wakeup()`` on a thread of its own for each hint; see ``SharedStore.listen``.

@@ -79,7 +79,7 @@ CANCEL_TASK: Final = f"""
 # to the row its lease still holds, and ends the lease; if the task was replaced while that
 # claim was in flight, the replaced definition's status and next due time stand. Returns the
 # seq of each applied one.
-UPDATE_TASKS: Final = f"""
+_UPDATE_TASKS: Final = f"""
     WITH given AS (
         SELECT * FROM unnest(%(task_id)s::text[], %(seq)s::bigint[], %(status)s::text[],
                              %(next_due)s::float8[], %(run_count)s::bigint[], %(failure_count)s::bigint[],
@@ -103,7 +103,8 @@ UPDATE_TASKS: Final = f"""
           FROM given
          WHERE task.seq = given.seq AND task.task_id = given.task_id
            AND (given.fence IS NULL OR (task.owner = %(node)s AND task.fence = given.fence))
-        RETURNING task.seq, task.task_id)
+        RETURNING task.seq, task.task_id, task.status)"""
+UPDATE_TASKS: Final = _UPDATE_TASKS + """
     SELECT seq, pg_notify(%(channel)s, task_id) FROM applied"""
 # One statement for the whole batch, in the given order (identity ids follow it), so the
 # newest-first ledger lists a batch's rows last first, as the SQLite store does.
@@ -116,6 +117,35 @@ INSERT_RUNS: Final = """
            WITH ORDINALITY AS given (task_id, task_seq, run, due, started, finished, outcome, error, n)
      ORDER BY n
     ON CONFLICT (task_seq, run) DO NOTHING"""
+# A whole save in one statement (one round trip), for a batch that updates each row at most
+# once: the updates as UPDATE_TASKS, then the ledger rows as INSERT_RUNS but for the rows whose
+# fenced update was refused while the row still exists (see postgres_writes.save). Every CTE
+# sees the snapshot the statement started with, so "still exists" is judged before the update,
+# which deletes nothing. Returns the new ledger rows, the notifications sent, the refused
+# rows' seqs, and the updates that left their task terminal.
+SAVE_ONE_ROUND: Final = (
+    _UPDATE_TASKS
+    + """,
+    notified AS (SELECT pg_notify(%(channel)s, task_id) FROM applied),
+    refused AS (
+        SELECT given.seq FROM given
+         WHERE given.fence IS NOT NULL
+           AND NOT EXISTS (SELECT 1 FROM applied WHERE applied.seq = given.seq)
+           AND EXISTS (SELECT 1 FROM task WHERE task.seq = given.seq)),
+    inserted AS (
+        INSERT INTO run (task_id, task_seq, run, due, started, finished, outcome, error)
+        SELECT task_id, task_seq, run, due, started, finished, outcome, error
+          FROM unnest(%(run_task_id)s::text[], %(run_task_seq)s::bigint[], %(run_run)s::bigint[],
+                      %(run_due)s::float8[], %(run_started)s::float8[], %(run_finished)s::float8[],
+                      %(run_outcome)s::text[], %(run_error)s::text[])
+               WITH ORDINALITY AS ran (task_id, task_seq, run, due, started, finished, outcome, error, n)
+         WHERE ran.task_seq NOT IN (SELECT seq FROM refused)
+         ORDER BY n
+        ON CONFLICT (task_seq, run) DO NOTHING
+        RETURNING 1)
+    SELECT (SELECT count(*) FROM inserted), (SELECT count(*) FROM notified),
+           ARRAY(SELECT seq FROM refused), (SELECT count(*) FROM applied WHERE status <> 'scheduled')"""
+)
 RESERVE_MINTED: Final = """
     UPDATE store_meta SET minted_high_water = minted_high_water + %s WHERE id = 1
     RETURNING minted_high_water"""
@@ -233,8 +263,11 @@ CHANGES_CURSOR: Final = "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::b
 CHANGES: Final = f"SELECT {TASK_COLUMNS} FROM task WHERE change >= %s ORDER BY change, seq"
 
 # The references of live rows written since the cursor: what a node must be able to import
-# to claim them (lean: a few strings, not the rows).
-REFERENCES: Final = "SELECT DISTINCT fn_ref FROM task WHERE change >= %s AND status = 'scheduled'"
+# to claim them (lean: a few strings, not the rows). One statement, so one snapshot: its xmin
+# is the new cursor, as in the change feed.
+REFERENCES: Final = """
+    SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint,
+           ARRAY(SELECT DISTINCT fn_ref FROM task WHERE change >= %s AND status = 'scheduled')"""
 
 _FETCH_ROWS: Final = 4096  # rows per fetch: bounds the transient tuples while loading
 

@@ -86,8 +86,11 @@ def save(
     A fenced update that does not apply (the lease was lost) drops the ledger rows of its
     ``seq``, unless another update of the same ``seq`` in the batch applied.
     """
+    rounds = _rounds(updates)
+    if len(rounds) <= 1:  # each row updated once at most (nearly always): one statement
+        return _save_one_round(db, updates, runs, node, channel)
     applied = [False] * len(updates)
-    for batch in _rounds(updates):
+    for batch in rounds:
         rows = db.execute(
             q.UPDATE_TASKS,
             {
@@ -135,6 +138,45 @@ def save(
     # which only makes a prune come a little early.
     ended = sum(ok and u.status != LIVE_STATUS for u, ok in zip(updates, applied, strict=True))
     return Saved(new_runs=new, ended=ended, fenced_out=frozenset(fenced_out))
+
+
+def _save_one_round(
+    db: Connection, updates: Sequence[TaskUpdate], runs: Sequence[RunRecord], node: str, channel: str
+) -> Saved:
+    row = db.execute(
+        q.SAVE_ONE_ROUND,
+        {
+            **_update_params(updates),
+            "run_task_id": [r.task_id for r in runs],
+            "run_task_seq": [r.task_seq for r in runs],
+            "run_run": [r.run for r in runs],
+            "run_due": [r.due for r in runs],
+            "run_started": [r.started for r in runs],
+            "run_finished": [r.finished for r in runs],
+            "run_outcome": [r.outcome for r in runs],
+            "run_error": [r.error for r in runs],
+            "node": node,
+            "channel": channel,
+        },
+    ).fetchone()
+    assert row is not None  # a SELECT of aggregates: one row
+    new, _, refused, ended = row
+    return Saved(new_runs=new, ended=ended, fenced_out=frozenset(refused))
+
+
+def _update_params(updates: Sequence[TaskUpdate]) -> dict[str, list[Any]]:
+    return {
+        "task_id": [u.task_id for u in updates],
+        "seq": [u.seq for u in updates],
+        "status": [u.status for u in updates],
+        "next_due": [u.next_due for u in updates],
+        "run_count": [u.run_count for u in updates],
+        "failure_count": [u.failure_count for u in updates],
+        "consecutive_failures": [u.consecutive_failures for u in updates],
+        "last_error": [u.last_error for u in updates],
+        "last_outcome": [u.last_outcome for u in updates],
+        "fence": [u.fence for u in updates],
+    }
 
 
 def _rounds(updates: Sequence[TaskUpdate]) -> list[list[int]]:

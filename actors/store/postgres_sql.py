@@ -104,8 +104,11 @@ _UPDATE_TASKS: Final = f"""
          WHERE task.seq = given.seq AND task.task_id = given.task_id
            AND (given.fence IS NULL OR (task.owner = %(node)s AND task.fence = given.fence))
         RETURNING task.seq, task.task_id, task.status)"""
-UPDATE_TASKS: Final = _UPDATE_TASKS + """
+UPDATE_TASKS: Final = (
+    _UPDATE_TASKS
+    + """
     SELECT seq, pg_notify(%(channel)s, task_id) FROM applied"""
+)
 # One statement for the whole batch, in the given order (identity ids follow it), so the
 # newest-first ledger lists a batch's rows last first, as the SQLite store does.
 INSERT_RUNS: Final = """

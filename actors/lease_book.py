@@ -38,6 +38,8 @@ class Held:
         lost: The lease was found lost at a renewal: the run's outcome will be refused.
         task: The task the run belongs to, once the scheduler has it (to ask its run to stop).
         stop_asked: Its run was asked to stop (a cancel with ``interrupt`` from some node).
+        saving: Its outcome is being saved, which ends the lease: not renewed meanwhile (a
+            renewal racing the save would find it ended, and call it lost).
     """
 
     lease: Lease
@@ -45,6 +47,7 @@ class Held:
     lost: bool = False
     task: Stoppable | None = None
     stop_asked: bool = False
+    saving: bool = False
 
 
 class LeaseBook:
@@ -106,6 +109,14 @@ class LeaseBook:
             if held is not None:
                 held.started = at
 
+    def saving(self, seqs: Iterable[int], saving: bool = True) -> None:
+        """The outcomes of these rows are being saved (``saving=False``: they could not be; renew them)."""
+        with self._lock:
+            for seq in seqs:
+                held = self._held.get(seq)
+                if held is not None:
+                    held.saving = saving
+
     def forget(self, seqs: Iterable[int]) -> list[Lease]:
         """Stop holding these rows (their outcome is saved, or they were given up); return their leases."""
         with self._lock:
@@ -125,7 +136,7 @@ class LeaseBook:
     def renewable(self) -> list[Lease]:
         """The leases to renew: every one held and not known lost."""
         with self._lock:
-            return [held.lease for held in self._held.values() if not held.lost]
+            return [held.lease for held in self._held.values() if not held.lost and not held.saving]
 
     def renewed(
         self, asked: Sequence[Lease], renewed: Sequence[Lease]
@@ -141,8 +152,8 @@ class LeaseBook:
         with self._lock:
             for lease in asked:
                 held = self._held.get(lease.seq)
-                if held is None or held.lease.fence != lease.fence:
-                    continue  # forgotten meanwhile (saved or given up)
+                if held is None or held.lease.fence != lease.fence or held.saving:
+                    continue  # forgotten meanwhile (saved or given up), or its save may have ended it
                 new = fresh.get((lease.seq, lease.fence))
                 if new is None:
                     held.lost = True

@@ -6,10 +6,12 @@ seconds from now), the run keys it makes and the times in the run ledger are the
 clock every node shares, and a machine whose clock is off cannot run anything early or late.
 Monotonic time (``now``, deadlines, sleeps) stays the node's own.
 
-The offset between the two clocks is sampled (``sample``) when the node starts and then at
-every poll; ``wall()`` is the local monotonic clock plus the best recent offset. The offset
-moves by a few milliseconds between samples, far below the 1 s at which the scheduler treats a
-change of the wall clock as a jump.
+The offset between the two clocks is sampled (``sample``) when the node starts (the tightest
+of a few readings) and then at every poll; ``wall()`` is the local monotonic clock plus the
+offset. The offset is kept steady: a later reading replaces it only when it is tight and says
+the clocks have drifted apart by more than ``OFFSET_STEP``. Readings scatter by a few
+milliseconds, and a recurring task's next due time is planned on this clock: a scattering
+offset would move its slots off their grid, a steady one keeps them on it to the microsecond.
 """
 
 from __future__ import annotations
@@ -25,8 +27,14 @@ from actors.store.protocol import SharedStore
 
 __all__ = ["DatabaseClock"]
 
-KEEP_SAMPLE: Final = 60.0
-"""Seconds a tight sample of the offset is preferred to a looser new one."""
+OFFSET_STEP: Final = 0.05
+"""Seconds the clocks must have drifted apart before the offset follows (a slew, a step)."""
+
+TIGHT: Final = 0.02
+"""A reading that took at most this long (seconds) may move the offset."""
+
+FIRST_READINGS: Final = 3
+"""Readings taken when the node starts; the tightest one sets the offset."""
 
 
 class DatabaseClock:
@@ -40,9 +48,9 @@ class DatabaseClock:
         self._base = base
         self._read_database = read_database
         self.now: Callable[[], float] = base.now  # read on every message: bound once, no wrapper
-        self._lock = threading.Lock()  # guards _sample and _sampled_at
+        self._lock = threading.Lock()  # guards _sample
         self._sample: ClockSample | None = None
-        self._sampled_at = 0.0
+        self._settled = False  # the offset came from a tight reading: only a drift moves it now
 
     @classmethod
     def over(cls, base: Clock, store: SharedStore) -> DatabaseClock:
@@ -61,7 +69,8 @@ class DatabaseClock:
                 "cannot move; use the default clock (tests of shared stores wait for real time)"
             )
         clock = cls(base, store.db_now)
-        clock.sample()
+        for _ in range(FIRST_READINGS):
+            clock.sample()
         return clock
 
     @property
@@ -79,8 +88,12 @@ class DatabaseClock:
         after = self._base.now()
         sample = ClockSample.between(before, db_now, after)
         with self._lock:
-            if sample.better_than(self._sample, age=after - self._sampled_at, max_age=KEEP_SAMPLE):
-                self._sample, self._sampled_at = sample, after
+            current = self._sample
+            if current is None or (not self._settled and sample.spread < current.spread):
+                current = self._sample = sample  # the first reading, or a tighter one before any was tight
+            elif sample.spread <= TIGHT and abs(sample.offset - current.offset) > OFFSET_STEP:
+                current = self._sample = sample  # the clocks have drifted apart: follow
+            self._settled = self._settled or current.spread <= TIGHT
         return db_now
 
     @property

@@ -273,13 +273,16 @@ class SharedNode:
                 elif task.state is FAILED:
                     last = task.failures.last_error if task.failures is not None else None
                     self.board.ended(task.task_id, task.store_seq, None, last)
+        seqs = [update.seq for update in item.updates]
+        self.book.saving(seqs)
         try:
             fenced_out = self.store.save_outcomes(item.updates, item.runs)
         except StoreError as error:
             logger.warning("could not save %d outcome(s), will try again: %s", len(item.updates), error)
+            self.book.saving(seqs, saving=False)  # keep them alive until the retry
             self._unsaved.append(item)
             return None
-        self.book.forget(update.seq for update in item.updates)
+        self.book.forget(seqs)
         refused = {update.task_id for update in item.updates if update.seq in fenced_out}
         if refused:
             self.fenced_out += len(refused)

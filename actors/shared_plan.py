@@ -8,7 +8,6 @@ and how its own clocks relate to the database's.
 
 from __future__ import annotations
 
-import math
 from typing import Final, NamedTuple
 
 __all__ = [
@@ -91,13 +90,3 @@ class ClockSample(NamedTuple):
     def between(cls, before: float, db_now: float, after: float) -> ClockSample:
         """The sample of a database reading ``db_now`` taken between local readings ``before``, ``after``."""
         return cls(db_now - (before + after) / 2.0, max(0.0, after - before))
-
-    def better_than(self, other: ClockSample | None, *, age: float, max_age: float) -> bool:
-        """Whether to keep this sample rather than ``other`` (taken ``age`` seconds earlier).
-
-        A tighter reading is better; an old one is replaced anyway after ``max_age`` seconds,
-        so a drift between the clocks is followed.
-        """
-        if other is None or not math.isfinite(other.offset):
-            return True
-        return self.spread <= other.spread or age >= max_age

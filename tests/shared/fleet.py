@@ -267,6 +267,7 @@ class Verdict:
     executions: int = 0
     duplicates: int = 0  # side effects started more than once (each explained, or listed below)
     unexplained: list[tuple[str, list[int]]] = field(default_factory=list)
+    context: dict[str, list[str]] = field(default_factory=dict)  # the ledger's tail of a task in question
 
     @property
     def ok(self) -> bool:
@@ -278,6 +279,18 @@ class Verdict:
             f"extra {len(self.extra)}, early {len(self.early)}, double commits {len(self.double_commits)}; "
             f"{self.executions} side effects, {self.duplicates} started twice "
             f"({len(self.unexplained)} not explained by a fault)"
+            + "".join(
+                f"\n  {name}: {items[:10]}"
+                for name, items in (
+                    ("missing", self.missing),
+                    ("extra", self.extra),
+                    ("early", self.early),
+                    ("double commits", self.double_commits),
+                    ("unexplained", self.unexplained),
+                )
+                if items
+            )
+            + "".join(f"\n  {task_id}: {rows}" for task_id, rows in self.context.items())
         )
 
 
@@ -287,7 +300,7 @@ def check(
     """Judge the fleet's work (see the module's docstring).
 
     ``ended`` is when the fixed-rate tasks were cancelled; a slot due ``settle`` seconds before
-    that must have run.
+    that (plus how late the fleet was running things then) must have run.
     """
     verdict = Verdict()
     rows = [run for run in store.runs(limit=10_000_000) if run.outcome == "completed"]
@@ -297,6 +310,10 @@ def check(
         by_task[run.task_id].append(run)
         if run.started is None or run.started < run.due - 1e-6:
             verdict.early.append((run.task_id, run.due, run.started or math.nan))
+    # How late the fleet ran things as the window closed: a slot due within that much of the
+    # cancel may have lost to it (it was not run yet: a cancel wins against a run not started).
+    recent = [run.started - run.due for run in rows if run.started is not None and run.due >= ended - 10]
+    backlog = max(recent, default=0.0)
     expected: set[tuple[str, float]] = set()
     for task_id, due in plan.once.items():
         expected.add((task_id, due))
@@ -318,9 +335,14 @@ def check(
                 continue
             expected.add((task_id, slot))
             slot = _next_slot(anchor, interval, run.due, run.finished)
-        if slot <= ended - settle:  # it was due well before the cancel: it should have run
+        if slot <= ended - settle - backlog:  # it was due well before the cancel: it should have run
             verdict.missing.append((task_id, slot))
     verdict.expected = len(expected)
+    for task_id in sorted({task_id for task_id, _ in verdict.missing + verdict.extra}):
+        verdict.context[task_id] = [
+            f"run {r.run} due {r.due:.3f} started {r.started:.3f} finished {r.finished:.3f}"
+            for r in by_task.get(task_id, [])[-4:]
+        ] + [f"cancelled at {ended:.3f}, settle {settle}, backlog {backlog:.3f}"]
     unknown = set(by_task) - set(plan.once) - set(plan.rates)
     verdict.extra += [(task_id, run.due) for task_id in sorted(unknown) for run in by_task[task_id]]
     verdict.double_commits = _double_commits(schema)

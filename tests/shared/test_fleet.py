@@ -164,12 +164,14 @@ def test_the_checker_catches_the_double_commits_of_unfenced_outcomes(setting: Ca
 
 
 @pytest.mark.stress
+@pytest.mark.timeout(900)
 def test_kill_9_every_second_for_a_minute_stress(setting: Callable[..., Setting]) -> None:
-    verdict = run(setting(), kill_every(1.0), window=60.0, once=2000, rates=30, seed=4)
+    verdict = run(setting(), kill_every(1.0), window=60.0, once=2000, rates=30, seed=4, pause=0.05)
     assert_exactly_once(verdict)
 
 
 @pytest.mark.stress
+@pytest.mark.timeout(900)
 def test_pauses_past_the_lease_for_a_minute_stress(setting: Callable[..., Setting]) -> None:
     verdict = run(
         setting(), pause_for(LEASE + POLL + 0.5, times=12), window=60.0, once=2000, rates=30, seed=5
@@ -178,6 +180,7 @@ def test_pauses_past_the_lease_for_a_minute_stress(setting: Callable[..., Settin
 
 
 @pytest.mark.stress
+@pytest.mark.timeout(900)
 def test_a_database_restart_mid_run_loses_nothing_stress(setting: Callable[..., Setting]) -> None:
     if shutil.which("pg_ctlcluster") is None or not online():
         pytest.skip(f"no local cluster {' '.join(CLUSTER)} to restart (SCHEDULER_TEST_PG_CLUSTER)")

@@ -85,13 +85,45 @@ def test_a_claimed_run_is_never_due_later_than_now_on_this_clock() -> None:
     assert local_due(None, 0.0, now=7.0) == 7.0
 
 
-def test_the_tightest_recent_reading_of_the_database_clock_wins() -> None:
+def test_a_reading_of_the_database_clock_is_placed_at_its_midpoint() -> None:
     tight = ClockSample.between(10.0, T0 + 10.0, 10.002)
     assert tight.offset == pytest.approx(T0 - 0.001)
-    loose = ClockSample.between(20.0, T0 + 20.5, 21.0)
-    assert not loose.better_than(tight, age=5.0, max_age=60.0)
-    assert loose.better_than(tight, age=61.0, max_age=60.0)
-    assert tight.better_than(None, age=0.0, max_age=60.0)
+    assert tight.spread == pytest.approx(0.002)
+
+
+class Readings:
+    """A database clock read through a fake local clock: each reading takes ``spread`` seconds."""
+
+    def __init__(self, local: FakeClock, offset: float) -> None:
+        self.local, self.offset, self.spread = local, offset, 0.001
+
+    def __call__(self) -> float:
+        self.local.advance(self.spread / 2)
+        now = self.local.now() + self.offset
+        self.local.advance(self.spread / 2)
+        return now
+
+
+def test_the_offset_stays_steady_and_follows_only_a_real_drift() -> None:
+    local = FakeClock(1000.0)
+    readings = Readings(local, T0)
+    clock = DatabaseClock(local, readings)
+    readings.spread = 0.3  # a slow first reading, then a tight one: the tight one wins
+    clock.sample()
+    readings.spread = 0.002
+    readings.offset = T0 + 0.01
+    clock.sample()
+    assert clock.offset == pytest.approx(T0 + 0.01)
+    readings.offset = T0 + 0.02  # scatter below OFFSET_STEP: ignored, so slots stay on their grid
+    clock.sample()
+    assert clock.offset == pytest.approx(T0 + 0.01)
+    readings.spread = 0.5
+    readings.offset = T0 + 5.0  # a loose reading never moves it
+    clock.sample()
+    assert clock.offset == pytest.approx(T0 + 0.01)
+    readings.spread = 0.002  # a tight one that says the clocks drifted apart: followed
+    clock.sample()
+    assert clock.offset == pytest.approx(T0 + 5.0)
 
 
 def test_the_database_clock_is_the_wall_clock_and_refuses_a_fake_clock() -> None:

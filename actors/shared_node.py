@@ -191,8 +191,15 @@ class SharedNode:
         refused: list[Lease] = []
         with core.batch(now=now):
             for lease in leases:
-                if core.closed or lease.task.task_id in core.tasks:  # stopping; or a memory task's id
+                if core.closed:
                     refused.append(lease)
+                    continue
+                if lease.task.task_id in core.tasks:  # a memory task of this node has that id
+                    logger.warning(
+                        "claimed task %r has the id of a memory task here; left to other nodes",
+                        lease.task.task_id,
+                    )
+                    self.book.forget([lease.seq])  # not renewed, not given back: it ends in time
                     continue
                 try:
                     offset = core.wall_offset
@@ -240,10 +247,14 @@ class SharedNode:
         if not claimed:
             return
         updates: list[TaskUpdate] = []
+        abandoned: list[Lease] = []
         for task in claimed.values():
-            held = None if task.abandoned or task.store_seq is None else self.book.get(task.store_seq)
-            if held is not None:
+            held = None if task.store_seq is None else self.book.get(task.store_seq)
+            if held is not None and task.abandoned:
+                abandoned.append(held.lease)  # never started: give it back (or let it end)
+            elif held is not None:
                 updates.append(dataclasses.replace(task_update(task), fence=held.lease.fence))
+        self._give_back(abandoned)
         saving = {update.task_id for update in updates}
         runs = [self._run_record(outcome, core) for outcome in effects.ledger]
         ended = [(t, v) for t, v in effects.finished if isinstance(t, ClaimedTask) and t.task_id in saving]

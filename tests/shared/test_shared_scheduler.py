@@ -25,6 +25,7 @@ from actors import (
     RemoteRunError,
     Scheduler,
     SchedulerShutdownError,
+    StoreError,
     UnknownTaskError,
 )
 from actors.store import Lease, PostgresStore, TaskDefinition
@@ -419,3 +420,33 @@ def test_an_interrupting_cancel_stops_a_run_on_another_node(node: Node, reader: 
     assert time.monotonic() - asked < LEASE  # a hint brought a's renewal forward
     wait_for(lambda: reader.runs_in_flight() == [], what="the lease's end")
     assert reader.get("job").status == "cancelled"  # type: ignore[union-attr]
+
+
+class FlakyStartStore(PostgresStore):
+    """A store whose first ``start`` fails, as when the database is cut off at that moment."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.failed = threading.Event()
+
+    def start(self, lease: Lease, *, seal: bool) -> float | None:
+        if not self.failed.is_set():
+            self.failed.set()
+            raise StoreError("the database is unreachable (a test's fault)")
+        return super().start(lease, seal=seal)
+
+
+def test_a_run_that_could_not_start_for_want_of_the_store_runs_once_later(
+    node: Node, schema: str, reader: PostgresStore
+) -> None:
+    flaky = FlakyStartStore(DSN, schema=schema, node="a", lease=LEASE, poll=POLL)
+    a = node("a", store=flaky)
+    handle = a.schedule_once(tasks.record, delay=0.0, task_id="job")
+    assert flaky.failed.wait(10)
+    began = time.monotonic()
+
+    handle.result(timeout=LEASE + POLL + 10)  # its lease ends (or was given back): a runs it then
+
+    assert time.monotonic() - began < LEASE + POLL + 2
+    assert len(run_keys()) == 1
+    assert [r.run for r in ledger(reader)] == [1]

@@ -2,9 +2,9 @@
 
 The public API: ``Scheduler`` (the facade), the actors it runs (``SchedulerActor``,
 ``WorkerActor``, ``ProcessWorkerActor``, ``EventBus``), clocks (``Clock``, ``MonotonicClock``,
-``FakeClock``), ``TaskHandle``, ``Subscription``, ``current_run``/``RunContext``, the stores
-(``Store``, ``SQLiteStore``; ``SharedStore`` and ``PostgresStore`` for a schedule several
-schedulers share, with ``SharedTaskHandle`` and ``DatabaseClock``) and the errors. The
+``FakeClock``), ``TaskHandle``, ``Subscription``, ``current_run``/``RunContext``, ``Retry``,
+the stores (``Store``, ``SQLiteStore``; ``SharedStore`` and ``PostgresStore`` for a schedule
+several schedulers share, with ``SharedTaskHandle`` and ``DatabaseClock``) and the errors. The
 messages live in ``messages``.
 """
 
@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from actors.clock import Clock, FakeClock, MonotonicClock
 from actors.errors import (
+    DependencyFailedError,
     DuplicateTaskError,
     InvalidTransitionError,
     JobFileError,
@@ -20,11 +21,13 @@ from actors.errors import (
     ProcessDiedError,
     RemoteRunError,
     RemoteTraceback,
+    RunCancelled,
     SchedulerError,
     SchedulerShutdownError,
     SchedulerStartError,
     StoreError,
     StoreLockedError,
+    TaskTimeoutError,
     UnknownTaskError,
     UnpicklableExceptionError,
     UnpicklableResultError,
@@ -35,6 +38,7 @@ from actors.event_bus import EventBus
 from actors.facade import Scheduler
 from actors.handles import Subscription, TaskHandle
 from actors.process_worker import ProcessWorkerActor
+from actors.retry import Retry
 from actors.run_context import RunContext, current_run
 from actors.scheduler import SchedulerActor
 from actors.shared_clock import DatabaseClock
@@ -53,6 +57,7 @@ __all__ = [
     "MAX_WORKERS",
     "Clock",
     "DatabaseClock",
+    "DependencyFailedError",
     "DuplicateTaskError",
     "EventBus",
     "FakeClock",
@@ -65,6 +70,8 @@ __all__ = [
     "ProcessWorkerActor",
     "RemoteRunError",
     "RemoteTraceback",
+    "Retry",
+    "RunCancelled",
     "RunContext",
     "SQLiteStore",
     "Scheduler",
@@ -79,6 +86,7 @@ __all__ = [
     "StoreLockedError",
     "Subscription",
     "TaskHandle",
+    "TaskTimeoutError",
     "UnknownTaskError",
     "UnpicklableExceptionError",
     "UnpicklableResultError",

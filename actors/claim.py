@@ -13,10 +13,11 @@ A claim is per *run* and decides only between the worker and the scheduler; whet
 
 The claim also carries the run's *stop request*: ``stop`` says whether, and why, the run was
 asked to stop (``cancel(interrupt=True)``, or its timeout), which the run sees as
-``current_run().cancel_requested``. Setting it is one attribute store (atomic under the GIL);
-it only ever moves up, ``NOT_STOPPED`` -> ``INTERRUPTED`` or ``TIMED_OUT`` -> ``ABANDONED``
-(the last under the token's lock: ``Token.abandon_run``). A coroutine run registers a
-``waker`` that cancels it when a stop is requested.
+``current_run().cancel_requested``. It only ever moves up, ``NOT_STOPPED`` -> ``INTERRUPTED``
+or ``TIMED_OUT`` -> ``ABANDONED``, and only through the moves of ``actors/token.py``, under its
+lock (``request_stop``, ``close_stop``, ``Token.abandon_run``): a caller's request and the
+scheduler taking the run's report race, and exactly one order happens. A coroutine run
+registers a ``waker`` that cancels it when a stop is requested.
 """
 
 from __future__ import annotations
@@ -43,12 +44,13 @@ ABANDONED: Final = 3
 class Claim(bytearray):
     """One run's claim. ``take`` may be called from any thread; exactly one call returns ``True``."""
 
-    __slots__ = ("stop", "waker")
+    __slots__ = ("reported", "stop", "waker")
 
     def __init__(self, free: bytes = FREE) -> None:
         """Make a free claim of a run nobody asked to stop."""
         super().__init__(free)
         self.stop = NOT_STOPPED
+        self.reported = False  # the scheduler took the run's report: no stop request lands any more
         self.waker: Callable[[], None] | None = None
 
     def take(self) -> bool:
@@ -57,17 +59,3 @@ class Claim(bytearray):
             return bool(self.pop())
         except IndexError:
             return False
-
-    def request_stop(self, reason: int) -> bool:
-        """Ask the run to stop, for ``reason`` (any thread); ``False`` if it was asked already.
-
-        A later reason replaces an earlier one only if it is stronger (a timeout after an
-        interrupt counts as a timeout).
-        """
-        if self.stop >= reason:
-            return False
-        self.stop = reason
-        waker = self.waker
-        if waker is not None:
-            waker()
-        return True

@@ -238,7 +238,7 @@ class Dealer:
                     spec.trigger is None,
                     announce,
                 )
-                if not spec.plain:  # rare: a run with more to say (kept off the common path)
+                if not spec.plain_run:  # rare: a run with more to say (kept off the common path)
                     run = _detailed(run, task)
                 runs.append(run)
             handed.append((worker, runs))

@@ -22,21 +22,22 @@ is all), never unpickled.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from typing import Any, Final
 
+from actors.effects import RunOutcome
 from actors.references import LazyReference, parse_reference, resolve
 from actors.retry import Retry
 from actors.store.protocol import RunRecord, StoredStatus, StoredTask, TaskDefinition, TaskUpdate
 from actors.task_record import PLAIN, THREADS, Failures, Recurrence, TaskRecord, TaskSpec
 from actors.task_state import CANCELLED, COMPLETED, FAILED, State
-from actors.timetable import RunOutcome
 from actors.validation import is_coroutine_function
 from messages import Cron, FixedDelay, FixedRate
 from messages.commands import EMPTY_KWARGS
 
-__all__ = ["definition", "load", "run_record", "task_update"]
+__all__ = ["definition", "load", "load_all", "run_record", "task_update"]
 
 _STORED_STATUS: Final[dict[State, StoredStatus]] = {
     COMPLETED: "completed",
@@ -99,29 +100,47 @@ def run_record(outcome: RunOutcome, *, wall_offset: float) -> RunRecord:
     )
 
 
+def load_all(rows: list[StoredTask], *, wall_offset: float) -> list[TaskRecord]:
+    """Rebuild the records of a store's live tasks, in order, emptying ``rows`` as it goes.
+
+    Each row is dropped once its record is built, so a large load never holds a row and a
+    record for every task at once: the garbage collector walks half as many objects while a
+    schedule is read back, and the peak memory is lower.
+    """
+    functions: dict[str, tuple[Callable[..., object], bool]] = {}
+    records: list[TaskRecord] = []
+    append = records.append
+    rows.reverse()  # pop from the end: O(1) each, and the rows come out in their order
+    pop = rows.pop
+    while rows:
+        append(load(pop(), wall_offset=wall_offset, functions=functions))
+    return records
+
+
 def load(
     row: StoredTask,
     *,
     wall_offset: float,
-    functions: dict[str, Callable[..., object]],
+    functions: dict[str, tuple[Callable[..., object], bool]],
     record: type[TaskRecord] = TaskRecord,
 ) -> TaskRecord:
     """Rebuild the record of a stored live task (on the caller's thread, before anyone sees it).
 
     Its due time comes back on this process's clock; a due time already past means due now.
-    ``functions`` caches imported references across rows. A reference that no longer imports
-    does not stop the load: the task keeps it, and each run fails with the ``ImportError``.
+    ``functions`` caches imported references across rows (with whether each is ``async def``).
+    A reference that no longer imports does not stop the load: the task keeps it, and each
+    run fails with the ``ImportError``.
     ``record`` is the class to build (a subclass of ``TaskRecord``, for a shared store's claims).
     """
-    fn = functions.get(row.fn_ref)
-    if fn is None:
+    known = functions.get(row.fn_ref)
+    if known is None:
         try:
-            fn = resolve(row.fn_ref)
+            fn: Callable[..., object] = resolve(row.fn_ref)
         except (ImportError, TypeError, ValueError):
             fn = LazyReference(row.fn_ref)  # each run raises the ImportError, as a failed run
-        functions[row.fn_ref] = fn
-    options = json.loads(row.options_json)
-    spec = _spec(json.loads(row.trigger_json), options, wall_offset, fn)
+        known = functions[row.fn_ref] = (fn, is_coroutine_function(fn))
+    fn, coroutine = known
+    spec, name = _decode(row.trigger_json, row.options_json, row.fn_ref, wall_offset, coroutine)
     next_due = row.next_due
     due_wall = next_due if next_due is not None else wall_offset  # unknown: due now, at once
     task = record(
@@ -130,7 +149,7 @@ def load(
         _args(row.args_json),
         _kwargs(row.kwargs_json),
         due_wall - wall_offset,
-        options.get("name") or _reference_name(row.fn_ref),
+        name,
         spec,
     )
     task.store_seq = row.seq
@@ -157,6 +176,20 @@ def json_arguments(args: tuple[Any, ...], kwargs: Any) -> tuple[str, str, tuple[
 
 
 # -- the JSON formats ---------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=256)
+def _decode(
+    trigger_json: str, options_json: str, fn_ref: str, wall_offset: float, coroutine: bool
+) -> tuple[TaskSpec, str]:
+    """A stored task's spec and name, decoded once per distinct text (the spec is immutable, so shared).
+
+    A million stored tasks are mostly a few definitions: decoding each row's JSON again was half
+    of a restart's time (measured at 1M rows: 3.8 s of 7.5 s without collections).
+    """
+    options = json.loads(options_json)
+    spec = _spec(json.loads(trigger_json), options, wall_offset, coroutine)
+    return spec, options.get("name") or _reference_name(fn_ref)
 
 
 def _trigger_json(spec: TaskSpec, wall_offset: float) -> str:
@@ -196,9 +229,7 @@ def _options_json(name: str, fn_ref: str, spec: TaskSpec) -> str:
     return json.dumps(options) if options else "{}"
 
 
-def _spec(
-    trigger: dict[str, Any], options: dict[str, Any], wall_offset: float, fn: Callable[..., object]
-) -> TaskSpec:
+def _spec(trigger: dict[str, Any], options: dict[str, Any], wall_offset: float, coroutine: bool) -> TaskSpec:
     recurring: Recurrence | None = None
     if "rate" in trigger:
         recurring = FixedRate(trigger["rate"], trigger["anchor"] - wall_offset)
@@ -214,7 +245,7 @@ def _spec(
         on_wall=trigger.get("wall", False),
         timeout=options.get("timeout"),
         retry=_retry(options.get("retry")),
-        coroutine=is_coroutine_function(fn),
+        coroutine=coroutine,
     )
     return PLAIN if spec.plain else spec
 

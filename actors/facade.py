@@ -22,7 +22,7 @@ from actors import stepping
 from actors.base import stop_quietly
 from actors.clock import Clock, MonotonicClock
 from actors.cron import CronSchedule
-from actors.durable import definition, json_arguments, load
+from actors.durable import definition, json_arguments, load_all
 from actors.errors import (
     DuplicateTaskError,
     SchedulerShutdownError,
@@ -51,7 +51,7 @@ from actors.validation import (
     check_count,
     check_task,
     check_task_id,
-    is_coroutine_function,
+    makes_coroutine,
     once_due_at,
     process_target,
     resolve_task_function,
@@ -80,6 +80,7 @@ from messages import (
     TaskInfo,
     Unsubscribe,
 )
+from messages.commands import EMPTY_KWARGS
 from messages.triggers import require_finite
 
 logger = logging.getLogger(__name__)
@@ -221,9 +222,7 @@ class Scheduler:
         """Read the store's live tasks back as records (caller's thread, before the actors start)."""
         if self._store is None:
             return []
-        offset = self._wall_offset()
-        functions: dict[str, Callable[..., object]] = {}
-        return [load(row, wall_offset=offset, functions=functions) for row in self._store.load()]
+        return load_all(self._store.load(), wall_offset=self._wall_offset())
 
     def _wall_offset(self) -> float:
         """Wall-clock time (UTC epoch seconds) minus clock time, now."""
@@ -312,6 +311,23 @@ class Scheduler:
         """
         if at is None and type(delay) is float and delay - delay == 0.0:  # the common case, fast
             due_at = self._clock.now() + delay
+            if (
+                task_id is None
+                and kwargs is None
+                and name is None
+                and misfire_grace is None
+                and timeout is None
+                and retry is None
+                and durable is None
+                and executor == THREADS
+                and if_exists == "error"
+                and type(args) is tuple
+                and self._store is None
+            ):
+                code = getattr(fn, "__code__", None)
+                if code is not None and not code.co_flags & CO_COROUTINE:  # a plain function
+                    task = TaskRecord("", fn, args, EMPTY_KWARGS, due_at, default_name(fn))  # type: ignore[arg-type]
+                    return self._submit(task, None)
         else:
             due_at = once_due_at(self._clock, delay, at)
         options = TaskOptions(name, None, executor, misfire_grace, if_exists, durable, timeout, retry)
@@ -438,6 +454,72 @@ class Scheduler:
         )
         return self._schedule(fn, args, kwargs, due_wall - offset, trigger, task_id, options, due_wall)
 
+    def schedule_after(
+        self,
+        fn: Callable[..., object] | str,
+        after: TaskHandle | TaskId | Iterable[TaskHandle | TaskId],
+        *,
+        delay: float = 0.0,
+        args: tuple[Any, ...] = (),
+        kwargs: Mapping[str, Any] | None = None,
+        task_id: TaskId | None = None,
+        name: str | None = None,
+        executor: str = THREADS,
+        if_exists: str = "error",
+        timeout: float | None = None,
+        retry: Retry | None = None,
+    ) -> TaskHandle:
+        """Run ``fn`` once, ``delay`` seconds after every task in ``after`` has completed.
+
+        ``after``: handles or ids of one-time tasks of this scheduler (one, or an iterable):
+        fan-in and chains of any length. Until then the task is ``WAITING``
+        (``TaskInfo.waiting_for`` lists what it waits for). A task that has already completed
+        counts as done. If one of them ends ``FAILED`` or ``CANCELLED``, this task ends
+        ``CANCELLED`` with a ``DependencyFailedError`` naming it (``result()`` raises it), and
+        so do the tasks that wait for this one, down the graph. A cycle cannot be made: a task
+        can only wait for tasks that exist already. Such a task lives in memory only (with a
+        store too). Other options as for ``schedule_once``.
+
+        Raises:
+            UnknownTaskError: an id that is neither live nor in the finished-task history.
+            ValueError: a recurring task in ``after``, a handle of another scheduler, an empty
+                ``after``, a bad ``delay``; otherwise as ``schedule_once``.
+            TypeError, DuplicateTaskError, SchedulerShutdownError: as ``schedule_once``.
+        """
+        dependencies = self._dependencies(after)
+        wait = require_finite("delay", delay)
+        options = TaskOptions(name, None, executor, None, if_exists, False, timeout, retry)
+        return self._schedule(fn, args, kwargs, wait, None, task_id, options, after=dependencies)
+
+    def _dependencies(self, after: object) -> tuple[TaskRecord, ...]:
+        """The records of the tasks ``after`` names (caller's thread).
+
+        Raises:
+            UnknownTaskError, ValueError, TypeError: as ``schedule_after`` says.
+        """
+        items = [after] if isinstance(after, TaskHandle | str) else list(after)  # type: ignore[call-overload]
+        if not items:
+            raise ValueError("after must name at least one task")
+        records: list[TaskRecord] = []
+        for item in items:
+            if isinstance(item, TaskHandle):
+                if item._scheduler is not self:
+                    raise ValueError(f"{item!r} is a task of another scheduler")
+                record = item._task
+            elif isinstance(item, str):
+                found = self._live.get(item) or self._query(FindTask(item, finished=True))
+                if not isinstance(found, TaskRecord):
+                    raise UnknownTaskError(f"no live or finished task with id {item!r}")
+                record = found
+            else:
+                raise TypeError(f"after takes task handles or ids, got {item!r}")
+            if not record.spec.single_start and record.spec.trigger is not None:
+                raise ValueError(
+                    f"task {record.task_id!r} is recurring: it never completes, so nothing can wait for it"
+                )
+            records.append(record)
+        return tuple(records)
+
     # -- scheduled messages -----------------------------------------------------------------
 
     def tell_once(
@@ -537,18 +619,26 @@ class Scheduler:
         task_id: TaskId | None,
         options: TaskOptions,
         due_wall: float | None = None,
+        after: tuple[TaskRecord, ...] = (),
     ) -> TaskHandle:
         """Check a task's definition, build its record, hand it to the scheduler; return its handle.
 
         ``due_wall``: the first run's wall-clock instant, for a wall-clock task (which it makes one).
+        ``after``: the tasks it waits for (``schedule_after``); ``due_at`` is then its delay.
         """
         target = resolve_task_function(fn) if isinstance(fn, str) else fn
         checked = check_task(target, args, kwargs, options.name, options.failure_limit)
-        code = getattr(target, "__code__", None)
-        plain_function = code is not None and not code.co_flags & CO_COROUTINE
-        if plain_function and trigger is None and due_wall is None and options.plain and self._store is None:
+        coroutine = makes_coroutine(target)
+        if (
+            not coroutine
+            and trigger is None
+            and due_wall is None
+            and options.plain
+            and self._store is None
+            and not after
+        ):
             task = TaskRecord("", target, args, checked, due_at, options.name or default_name(target))
-            return self._submit(task, task_id, None, "error")
+            return self._submit(task, task_id)
         message_task = options.executor == INLINE
         durable = options.check(self._processes, self._store is not None, message_task=message_task)
         runs: Callable[..., object] = target
@@ -561,7 +651,6 @@ class Scheduler:
             args_json, kwargs_json, args, checked = json_arguments(args, checked)
             row = (fn_ref, args_json, kwargs_json)
         limit, executor, grace = options.failure_limit, options.executor, options.misfire_grace
-        coroutine = not plain_function and is_coroutine_function(target)
         if coroutine and executor != THREADS:
             raise TypeError(
                 f"{target!r} is async def: it runs on a worker thread's event loop, not {executor!r}"
@@ -575,6 +664,8 @@ class Scheduler:
             timeout=options.timeout,
             retry=options.retry,
             coroutine=coroutine,
+            after=after,
+            delay=due_at if after else 0.0,
         )
         task = TaskRecord("", runs, args, checked, due_at, options.name or default_name(target), spec)
         if due_wall is not None:
@@ -584,7 +675,11 @@ class Scheduler:
         return self._submit(task, task_id, row, options.if_exists)
 
     def _submit(
-        self, task: TaskRecord, task_id: TaskId | None, row: tuple[str, str, str] | None, if_exists: str
+        self,
+        task: TaskRecord,
+        task_id: TaskId | None,
+        row: tuple[str, str, str] | None = None,
+        if_exists: str = "error",
     ) -> TaskHandle:
         """Hand a new task to the scheduler (a durable one committed to the store first)."""
         if row is not None and self._shared_tasks is not None:  # a shared store: it goes there only
@@ -642,6 +737,11 @@ class Scheduler:
         Decided on the calling thread when the scheduler already holds the task (a dict
         lookup, then the task's token, as ``TaskHandle.cancel``); otherwise (a task just
         scheduled, still on its way, or an unknown id) this asks the scheduler and waits.
+
+        Raises:
+            StoreError: a durable task's cancel could not be committed. It is cancelled in this
+                process all the same, and the scheduler's save of its end records it (if that
+                fails too, the task comes back after a restart).
         """
         if not isinstance(task_id, str):  # callers without type checking: no task has such an id
             return False  # type: ignore[unreachable]
@@ -655,7 +755,10 @@ class Scheduler:
             if self._closed:
                 return False
             reply = self._ask(Cancel(task_id, interrupt))
-        return bool(self._get(reply))
+        answer = self._get(reply)
+        if isinstance(answer, BaseException):  # the store could not commit it: cancelled here only
+            raise answer
+        return bool(answer)
 
     def _revoke(self, task: TaskRecord, interrupt: bool = False) -> bool:
         """Cancel ``task`` through its token (caller's thread); if that won, tell the scheduler.
@@ -669,13 +772,14 @@ class Scheduler:
         before = task.revoke()
         if before is not FREE and before is not RUNNING and before is not RAN:
             return signalled  # a one-time run started, the task is ending or has ended, or was cancelled
-        if task.store_seq is not None and self._store is not None:
-            self._store.cancel(task.task_id)  # a StoreError here: cancelled in this process only
-        with self._lock:
-            if self._closed:
-                return True  # the shutdown ends it anyway: it finds the token revoked
-            with contextlib.suppress(SchedulerShutdownError):  # stopped by force: every task has ended
-                self._put(Cancelled(task, before is not FREE))  # RUNNING or RAN: a run is in flight
+        try:
+            if task.store_seq is not None and self._store is not None:
+                self._store.cancel(task.task_id)  # a StoreError: cancelled in this process only
+        finally:  # the token is revoked either way: the scheduler must end the task here
+            with self._lock:
+                if not self._closed:  # else the shutdown ends it anyway: it finds the token revoked
+                    with contextlib.suppress(SchedulerShutdownError):  # stopped by force: all ended
+                        self._put(Cancelled(task, before is not FREE))  # RUNNING or RAN: a run in flight
         return True
 
     def handle(self, task_id: TaskId) -> TaskHandle:

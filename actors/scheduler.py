@@ -19,6 +19,7 @@ from actors.base import LibraryActor, stop_quietly, tell_quietly
 from actors.clock import Clock
 from actors.dealer import INLINE_WORKER
 from actors.durable import run_record, task_update
+from actors.effects import Effects
 from actors.errors import DuplicateTaskError, SchedulerShutdownError, WorkerLostError
 from actors.event_bus import EventBus
 from actors.minting import IdMint
@@ -30,7 +31,7 @@ from actors.store.protocol import Store, TaskDefinition
 from actors.task_record import TaskRecord
 from actors.threads import Role, ThreadRegistry
 from actors.timer import TimerThread
-from actors.timetable import Effects, Timetable
+from actors.timetable import Timetable
 from actors.token import Token
 from actors.validation import MAX_PROCESSES, MAX_WORKERS, check_count
 from actors.worker import Report, WorkerActor, run_batch
@@ -298,8 +299,8 @@ class SchedulerActor(LibraryActor):
                 if not isinstance(task, TaskRecord):
                     return None
                 return self._add_by_id(task, if_exists, definition, self._clock.now())
-            case FindTask(task_id):
-                return core.tasks.get(task_id)
+            case FindTask(task_id, finished):
+                return core.record(task_id, finished=finished)
             case Cancel(task_id, interrupt):
                 return self._cancel(task_id, interrupt)
             case QueryTask(task_id):
@@ -353,8 +354,11 @@ class SchedulerActor(LibraryActor):
             return False
         return True if command.task_id is not None else task_id
 
-    def _cancel(self, task_id: str, interrupt: bool) -> bool:
-        """Cancel a task (a ``Cancel`` message); a durable one's cancel is committed before the reply."""
+    def _cancel(self, task_id: str, interrupt: bool) -> bool | Exception:
+        """Cancel a task (a ``Cancel`` message); a durable one's cancel is committed before the reply.
+
+        Replies the store's error if the commit failed (the task is cancelled here all the same).
+        """
         task = self._core.tasks.get(task_id)
         if self._shared is not None and (task is None or task.store_seq is not None):
             # The store decides, whichever node holds the task.
@@ -365,7 +369,11 @@ class SchedulerActor(LibraryActor):
             return cancelled
         cancelled = self._core.cancel(task_id, now=self._clock.now(), interrupt=interrupt)
         if cancelled and task is not None and task.store_seq is not None and self._store is not None:
-            self._store.cancel(task_id)
+            try:
+                self._store.cancel(task_id)
+            except Exception as error:
+                logger.exception("could not commit the cancel of task %r", task_id)
+                return error
         return cancelled
 
     def _add_by_id(self, task: TaskRecord, if_exists: str, definition: object, now: float) -> object:
@@ -395,7 +403,7 @@ class SchedulerActor(LibraryActor):
             self._core.add(task, now=now)
         except (DuplicateTaskError, SchedulerShutdownError) as error:
             logger.warning("task refused: %s", error)
-            self._core.refuse(task)
+            self._core.refuse(task, now=now)
             return False
         return True
 

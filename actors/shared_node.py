@@ -33,6 +33,7 @@ import pykka
 from actors.base import tell_quietly
 from actors.claim_loop import ClaimLoop
 from actors.durable import load, run_record, task_update
+from actors.effects import Effects, RunOutcome
 from actors.errors import DuplicateTaskError, SchedulerShutdownError, StoreError
 from actors.lease_book import LeaseBook
 from actors.lease_keeper import LeaseKeeper
@@ -43,7 +44,7 @@ from actors.store.protocol import Lease, RunRecord, SharedStore, Store, TaskUpda
 from actors.task_record import TaskRecord
 from actors.task_state import COMPLETED, FAILED
 from actors.threads import ThreadRegistry
-from actors.timetable import Effects, RunOutcome, Timetable
+from actors.timetable import Timetable
 from messages import CancelledInStore, Claimed, EventKind, RetrySaves, TaskEvent
 
 __all__ = ["ClaimedTask", "SharedNode", "is_shared"]
@@ -96,7 +97,7 @@ class SharedNode:
         self.book = LeaseBook()
         self.board = OutcomeBoard(history)
         self._workers = workers
-        self._functions: dict[str, Callable[..., object]] = {}
+        self._functions: dict[str, tuple[Callable[..., object], bool]] = {}  # load()'s cache
         self._claims: ClaimLoop | None = None
         self._keeper: LeaseKeeper | None = None
         self._stop_listening: Callable[[], None] | None = None

@@ -28,10 +28,21 @@ from typing import Any, Final
 
 from actors.claim import INTERRUPTED, Claim
 from actors.cron import CronSchedule
+from actors.errors import DependencyFailedError
 from actors.recurrence import first_due_at
 from actors.retry import Retry
-from actors.task_state import CANCELLING, FAILED, FINAL_STATUS, HANDED, PENDING, State
-from actors.token import FREE, Token
+from actors.task_state import (
+    CANCELLED,
+    CANCELLING,
+    COMPLETED,
+    FAILED,
+    FINAL_STATUS,
+    HANDED,
+    PENDING,
+    WAITING,
+    State,
+)
+from actors.token import FREE, Token, request_stop
 from messages import Cron, FixedDelay, FixedRate, Once, Schedule, TaskInfo, TaskStatus
 
 __all__ = ["INLINE", "PLAIN", "PROCESSES", "THREADS", "Failures", "TaskRecord", "TaskSpec", "default_name"]
@@ -98,16 +109,21 @@ class TaskSpec:
     message, to show).
 
     ``timeout``: seconds a run may take before it is asked to stop; ``retry``: how a failed run
-    is tried again; ``coroutine``: the function is ``async def`` (its worker's loop runs it).
+    is tried again; ``coroutine``: the function is ``async def`` (its worker's loop runs it);
+    ``after``: the tasks it waits for (``schedule_after``), and ``delay``, how long after the
+    last of them completed it is due.
     """
 
     __slots__ = (
+        "after",
         "calendar",
         "coroutine",
+        "delay",
         "executor",
         "failure_limit",
         "misfire_grace",
         "on_wall",
+        "plain_run",
         "retry",
         "timeout",
         "trigger",
@@ -124,6 +140,8 @@ class TaskSpec:
         timeout: float | None = None,
         retry: Retry | None = None,
         coroutine: bool = False,
+        after: tuple[TaskRecord, ...] = (),
+        delay: float = 0.0,
     ) -> None:
         """Describe a task; a ``Cron`` trigger is checked here (``ValueError`` naming the field or zone)."""
         self.trigger = trigger
@@ -135,6 +153,10 @@ class TaskSpec:
         self.timeout = timeout
         self.retry = retry
         self.coroutine = coroutine
+        self.after = after
+        self.delay = delay
+        # Whether a run needs no more than the common RunTask (the dealer builds a fuller one).
+        self.plain_run = retry is None and timeout is None and not coroutine
 
     @property
     def single_start(self) -> bool:
@@ -153,6 +175,7 @@ class TaskSpec:
             and self.timeout is None
             and self.retry is None
             and not self.coroutine
+            and not self.after
         )
 
     def __repr__(self) -> str:
@@ -277,7 +300,7 @@ class TaskRecord(Token):
         run reports), and asking a run that has just ended changes nothing.
         """
         claim = self.claim
-        return claim is not None and claim.request_stop(INTERRUPTED)
+        return claim is not None and request_stop(claim, INTERRUPTED)
 
     def label(self) -> str:
         """Return the task's name: the one it was given, else its function's qualified name."""
@@ -310,6 +333,8 @@ class TaskRecord(Token):
             return final
         if self.state is CANCELLING or (self.state is HANDED and running):
             return TaskStatus.RUNNING
+        if self.state is WAITING:
+            return TaskStatus.WAITING
         return TaskStatus.SCHEDULED
 
     def end_reason(self) -> str | None:
@@ -317,6 +342,13 @@ class TaskRecord(Token):
         state = self.state
         if state not in FINAL_STATUS:
             return None
+        failures = self.failures
+        if (
+            state is CANCELLED
+            and failures is not None
+            and isinstance(failures.last_error, DependencyFailedError)
+        ):
+            return str(failures.last_error)
         if state is FAILED and self.spec.executor == INLINE:
             return "its message could not be delivered: the actor was dead"
         if state is FAILED and self.trigger is not None:
@@ -351,6 +383,13 @@ class TaskRecord(Token):
             next_run_wall=_wall(next_run_at, wall_offset),
             last_traceback=failures.last_traceback if failures else None,
             end_reason=self.end_reason(),
+            waiting_for=self.waiting_for() if status is TaskStatus.WAITING else (),
+        )
+
+    def waiting_for(self) -> tuple[str, ...]:
+        """The ids of the tasks this one waits for that have not completed yet."""
+        return tuple(
+            dependency.task_id for dependency in self.spec.after if dependency.state is not COMPLETED
         )
 
 

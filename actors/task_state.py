@@ -12,6 +12,9 @@ The diagram (``TRANSITIONS`` below is the same, as data)::
     HANDED --run reported--> COMPLETED | FAILED;  PENDING | READY | HANDED --cancelled--> CANCELLED
     READY --missed its run (misfire_grace)--> PENDING (recurring) | FAILED (one-time)
     PENDING | READY | HANDED --the scheduler stopped, the task lives on in its store--> DETACHED
+    HANDED --a run failed, and its Retry allows another attempt--> PENDING
+    WAITING --every task it depends on completed--> PENDING
+    WAITING --one of them failed or was cancelled, or it was cancelled--> CANCELLED
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from typing import Final, Protocol
 from actors.errors import InvalidTransitionError
 from messages import TaskStatus
 
-__all__ = ["FINAL_STATES", "FINAL_STATUS", "TRANSITIONS", "State", "move_to"]
+__all__ = ["FINAL_STATES", "FINAL_STATUS", "TRANSITIONS", "WAITING", "State", "move_to"]
 
 
 class State(enum.IntEnum):
@@ -43,9 +46,11 @@ class State(enum.IntEnum):
     CANCELLED = 6
     DETACHED = 7
     """The scheduler stopped; the task lives on in its store (final for this process)."""
+    WAITING = 8
+    """A task of ``schedule_after``, waiting for the tasks it depends on to complete."""
 
 
-PENDING, READY, HANDED, CANCELLING, COMPLETED, FAILED, CANCELLED, DETACHED = State
+PENDING, READY, HANDED, CANCELLING, COMPLETED, FAILED, CANCELLED, DETACHED, WAITING = State
 
 _LEGAL: Final[dict[State, frozenset[State]]] = {
     PENDING: frozenset({READY, CANCELLED, DETACHED}),  # due; or cancelled, shut down, detached
@@ -70,13 +75,14 @@ _LEGAL: Final[dict[State, frozenset[State]]] = {
         }
     ),
     CANCELLING: frozenset({CANCELLED}),  # its worker reported (ran it, or skipped it)
+    WAITING: frozenset({PENDING, CANCELLED}),  # its dependencies completed; or one did not, or cancelled
     COMPLETED: frozenset(),
     FAILED: frozenset(),
     CANCELLED: frozenset(),
     DETACHED: frozenset(),
 }
 TRANSITIONS: Final[Mapping[State, frozenset[State]]] = MappingProxyType(_LEGAL)
-"""``state -> the states it may move to``. The last four are final."""
+"""``state -> the states it may move to``. The four with none are final."""
 
 FINAL_STATUS: Final[Mapping[State, TaskStatus]] = MappingProxyType(
     {

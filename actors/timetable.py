@@ -24,32 +24,28 @@ from __future__ import annotations
 import contextlib
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import NamedTuple
 
-from actors.claim import INTERRUPTED, NOT_STOPPED, TIMED_OUT
 from actors.dealer import Dealer
+from actors.dependencies import Blocked, Dependencies
 from actors.due_heap import DueHeap
+from actors.effects import Effects
 from actors.errors import (
+    DependencyFailedError,
     DuplicateTaskError,
-    MissedRunError,
-    RunCancelled,
     SchedulerShutdownError,
-    TaskTimeoutError,
     UnknownTaskError,
 )
-from actors.recurrence import next_cron, next_fixed_delay, next_fixed_rate
+from actors.run_endings import RunEndings
 from actors.task_record import Failures, TaskRecord
 from actors.task_state import (
     CANCELLED,
     CANCELLING,
-    COMPLETED,
     DETACHED,
-    FAILED,
     FINAL_STATES,
     HANDED,
     PENDING,
+    WAITING,
     State,
     move_to,
 )
@@ -57,70 +53,15 @@ from actors.token import FREE, RAN, REVOKED, RUNNING, TAKEN
 from actors.wall_tasks import WallTasks
 from messages import (
     Cancelled,
-    Completed,
     EventKind,
-    Failed,
-    FixedDelay,
-    FixedRate,
-    RunTask,
     Schedule,
-    Skipped,
-    Started,
     TaskEvent,
     TaskId,
     TaskInfo,
 )
 
 
-class RunOutcome(NamedTuple):
-    """How one run of a durable task ended, for the store's run ledger.
-
-    Times are clock times; the owner turns them into wall-clock times.
-    """
-
-    task: TaskRecord
-    run: int
-    due_wall: float
-    started_at: float | None
-    finished_at: float
-    outcome: str  # "completed", "failed" or "missed"
-    error: str | None
-
-
-@dataclass(slots=True)
-class Effects:
-    """What the owner of a ``Timetable`` must now do, in this order.
-
-    Attributes:
-        saves: Durable tasks whose state changed: write them to the store (with ``ledger``),
-            before anything below makes the change visible.
-        ledger: How runs of durable tasks ended, for the store's run ledger.
-        events: Events to publish (only the kinds in ``Timetable.wanted``).
-        batches: ``(worker, runs)``: hand each idle worker its batch, in order.
-        finished: ``(task, outcome)``: publish each task's end (``task.finish(outcome)``).
-        abandoned: Workers left to a hung run: put a new worker in each one's place, then
-            ``add_worker`` it (a worker process: kill its child, then ``add_worker``).
-    """
-
-    saves: list[TaskRecord] = field(default_factory=list)
-    ledger: list[RunOutcome] = field(default_factory=list)
-    events: list[TaskEvent] = field(default_factory=list)
-    batches: list[tuple[int, list[RunTask]]] = field(default_factory=list)
-    finished: list[tuple[TaskRecord, object]] = field(default_factory=list)
-    abandoned: list[int] = field(default_factory=list)
-
-    @property
-    def dispatches(self) -> list[tuple[int, RunTask]]:
-        """Every run handed out, as ``(worker, run)`` pairs in order."""
-        return [(worker, run) for worker, runs in self.batches for run in runs]
-
-    def __bool__(self) -> bool:
-        return bool(
-            self.events or self.batches or self.finished or self.saves or self.ledger or self.abandoned
-        )
-
-
-class Timetable:
+class Timetable(RunEndings):
     """Every task's schedule and state, and which worker holds what.
 
     Mutators take ``now`` (clock seconds) and record what should happen; ``take_effects``
@@ -176,6 +117,7 @@ class Timetable:
         # due next and which node runs it; it never waits for its next run here.
         self.durable_runs_once = False
         self._wall_tasks = WallTasks()  # the live tasks due at a wall-clock instant
+        self._dependencies = Dependencies()  # who waits for whom (schedule_after)
 
     @property
     def wanted(self) -> frozenset[EventKind]:
@@ -229,6 +171,9 @@ class Timetable:
         if task.task_id in self._tasks:
             raise DuplicateTaskError(f"a live task already has id {task.task_id!r}")
         self._tasks[task.task_id] = task
+        if task.spec.after:
+            self._wait_for(task, now)
+            return
         if task.spec.on_wall:
             self._plan_on_wall(task)
         self._heap.push(task, task.due_at)
@@ -286,10 +231,15 @@ class Timetable:
         if live.store_seq is not None:
             self._effects.saves.append(live)
 
-    def refuse(self, task: TaskRecord) -> None:
-        """End a task that was never added (refused): it finishes ``CANCELLED``, so no one waits for ever."""
+    def refuse(self, task: TaskRecord, *, now: float) -> None:
+        """End a task that was never added (refused): it finishes ``CANCELLED``, so no one waits for ever.
+
+        Tasks already waiting for it (``schedule_after``) end ``CANCELLED`` too.
+        """
         task.revoke()
         move_to(task, CANCELLED)
+        if self._dependencies:
+            self._pass_on(task, CANCELLED, now)
         task.retire()
         self._effects.finished.append((task, None))
 
@@ -366,105 +316,6 @@ class Timetable:
         """
         return self._wall_tasks.watched_offset
 
-    def completed(self, report: Completed, *, now: float) -> None:
-        """Record that a worker finished a run normally."""
-        task, stop = self._reported(report)
-        if task is None or task.state in FINAL_STATES:
-            self._release(now)  # the report may have freed its worker
-            return
-        self.activity += 1
-        task.run_count += 1
-        attempt = 1
-        if task.failures is not None:
-            task.failures.consecutive = 0
-            attempt = self._end_attempts(task)
-        if task.store_seq is not None:
-            self._record_run(task, report.run, report.started_at, report.finished_at, "completed", None)
-        if task.spec.trigger is None and task.state is HANDED:  # the common case: it just ends
-            interrupted = stop == INTERRUPTED  # it returned anyway: the run counts, the task is cancelled
-            if not task.spec.single_start:  # a retryable one: a cancel may have won its token meanwhile
-                task.run_reported()
-                interrupted = not task.take() or interrupted
-            if self._want_completed:
-                self._emit(
-                    EventKind.COMPLETED,
-                    task,
-                    report.finished_at,
-                    report.run,
-                    value=report.value,
-                    final=not interrupted,
-                    attempt=attempt,
-                )
-            if interrupted:
-                self._finish(task, CANCELLED, report.finished_at, None)
-            else:
-                self._finish(task, COMPLETED, report.finished_at, report.value)
-        else:
-            task.run_reported()
-            if self._want_completed:
-                self._emit(
-                    EventKind.COMPLETED,
-                    task,
-                    report.finished_at,
-                    report.run,
-                    value=report.value,
-                    attempt=attempt,
-                )
-            self._after_run(task, report.finished_at)
-        if not self._deferred:
-            self._release(now)
-
-    def failed(self, report: Failed, *, now: float) -> None:
-        """Record that a worker finished a run by raising.
-
-        A run that raised ``RunCancelled`` because it was asked to stop is no failure after an
-        interrupt (the task ends ``CANCELLED``); after its timeout it failed with
-        ``TaskTimeoutError``.
-        """
-        task, stop = self._reported(report)
-        if task is not None and task.state not in FINAL_STATES:
-            error = report.error
-            if stop == INTERRUPTED and isinstance(error, RunCancelled):
-                self._end_interrupted(task, report.finished_at)
-            else:
-                if stop >= TIMED_OUT and isinstance(error, RunCancelled):
-                    error = _timeout_error(task, report.run, self._hung_grace, abandoned=False)
-                self._fail_run(task, error, report.traceback, report.finished_at, report.started_at)
-        self._release(now)  # the report freed its worker
-
-    def skipped(self, report: Skipped, *, now: float) -> None:
-        """Record that a worker did not start a run: the task's token said it was cancelled."""
-        task, _ = self._reported(report)
-        if task is not None and task.state not in FINAL_STATES:  # else it ended when cancelled
-            self.activity += 1
-            self._finish(task, CANCELLED, now, None)
-        self._release(now)  # the report freed its worker
-
-    def started(self, report: Started) -> None:
-        """Record that a worker started a run: publish ``STARTED``; a run with a timeout gets its deadline."""
-        task = self._dealer.handed(report.worker, report.task_id, report.run)
-        if task is None:
-            return
-        if self._want_started:
-            self._emit(EventKind.STARTED, task, report.started_at, report.run)
-        timeout = task.spec.timeout
-        if timeout is not None and task.heap_seq is None:
-            # The heap holds only waiting tasks' due times; a running task's entry is its deadline.
-            self._heap.push(task, report.started_at + timeout)
-
-    def worker_lost(self, worker: int, error: BaseException, *, now: float) -> None:
-        """Forget ``worker`` until ``add_worker``.
-
-        Runs it had started fail with ``error`` (their outcome is unknown); runs it had not
-        started go back to the front of the ready FIFO.
-        """
-        started, taken_back = self._dealer.lose(worker)
-        self._dealer.requeue(taken_back)
-        for task in started:
-            if task.state not in FINAL_STATES:
-                self._fail_run(task, error, "", now)
-        self._release(now)
-
     def add_worker(self, worker: int, *, now: float) -> None:
         """Make ``worker`` (new, or a replacement) available for tasks."""
         self._dealer.add(worker)
@@ -488,8 +339,8 @@ class Timetable:
                 task.revoke()
                 self._finish(task, CANCELLED, now, None)
         for task in list(self._tasks.values()):
-            if task.state is CANCELLING:
-                continue  # ends when its worker reports
+            if task.state is CANCELLING or task.state in FINAL_STATES:
+                continue  # ends when its worker reports; or ended meanwhile (it waited for one that did)
             if task.store_seq is not None:
                 if task.state is not HANDED and not self._detach(task):
                     self._end_cancelled(task, now, mid_run=False)  # a caller cancelled it (token revoked)
@@ -515,6 +366,8 @@ class Timetable:
             task.heap_seq = None
         self._heap.clear()
         for task in list(self._tasks.values()):
+            if task.state in FINAL_STATES:
+                continue  # it waited for one that ended just now, and ended too
             if task.store_seq is not None and self._detach(task):
                 continue  # its run, if one was going, counts as not run: the store still has it
             if task.revoke() is TAKEN and task.state is HANDED:
@@ -550,6 +403,13 @@ class Timetable:
         if info is None:
             raise UnknownTaskError(f"no task with id {task_id!r}")
         return info
+
+    def record(self, task_id: TaskId, *, finished: bool = False) -> TaskRecord | None:
+        """The live task ``task_id``'s record; with ``finished``, a finished one in the history will do."""
+        task = self._tasks.get(task_id)
+        if task is None and finished:
+            task = self._history.get(task_id)
+        return task
 
     def find(self, task_id: TaskId, *, wall_offset: float | None = None) -> TaskInfo | None:
         """Return what ``info`` returns, or ``None`` instead of raising."""
@@ -649,159 +509,6 @@ class Timetable:
         self._finish(task, CANCELLED, now, None)
         self._release(now)  # a take-back may have left a worker idle
 
-    def _reported(self, report: Completed | Failed | Skipped) -> tuple[TaskRecord | None, int]:
-        """Take a worker's report: the run's task (``None`` if stale), and how the run was asked to stop."""
-        task = self._dealer.report(report.worker, report.task_id, report.run, idle=report.idle)
-        if task is None:
-            return None, NOT_STOPPED
-        claim, task.claim = task.claim, None
-        if task.heap_seq is not None:
-            self._heap.remove(task)  # the run's deadline: it has ended
-        return task, NOT_STOPPED if claim is None else claim.stop
-
-    def _overdue(self, task: TaskRecord, now: float) -> None:
-        """A running task's deadline came: ask the run to stop; at the second deadline, abandon its worker.
-
-        The first deadline is ``timeout`` after the run started: the run is asked to stop and
-        ``TIMED_OUT`` is published. The second, ``hung_grace`` later, finds it still going:
-        the run counts ``FAILED`` with ``TaskTimeoutError``, its worker is given up
-        (``Effects.abandoned``) and its other runs go back to the ready FIFO.
-        """
-        claim = task.claim
-        worker = self._dealer.worker_of(task)
-        if claim is None or worker is None:
-            return  # cannot happen: a report removes the deadline
-        self.activity += 1
-        if claim.stop < TIMED_OUT:
-            claim.request_stop(TIMED_OUT)
-            if self._want_timed_out:
-                self._emit(EventKind.TIMED_OUT, task, now, task.run_count + 1)
-            self._heap.push(task, now + self._hung_grace)
-            return
-        task.abandon_run(claim)  # from now on its worker's end_run moves nothing
-        started, taken_back = self._dealer.lose(worker)
-        self._dealer.requeue(taken_back)
-        self._effects.abandoned.append(worker)
-        error = _timeout_error(task, task.run_count + 1, self._hung_grace, abandoned=True)
-        for lost in started:
-            if lost.state not in FINAL_STATES:
-                self._fail_run(lost, error, "", now)
-
-    def _end_interrupted(self, task: TaskRecord, finished_at: float) -> None:
-        """A run asked to stop by ``cancel(interrupt=True)`` raised ``RunCancelled``: the task ends."""
-        self.activity += 1
-        if task.spec.trigger is not None or not task.spec.single_start:
-            task.run_reported()
-        self._end_attempts(task)
-        self._finish(task, CANCELLED, finished_at, None)
-
-    def _end_attempts(self, task: TaskRecord) -> int:
-        """A run has ended for good: a retried one's task is due at the run's own slot again (for the next).
-
-        Returns the attempt that ended it.
-        """
-        failures = task.failures
-        if failures is None or failures.attempt == 1:
-            return 1
-        attempt, failures.attempt = failures.attempt, 1
-        task.due_at, task.due_wall = failures.slot_due_at, failures.slot_due_wall
-        return attempt
-
-    def _retry(self, task: TaskRecord, error: BaseException, traceback: str, finished_at: float) -> bool:
-        """Schedule the next attempt of a failed run, if its ``Retry`` allows one; whether it did."""
-        retry = task.spec.retry
-        failures = task.failures
-        attempt = 1 if failures is None else failures.attempt
-        if retry is None or task.state is not HANDED or self.closed or not retry.applies(error, attempt):
-            return False
-        if failures is None:
-            failures = task.failures = Failures()
-        if attempt == 1:
-            failures.slot_due_at, failures.slot_due_wall = task.due_at, task.due_wall
-        failures.attempt = attempt + 1
-        failures.last_error, failures.last_traceback = error, traceback
-        run = task.run_count + 1
-        wait = retry.delay_before(attempt + 1, f"{task.task_id}:{run}:{attempt + 1}")
-        task.run_reported()  # the attempt's token goes back to FREE: a cancel still wins before the next
-        if self._want_failed:
-            self._emit(
-                EventKind.FAILED, task, finished_at, run, error=error, traceback=traceback, retrying=True
-            )
-        move_to(task, PENDING)
-        task.due_at = finished_at + wait
-        if task.due_wall is not None:
-            task.due_wall = task.due_at + self.wall_offset
-        self._heap.push(task, task.due_at)
-        return True
-
-    def _fail_run(
-        self,
-        task: TaskRecord,
-        error: BaseException,
-        traceback: str,
-        finished_at: float,
-        started_at: float | None = None,
-    ) -> None:
-        self.activity += 1
-        attempt = 1
-        if task.spec.retry is not None:
-            if self._retry(task, error, traceback, finished_at):
-                return
-            attempt = self._end_attempts(task)
-        run = task.run_count = task.run_count + 1
-        task.count_failure(error, traceback)
-        if task.store_seq is not None:
-            self._record_run(task, run, started_at, finished_at, "failed", f"{type(error).__name__}: {error}")
-        if not task.spec.single_start:
-            task.run_reported()
-        if task.state is CANCELLING:
-            ending: State | None = CANCELLED
-        elif task.spec.trigger is None:
-            ending = FAILED if task.spec.single_start or task.take() else CANCELLED
-        elif task.reached_failure_limit():
-            ending = FAILED if task.take() else CANCELLED  # a cancel may have just won the token
-        else:
-            ending = None
-        if self._want_failed:
-            final = ending is FAILED
-            self._emit(
-                EventKind.FAILED,
-                task,
-                finished_at,
-                run,
-                error=error,
-                traceback=traceback,
-                final=final,
-                attempt=attempt,
-            )
-        if ending is None:
-            self._reschedule(task, finished_at)
-        else:
-            self._finish(task, ending, finished_at, None)
-
-    def _after_run(self, task: TaskRecord, finished_at: float) -> None:
-        """A recurring run (or a cancelled one) returned: end the task or schedule its next run."""
-        if task.state is CANCELLING:
-            self._finish(task, CANCELLED, finished_at, None)  # cancelled mid-run
-        elif task.spec.trigger is None:
-            self._finish(task, COMPLETED, finished_at, None)
-        else:
-            self._reschedule(task, finished_at)
-
-    def _reschedule(self, task: TaskRecord, finished_at: float) -> None:
-        if not self._plan_next(task, finished_at):
-            self._finish(task, COMPLETED, finished_at, None)  # a calendar that fires no more
-            return
-        move_to(task, PENDING)
-        if task.store_seq is not None:
-            self._effects.saves.append(task)
-        if self.closed or (self.durable_runs_once and task.store_seq is not None):
-            # Shutting down, or a shared store's claim: the next run is the store's business.
-            if not (task.store_seq is not None and self._detach(task)):
-                self._finish(task, CANCELLED, finished_at, None)
-            return
-        self._heap.push(task, task.due_at)
-
     def _plan_on_wall(self, task: TaskRecord) -> None:
         """Track a wall-clock task, and place its due time on the clock as the core sees it now.
 
@@ -812,30 +519,41 @@ class Timetable:
         if task.due_wall is not None:
             task.due_at = task.due_wall - self.wall_offset
 
-    def _plan_next(self, task: TaskRecord, after: float) -> bool:
-        """Set a recurring task's next due time, counted from its last slot and ``after`` (clock time).
+    def _wait_for(self, task: TaskRecord, now: float) -> None:
+        """Make a new task of ``schedule_after`` wait for its dependencies (it is in the table already)."""
+        task.state = WAITING  # where such a task starts, instead of PENDING
+        verdict = self._dependencies.wait(task)
+        if verdict is True:
+            self._release_dependent(task, now)
+        elif verdict is not False:
+            self._end_blocked(verdict, now)
 
-        Returns ``False``, changing nothing, if its calendar fires no more.
-        """
-        trigger = task.spec.trigger
-        calendar = task.spec.calendar
-        if calendar is not None:
-            ran_wall = task.due_wall if task.due_wall is not None else task.due_at + self.wall_offset
-            due_wall = next_cron(calendar, ran_wall, after + self.wall_offset)
-            if due_wall is None:
-                return False
-            task.due_at, task.due_wall = due_wall - self.wall_offset, due_wall
-            return True
-        if isinstance(trigger, FixedRate):
-            assert trigger.first_at is not None  # resolved when the task was made
-            due_at = next_fixed_rate(trigger.first_at, trigger.interval, task.due_at, after)
-        else:
-            assert isinstance(trigger, FixedDelay)
-            due_at = next_fixed_delay(trigger.delay, after)
-        task.due_at = due_at
-        if task.store_seq is not None:
-            task.due_wall = due_at + self.wall_offset
-        return True
+    def _release_dependent(self, task: TaskRecord, now: float) -> None:
+        """Every task a waiting task depends on has completed: it is due ``delay`` from now."""
+        move_to(task, PENDING)
+        task.due_at = now + task.spec.delay
+        self._heap.push(task, task.due_at)
+
+    def _end_blocked(self, blocked: Blocked, at: float) -> None:
+        """A task a waiting task depends on did not complete: the waiting one ends ``CANCELLED``."""
+        task, dependency, state = blocked
+        error = DependencyFailedError(
+            f"task {task.task_id!r} was cancelled: task {dependency.task_id!r}, which it waited for, "
+            f"ended {state.name} instead of COMPLETED",
+            dependency.task_id,
+        )
+        failures = task.failures = task.failures or Failures()
+        failures.last_error = error
+        if task.revoke() is FREE:  # else a caller's cancel won: its report ends the task the same way
+            self._finish(task, CANCELLED, at, None)
+
+    def _pass_on(self, task: TaskRecord, state: State, at: float) -> None:
+        """Tell the tasks waiting for ``task`` how it ended: they run, or end too."""
+        released, blocked = self._dependencies.ended(task, state)
+        for waiter in released:
+            self._release_dependent(waiter, at)
+        for each in blocked:
+            self._end_blocked(each, at)
 
     def _finish(self, task: TaskRecord, state: State, at: float, outcome: object) -> None:
         move_to(task, state)
@@ -847,6 +565,8 @@ class Timetable:
             self._effects.saves.append(task)
         if state is CANCELLED and self._want_cancelled:
             self._emit(EventKind.CANCELLED, task, at, None, final=True)
+        if self._dependencies:
+            self._pass_on(task, state, at)
         task.retire()  # frozen from here on: handles and the history may share it
         if self._history_limit:
             history = self._history
@@ -855,20 +575,6 @@ class Timetable:
             if len(history) > self._history_limit:
                 history.popitem(last=False)
         self._effects.finished.append((task, outcome))
-
-    def _record_run(
-        self,
-        task: TaskRecord,
-        run: int,
-        started_at: float | None,
-        finished_at: float,
-        outcome: str,
-        error: str | None,
-    ) -> None:
-        """Note how a durable task's run ended, for the store's run ledger."""
-        due_wall = task.due_wall if task.due_wall is not None else task.due_at + self.wall_offset
-        task.last_outcome = outcome
-        self._effects.ledger.append(RunOutcome(task, run, due_wall, started_at, finished_at, outcome, error))
 
     def _detach(self, task: TaskRecord) -> bool:
         """Leave a durable task to its store, as this scheduler stops (its heap entry is gone already).
@@ -883,44 +589,6 @@ class Timetable:
         self.activity += 1
         task.claim = None
         return True
-
-    def _missed(self, task: TaskRecord, now: float) -> None:
-        """A run of a ``READY`` task would start later than its ``misfire_grace`` allows: skip it.
-
-        A recurring task waits for its next slot; a one-time task ends ``FAILED`` with a
-        ``MissedRunError`` (unless a cancel has just won its token).
-        """
-        self.activity += 1
-        run = task.run_count + 1
-        late = now - task.due_at
-        error = MissedRunError(
-            f"run {run} of task {task.task_id!r} was not started: it was {late:.3f} s late, "
-            f"more than its misfire_grace of {task.spec.misfire_grace} s"
-        )
-        trigger = task.spec.trigger
-        ends = trigger is None and task.take()  # a one-time task ends (unless a cancel won its token)
-        if self._want_missed:
-            self._emit(EventKind.MISSED, task, now, run, error=error, final=ends)
-        if task.store_seq is not None:
-            self._record_run(task, run, None, now, "missed", str(error))
-        if trigger is None:
-            if ends:
-                task.count_failure(error, "")
-                self._finish(task, FAILED, now, None)
-            else:  # a caller cancelled it meanwhile: its Cancelled report would find it gone
-                self._finish(task, CANCELLED, now, None)
-            return
-        if not self._plan_next(task, now):
-            self._finish(task, COMPLETED, now, None)  # a calendar that fires no more
-            return
-        move_to(task, PENDING)
-        if task.store_seq is not None:
-            self._effects.saves.append(task)
-            if self.durable_runs_once:  # a shared store's claim: the next run is the store's business
-                if not self._detach(task):
-                    self._finish(task, CANCELLED, now, None)  # a cancel won its token meanwhile
-                return
-        self._heap.push(task, task.due_at)
 
     def _emit(
         self,
@@ -959,16 +627,4 @@ class Timetable:
         )
 
 
-def _timeout_error(task: TaskRecord, run: int, hung_grace: float, *, abandoned: bool) -> TaskTimeoutError:
-    """The error of a run that outlived its task's timeout."""
-    how = (
-        f"and was still running {hung_grace} s after it was asked to stop: its worker was abandoned"
-        if abandoned
-        else "and stopped when asked"
-    )
-    return TaskTimeoutError(
-        f"run {run} of task {task.task_id!r} took longer than its timeout of {task.spec.timeout} s {how}"
-    )
-
-
-__all__ = ["Effects", "Timetable"]
+__all__ = ["Timetable"]

@@ -70,6 +70,7 @@ __all__ = [
     "Move",
     "Token",
     "TokenState",
+    "request_stop",
 ]
 
 
@@ -128,7 +129,26 @@ _MOVES: Final[dict[tuple[TokenState, Move], TokenState]] = {
 TRANSITIONS: Final[Mapping[tuple[TokenState, Move], TokenState]] = MappingProxyType(_MOVES)
 """The legal moves: ``(state, move) -> new state``. A move not listed fails and changes nothing."""
 
-# _LOCK guards every token's _token and _outcome, and _WAITERS. One lock for all tokens, and
+
+def request_stop(claim: Claim, reason: int) -> bool:
+    """Ask the run holding ``claim`` to stop, for ``reason`` (any thread); whether this asked it.
+
+    ``False`` if it was asked already for as strong a reason (a timeout after an interrupt
+    counts as a timeout), or if the scheduler has taken its report (``close_stop``). Calls the
+    run's waker (a coroutine run's cancel) outside the lock.
+    """
+    with _LOCK:
+        if claim.reported or claim.stop >= reason:
+            return False
+        claim.stop = reason
+        waker = claim.waker
+    if waker is not None:
+        waker()
+    return True
+
+
+# _LOCK guards every token's _token and _outcome, _WAITERS, and the stop state of every run's
+# claim (stop, reported). One lock for all tokens, and
 # an Event only for a task someone actually waits on, so that a million pending tasks stay
 # small. Every hold is a few dict operations, never a call out.
 _LOCK: Final = threading.Lock()
@@ -172,6 +192,16 @@ class Token:
             new = _MOVES.get((self._token, Move.END_RUN))
             if new is not None:
                 self._token = new
+
+    def close_stop(self, claim: Claim) -> int:
+        """Scheduler, taking the report of the run holding ``claim``: no stop request lands after this.
+
+        Returns how the run was asked to stop (``claim.stop``), decided against any racing
+        ``request_stop``.
+        """
+        with _LOCK:
+            claim.reported = True
+            return claim.stop
 
     def abandon_run(self, claim: Claim) -> None:
         """Scheduler: give up on the hung run holding ``claim``; the token is free for the next run."""

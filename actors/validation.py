@@ -7,6 +7,7 @@ because every scheduled task pays for it.
 from __future__ import annotations
 
 import inspect
+import types
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, Final, NamedTuple
@@ -209,6 +210,19 @@ def process_target(fn: object, args: tuple[Any, ...], kwargs: Mapping[str, Any])
     resolve_task_function(reference)  # it must import here too (the child imports it again)
     check_picklable_arguments(args, kwargs)
     return LazyReference(reference)
+
+
+_NEVER_COROUTINES: Final = frozenset({types.BuiltinFunctionType, types.MethodWrapperType})
+
+
+def makes_coroutine(fn: object) -> bool:
+    """``is_coroutine_function``, fast for the common callables (a function, a builtin)."""
+    code = getattr(fn, "__code__", None)
+    if code is not None:
+        return bool(code.co_flags & _CO_COROUTINE)
+    if type(fn) in _NEVER_COROUTINES:
+        return False
+    return is_coroutine_function(fn)
 
 
 def is_coroutine_function(fn: object) -> bool:

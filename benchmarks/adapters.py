@@ -9,6 +9,13 @@ which the task function itself bumps, so nobody sleeps to wait for work.
 
 Optional peers import their dependency lazily; :meth:`Adapter.unavailable`
 tells why a peer cannot run on this machine.
+
+Durable peers (``durable=True``: ours on its SQLite store, APScheduler 3 on its
+SQLAlchemy job store on SQLite) also offer the durable methods of
+:class:`Adapter` (``schedule_durable``, ``schedule_held``/``release``,
+``committed``, ``stored_live``, ``fill_store``/``open_store``/``close_store``).
+Each such run keeps its files in a fresh temporary directory, removed by
+``shutdown``. Peers without that setting are skipped for durable cases.
 """
 
 from __future__ import annotations
@@ -17,19 +24,24 @@ import contextlib
 import datetime as dt
 import functools
 import importlib
-import itertools
 import math
+import pickle
 import sched
+import shutil
+import sqlite3
 import sys
+import tempfile
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
 from typing import Any, ClassVar
 
+from benchmarks import durable_tasks
+from benchmarks.completions import Completions
 from benchmarks.results import Skip
 from benchmarks.textbook import TextbookScheduler, shutdown_executor
 
@@ -49,6 +61,9 @@ WORKERS = 4
 #: The checkout this harness lives in; ``actors`` is imported from here if it
 #: is not installed.
 REPO_ROOT = Path(__file__).resolve().parent.parent
+#: Held durable tasks (``schedule_held``) are due this far ahead on a fake clock
+#: until ``release`` moves the clock there.
+HOLD_S = 60.0
 
 
 def import_ours() -> ModuleType:
@@ -60,36 +75,6 @@ def import_ours() -> ModuleType:
             raise
         sys.path.append(str(REPO_ROOT))
         return importlib.import_module("actors")
-
-
-class Completions:
-    """Counts task runs and signals when ``target`` of them happened.
-
-    ``hit`` is meant to be called from inside the task function; it is
-    lock-free (``next`` on :class:`itertools.count` is atomic in CPython).
-    """
-
-    def __init__(self, target: int) -> None:
-        self.target = target
-        self._counter = itertools.count(1)
-        self._done = threading.Event()
-        self._last = 0
-
-    def hit(self) -> None:
-        """Record one completion."""
-        n = next(self._counter)
-        self._last = n
-        if n >= self.target:
-            self._done.set()
-
-    def wait(self, timeout: float) -> bool:
-        """Block until ``target`` completions happened or ``timeout`` s passed."""
-        return self._done.wait(timeout)
-
-    @property
-    def count(self) -> int:
-        """Completions seen so far (approximate while tasks still run)."""
-        return self._last
 
 
 class Adapter(ABC):
@@ -108,8 +93,8 @@ class Adapter(ABC):
         return None
 
     @classmethod
-    def unsupported(cls, pending: int) -> str | None:
-        """Reason to skip a case with ``pending`` simultaneous tasks, or None."""
+    def unsupported(cls, pending: int, settings: Mapping[str, object] | None = None) -> str | None:
+        """Reason to skip a case with ``pending`` simultaneous tasks and these adapter settings, or None."""
         if cls.max_pending is not None and pending > cls.max_pending:
             return cls.max_pending_reason or f"skipped above {cls.max_pending:,} tasks"
         return None
@@ -159,6 +144,50 @@ class Adapter(ABC):
     @abstractmethod
     def shutdown(self, timeout: float = 10.0) -> None:
         """Stop the scheduler and its threads, waiting at most ``timeout`` s."""
+
+    # -- durable tasks (peers with a ``durable`` setting override these) ----------------
+
+    def schedule_durable(self, delay: float) -> Any:
+        """Schedule :func:`benchmarks.durable_tasks.hit` as a durable one-time task after ``delay`` s.
+
+        Returns once the task is committed to the store.
+        """
+        raise Skip(f"{self.name} has no durable tasks")
+
+    def schedule_held(self) -> Any:
+        """Schedule a durable ``hit`` that becomes due only at :meth:`release` (``held=True``)."""
+        raise Skip(f"{self.name} cannot hold tasks")
+
+    def release(self) -> None:
+        """Make every held task due at once."""
+        raise Skip(f"{self.name} cannot hold tasks")
+
+    def committed(self, timeout: float) -> None:  # noqa: B027 - optional hook, no-op by default
+        """Return once the outcome of every run so far is committed to the store."""
+
+    def stored_live(self) -> int:
+        """Live (not yet run, not cancelled) tasks in the store, read from the file itself."""
+        raise Skip(f"{self.name} has no durable tasks")
+
+    def scratch_path(self, name: str) -> Path:
+        """A path for a file in this run's temporary directory (removed at shutdown)."""
+        raise Skip(f"{self.name} has no durable tasks")
+
+    def fill_store(self, path: Path, n: int, due_in_s: float) -> None:
+        """Write a store of this peer's at ``path`` holding ``n`` durable one-time ``hit`` tasks.
+
+        One of them is already due (the restart's "ready" marker); the others are due
+        ``due_in_s`` seconds ahead and later. Done in bulk, outside any timed region.
+        """
+        raise Skip(f"{self.name} has no durable tasks")
+
+    def open_store(self, path: Path) -> Any:
+        """Start a second scheduler of this peer on the store at ``path`` (a restart); return it."""
+        raise Skip(f"{self.name} has no durable tasks")
+
+    def close_store(self, opened: Any) -> None:
+        """Shut down what :meth:`open_store` started (its durable tasks stay in the file)."""
+        raise Skip(f"{self.name} has no durable tasks")
 
 
 # ---------------------------------------------------------------------------
@@ -307,11 +336,22 @@ class ApschedulerAdapter(Adapter):
     Jobs never misfire (``misfire_grace_time=None``) so late jobs still run and
     completions can be counted. APScheduler works in wall-clock datetimes; a
     delay is converted at call time.
+
+    ``durable=True`` puts the jobs in its ``SQLAlchemyJobStore`` on an SQLite
+    file (``sqlite:///...``, SQLAlchemy's defaults: a rollback journal and
+    ``synchronous=FULL``), with jobs given by textual reference; ``held=True``
+    starts the scheduler paused, and ``release`` resumes it.
     """
 
     name = "apscheduler"
     max_pending = 100_000
     max_pending_reason = "add_job ~60 µs + O(n) list insert: 1M fill too slow"
+    #: Durable cases that add more jobs than this through ``add_job`` are skipped.
+    max_durable_added = 10_000
+    max_durable_reason = (
+        "SQLAlchemy job store on SQLite: one fsynced commit per add_job (~1.8 ms) and per "
+        "run (the job's DELETE): 100k would take ~5 min; measured at 10k instead"
+    )
 
     @classmethod
     def unavailable(cls) -> str | None:
@@ -324,12 +364,46 @@ class ApschedulerAdapter(Adapter):
             return f"apscheduler {version} installed; adapter needs 3.x"
         return None
 
-    def __init__(self, workers: int = WORKERS) -> None:
+    @classmethod
+    def unsupported(cls, pending: int, settings: Mapping[str, object] | None = None) -> str | None:
+        if not (settings or {}).get("durable"):
+            return super().unsupported(pending, settings)
+        try:
+            importlib.import_module("sqlalchemy")
+        except ImportError:
+            return "sqlalchemy not installed (pip install '.[bench]')"
+        # Durable jobs live in the file, not in memory: only jobs added one by one cost time.
+        if (settings or {}).get("held") and pending > cls.max_durable_added:
+            return cls.max_durable_reason
+        return None
+
+    def __init__(self, workers: int = WORKERS, durable: bool = False, held: bool = False) -> None:
+        self._workers = workers
+        self._held = held
+        self._dir = Path(tempfile.mkdtemp(prefix="bench-apscheduler-")) if durable else None
+        self._s = self._new(None if self._dir is None else self._dir / "jobs.db")
+        # Held jobs added, and removed from the store (a date job's row is deleted once the
+        # job is handed to the executor): ``committed`` waits for the two to match.
+        self._removals = threading.Condition()
+        self._held_added = 0
+        self._removed = 0
+        if durable and held:
+            from apscheduler.events import EVENT_JOB_REMOVED  # type: ignore[import-untyped]
+
+            self._s.add_listener(self._on_removed, EVENT_JOB_REMOVED)
+
+    def _on_removed(self, _event: object) -> None:
+        with self._removals:
+            self._removed += 1
+            self._removals.notify_all()
+
+    def _new(self, path: Path | None) -> Any:
         from apscheduler.executors.pool import ThreadPoolExecutor as ApsPool  # type: ignore[import-untyped]
         from apscheduler.schedulers.background import BackgroundScheduler  # type: ignore[import-untyped]
 
-        self._s = BackgroundScheduler(
-            executors={"default": ApsPool(workers)},
+        return BackgroundScheduler(
+            jobstores={} if path is None else {"default": self._jobstore(path)},
+            executors={"default": ApsPool(self._workers)},
             job_defaults={
                 "misfire_grace_time": None,
                 "coalesce": False,
@@ -338,8 +412,14 @@ class ApschedulerAdapter(Adapter):
             timezone=dt.UTC,
         )
 
+    @staticmethod
+    def _jobstore(path: Path) -> Any:
+        from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore  # type: ignore[import-untyped]
+
+        return SQLAlchemyJobStore(url=f"sqlite:///{path}")
+
     def start(self) -> None:
-        self._s.start()
+        self._s.start(paused=self._held)
 
     @staticmethod
     def _at(delay: float) -> dt.datetime:
@@ -365,15 +445,118 @@ class ApschedulerAdapter(Adapter):
             return False
         return True
 
+    # -- durable ---------------------------------------------------------------
+
+    def _durable_dir(self) -> Path:
+        if self._dir is None:
+            raise Skip("apscheduler runs without a job store here (no durable=True)")
+        return self._dir
+
+    def schedule_durable(self, delay: float) -> str:
+        self._durable_dir()
+        return str(self._s.add_job(durable_tasks.REFERENCE, "date", run_date=self._at(delay)).id)
+
+    def schedule_held(self) -> str:
+        self._durable_dir()
+        job = self._s.add_job(durable_tasks.REFERENCE, "date", run_date=self._at(0.0))
+        self._held_added += 1
+        return str(job.id)
+
+    def release(self) -> None:
+        self._s.resume()
+
+    def committed(self, timeout: float) -> None:
+        # APScheduler 3 keeps no outcome: the last write of a date job is its row's DELETE.
+        with self._removals:
+            if not self._removals.wait_for(lambda: self._removed >= self._held_added, timeout):
+                raise TimeoutError(f"{self._held_added - self._removed:,} held jobs were never removed")
+
+    def stored_live(self) -> int:
+        # A date job's row is deleted when the job is handed to the executor (before it
+        # runs); the rows left are the jobs not yet handed over.
+        return _count_rows(self._durable_dir() / "jobs.db", "apscheduler_jobs")
+
+    def scratch_path(self, name: str) -> Path:
+        return self._durable_dir() / name
+
+    def fill_store(self, path: Path, n: int, due_in_s: float) -> None:
+        from apscheduler.job import Job  # type: ignore[import-untyped]
+        from apscheduler.triggers.date import DateTrigger  # type: ignore[import-untyped]
+        from apscheduler.util import datetime_to_utc_timestamp  # type: ignore[import-untyped]
+
+        store = self._jobstore(path)
+        store.jobs_t.create(store.engine, checkfirst=True)  # the table as the job store makes it
+        table = store.jobs_t.name
+        store.shutdown()
+        now = dt.datetime.now(dt.UTC)
+        # A job made as add_job makes it; each row is its pickled state with its own id and
+        # due time, exactly what SQLAlchemyJobStore.add_job writes.
+        template = Job(
+            self._s,
+            id="template",
+            func=durable_tasks.REFERENCE,
+            trigger=DateTrigger(now, timezone=dt.UTC),
+            executor="default",
+            args=(),
+            kwargs={},
+            name="hit",
+            misfire_grace_time=None,
+            coalesce=False,
+            max_instances=1,
+            next_run_time=now,
+        ).__getstate__()
+
+        def rows() -> Any:
+            for i in range(n):
+                ahead = -1.0 if i == 0 else due_in_s + i * 1e-3  # the first one is due already
+                due = now + dt.timedelta(seconds=ahead)
+                trigger = DateTrigger(due, timezone=dt.UTC)
+                state = dict(template, id=f"job-{i}", trigger=trigger, next_run_time=due)
+                blob = pickle.dumps(state, pickle.HIGHEST_PROTOCOL)
+                yield state["id"], datetime_to_utc_timestamp(due), blob
+
+        db = sqlite3.connect(path, isolation_level=None)
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            db.executemany(f"INSERT INTO {table} (id, next_run_time, job_state) VALUES (?, ?, ?)", rows())
+            db.execute("COMMIT")
+        finally:
+            db.close()
+
+    def open_store(self, path: Path) -> Any:
+        scheduler = self._new(path)
+        scheduler.start()
+        return scheduler
+
+    def close_store(self, opened: Any) -> None:
+        _shutdown_aps(opened, 10.0)
+
     def shutdown(self, timeout: float = 10.0) -> None:
-        helper = threading.Thread(
-            target=self._s.shutdown,
-            kwargs={"wait": True},
-            name="aps-shutdown",
-            daemon=True,
-        )
-        helper.start()
-        helper.join(timeout)
+        _shutdown_aps(self._s, timeout)
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+
+
+def _shutdown_aps(scheduler: Any, timeout: float) -> None:
+    """APScheduler's ``shutdown(wait=True)`` has no timeout: run it in a helper thread."""
+    helper = threading.Thread(
+        target=scheduler.shutdown,
+        kwargs={"wait": True},
+        name="aps-shutdown",
+        daemon=True,
+    )
+    helper.start()
+    helper.join(timeout)
+
+
+def _count_rows(path: Path, table: str) -> int:
+    """Rows in ``table`` of the SQLite file ``path``, read through a read-only connection."""
+    db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        count: int = db.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+    finally:
+        db.close()
+    return count
 
 
 # ---------------------------------------------------------------------------
@@ -473,7 +656,12 @@ class TimerAdapter(Adapter):
 
 
 class OursAdapter(Adapter):
-    """The library's facade: ``actors.Scheduler(workers=4)``."""
+    """The library's facade: ``actors.Scheduler(workers=4)``.
+
+    ``durable=True`` gives it a store, ``Scheduler(store=<file>)`` (its tasks are then
+    durable by default); ``held=True`` gives it a ``FakeClock``, so that held tasks become
+    due only when ``release`` advances that clock.
+    """
 
     name = "ours"
 
@@ -485,13 +673,25 @@ class OursAdapter(Adapter):
             return f"actors.Scheduler not importable: {type(exc).__name__}: {exc}"
         return None
 
-    def __init__(self, workers: int = WORKERS, processes: int = 0) -> None:
+    def __init__(
+        self, workers: int = WORKERS, processes: int = 0, durable: bool = False, held: bool = False
+    ) -> None:
         self._s: Any = None
         self._workers = workers
         self._processes = processes
+        self._held = held
+        self._clock: Any = None
+        self._dir = Path(tempfile.mkdtemp(prefix="bench-ours-")) if durable else None
 
     def start(self) -> None:
-        self._s = import_ours().Scheduler(workers=self._workers, processes=self._processes)
+        ours = import_ours()
+        self._clock = ours.FakeClock() if self._held else None
+        self._s = ours.Scheduler(
+            workers=self._workers,
+            processes=self._processes,
+            clock=self._clock,
+            store=None if self._dir is None else self._dir / "tasks.db",
+        )
 
     def schedule_cpu_bound(
         self, reference: str, args: tuple[Any, ...], delay: float, *, in_process: bool
@@ -521,6 +721,71 @@ class OursAdapter(Adapter):
     def shutdown(self, timeout: float = 10.0) -> None:
         if self._s is not None:
             self._s.shutdown(wait=True, timeout=timeout)
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+
+    # -- durable ---------------------------------------------------------------
+
+    def _durable_dir(self) -> Path:
+        if self._dir is None:
+            raise Skip("ours runs without a store here (no durable=True)")
+        return self._dir
+
+    def schedule_durable(self, delay: float) -> Any:
+        self._durable_dir()
+        return self._s.schedule_once(durable_tasks.hit, delay=delay)
+
+    def schedule_held(self) -> Any:
+        if self._clock is None:
+            raise Skip("ours holds tasks only on a FakeClock (held=True)")
+        return self.schedule_durable(HOLD_S)
+
+    def release(self) -> None:
+        self._clock.advance(HOLD_S)
+
+    def committed(self, timeout: float) -> None:
+        # settle() returns once nothing due is unfinished; the scheduler saves each batch of
+        # outcomes before it reports the batch done, so every outcome is committed by then.
+        self._s.settle(timeout=timeout)
+
+    def stored_live(self) -> int:
+        with import_ours().SQLiteStore.inspect(self._durable_dir() / "tasks.db") as reader:
+            return len(reader.load())
+
+    def scratch_path(self, name: str) -> Path:
+        return self._durable_dir() / name
+
+    def fill_store(self, path: Path, n: int, due_in_s: float) -> None:
+        # One task made through the facade is the template: every other row is a copy of it
+        # (made by SQLite itself, in one transaction) with its own id and due time, so the
+        # file holds exactly what n schedule_once calls would have written.
+        with import_ours().Scheduler(workers=1, store=path) as maker:
+            maker.schedule_once(durable_tasks.hit, delay=due_in_s)
+        db = sqlite3.connect(path, isolation_level=None)
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            seq, due = db.execute("SELECT seq, next_due FROM task").fetchone()
+            db.execute(
+                """WITH RECURSIVE n(i) AS (SELECT 2 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+                   INSERT INTO task (task_id, fn_ref, args_json, kwargs_json, trigger_json,
+                                     options_json, status, next_due, updated_at)
+                   SELECT 'task-' || n.i, fn_ref, args_json, kwargs_json, trigger_json,
+                          options_json, status, next_due + n.i * 1e-3, updated_at
+                     FROM task, n WHERE task.seq = ?""",
+                (n, seq),
+            )
+            # Minted ids must stay above the copies' ids; the template is the due marker.
+            db.execute("UPDATE store_meta SET minted_high_water = max(minted_high_water, ?)", (n,))
+            db.execute("UPDATE task SET next_due = ? WHERE seq = ?", (due - due_in_s - 1.0, seq))
+            db.execute("COMMIT")
+        finally:
+            db.close()
+
+    def open_store(self, path: Path) -> Any:
+        return import_ours().Scheduler(workers=self._workers, store=path)
+
+    def close_store(self, opened: Any) -> None:
+        opened.shutdown(wait=True, timeout=10.0)
 
 
 #: Every peer, in table column order.

@@ -37,6 +37,35 @@ DISPLAY: dict[str, list[tuple[str, str]]] = {
     "idle": [("cpu_ms_per_5s", "CPU ms per 5 s")],
     "fixed_rate": [("runs", "runs"), ("drift_ms", "drift of last run ms")],
     "cpu_bound": [("p50_ms", "p50 ms"), ("p99_ms", "p99 ms"), ("max_ms", "max ms")],
+    "durable_schedule": [
+        ("median_us", "durable schedule µs/call, median"),
+        ("p99_us", "durable schedule µs/call, p99"),
+    ],
+    "durable_burst": [
+        ("tasks_per_s", "run + committed, tasks/s"),
+        ("schedule_per_s", "durable schedules/s (one thread)"),
+    ],
+    "restart": [
+        ("ready_s", "s until ready (a due task ran)"),
+        ("rss_bytes_per_task", "RSS B/task after load"),
+        ("traced_bytes_per_task", "Python heap B/task (tracemalloc)"),
+        ("longest_pause_ms", "longest stop of a 10 ms probe thread, ms"),
+        ("longest_collection_ms", "longest collection while loading, ms"),
+        ("collections_s", "time in collections while loading, s"),
+        ("full_gc_ms", "one gc.collect() once loaded, ms"),
+    ],
+    "million": [
+        ("fill_s", "s until all held"),
+        ("tasks_per_s", "tasks/s"),
+        ("gc_objects_per_task", "GC-tracked objects per task"),
+        ("bytes_per_task", "RSS B/task"),
+        ("full_gc_ms", "one gc.collect() at N, ms"),
+        ("p50_ms", "probe late p50 ms (while filling)"),
+        ("p99_ms", "probe late p99 ms"),
+        ("max_ms", "probe late max ms"),
+        ("full_collections", "automatic full collections while filling"),
+        ("collections_s", "time in collections while filling, s"),
+    ],
 }
 RATIO_HEADER = "ours ÷ textbook"
 
@@ -52,7 +81,7 @@ def machine_info() -> dict[str, Any]:
     except OSError:
         pass
     versions: dict[str, str | None] = {}
-    for pkg in ("pykka", "apscheduler", "matplotlib"):
+    for pkg in ("pykka", "apscheduler", "sqlalchemy", "matplotlib"):
         try:
             versions[pkg] = importlib.metadata.version(pkg)
         except importlib.metadata.PackageNotFoundError:
@@ -182,7 +211,7 @@ def markdown_table(results: Sequence[Result]) -> str:
 
 
 def plot_all(results: Sequence[Result], out_dir: Path) -> list[Path]:
-    """Write cost-vs-size and lateness plots as PNG; return the files written.
+    """Write the cost-vs-size, lateness and million-fill probe plots as PNG; return the files written.
 
     Raises ImportError when matplotlib is missing (the caller notes and goes on).
     """
@@ -197,6 +226,11 @@ def plot_all(results: Sequence[Result], out_dir: Path) -> list[Path]:
     late = [r for r in results if r.workload == "lateness" and r.status == "ok"]
     if late:
         written.append(_plot_lateness(late, out_dir / "lateness.png"))
+    million = [
+        r for r in results if r.workload == "million" and r.status == "ok" and r.extra.get("probe_at_s")
+    ]
+    if million:
+        written.append(_plot_probe(million, out_dir / "million_probe.png"))
     return written
 
 
@@ -251,6 +285,35 @@ def _plot_lateness(results: Sequence[Result], path: Path) -> Path:
         ax.set_title(f"lateness CDF, {case}")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _plot_probe(results: Sequence[Result], path: Path) -> Path:
+    """Probe lateness over time while one thread fills the schedule, one panel per peer."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(len(results), 1, figsize=(11, 2.6 * len(results)), sharex=True, squeeze=False)
+    floor = 0.01  # ms; earlier-than-due and sub-10 µs starts are drawn here
+    top = max(max(r.extra["probe_late_ms"]) for r in results)
+    for ax, r in zip(axes[:, 0], results, strict=True):
+        xs = r.extra["probe_at_s"]
+        ys = [max(floor, v) for v in r.extra["probe_late_ms"]]
+        ax.plot(xs, ys, linewidth=0.7, marker=".", markersize=2)
+        ax.set_yscale("log")
+        ax.set_ylim(floor, max(1.0, top) * 2)
+        filled = r.metrics.get("fill_s", math.nan)
+        ax.set_title(
+            f"{r.peer}: {r.params['n']:,} tasks held after {filled:.1f} s; "
+            f"probe late p99 {r.metrics.get('p99_ms', math.nan):.0f} ms, "
+            f"max {r.metrics.get('max_ms', math.nan):.0f} ms",
+            fontsize=10,
+        )
+        ax.set_ylabel("late (ms, log)")
+        ax.grid(True, which="both", alpha=0.3)
+    axes[-1, 0].set_xlabel("seconds since the fill began (probes due every 10 ms)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

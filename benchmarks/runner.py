@@ -2,23 +2,28 @@
 
 Each run starts a new adapter, measures, shuts it down and then checks that
 no thread it started outlived the shutdown (leaks are reported, and the
-leaked threads are excluded from the next baseline).
+leaked threads are excluded from the next baseline). A case with
+``child_args`` runs each time in a fresh child process (``benchmarks.isolated``),
+which does the same there and sends back its measurement as JSON.
 """
 
 from __future__ import annotations
 
 import gc
 import inspect
+import json
 import math
+import os
+import subprocess
 import sys
 import threading
 import time
 import traceback
 from collections.abc import Callable, Sequence
 
-from benchmarks.adapters import Adapter
+from benchmarks.adapters import REPO_ROOT, Adapter
+from benchmarks.cases import Case, Measurement
 from benchmarks.results import Result, Skip, median
-from benchmarks.workloads import Case, Measurement
 
 __all__ = ["REFERENCE", "run_case"]
 
@@ -30,6 +35,8 @@ SHUTDOWN_TIMEOUT_S = 15.0
 #: A run longer than this is not repeated: its noise is small next to its value,
 #: and repeating it would blow the time budget of a full run.
 SLOW_RUN_S = 15.0
+#: A run in a child process that takes longer than this is killed (and fails).
+CHILD_TIMEOUT_S = 1800.0
 
 
 def log(msg: str) -> None:
@@ -46,14 +53,22 @@ def _new_threads(baseline: set[threading.Thread], timeout: float) -> list[str]:
     return sorted(t.name for t in threading.enumerate() if t not in baseline and t.is_alive())
 
 
-def run_once(cls: type[Adapter], case: Case) -> tuple[Measurement, list[str]]:
-    """One measurement on a fresh adapter; returns it and any leaked threads."""
-    gc.collect()
-    baseline = set(threading.enumerate())
+def _missing_setting(cls: type[Adapter], case: Case) -> str | None:
+    """Why ``cls`` cannot run ``case``: a setting it does not have (``durable``, ...), or None."""
     accepted = inspect.signature(cls).parameters
     missing = [name for name in case.adapter_kwargs if name not in accepted]
+    return f"{cls.name} has no {' or '.join(missing)} setting" if missing else None
+
+
+def run_once(cls: type[Adapter], case: Case) -> tuple[Measurement, list[str]]:
+    """One measurement on a fresh adapter; returns it and any leaked threads."""
+    missing = _missing_setting(cls, case)
     if missing:
-        raise Skip(f"{cls.name} has no {' or '.join(missing)} setting")
+        raise Skip(missing)
+    if case.child_args is not None:
+        return run_in_child(cls, case)
+    gc.collect()
+    baseline = set(threading.enumerate())
     adapter = cls(**case.adapter_kwargs)
     try:
         adapter.start()
@@ -64,6 +79,35 @@ def run_once(cls: type[Adapter], case: Case) -> tuple[Measurement, list[str]]:
         finally:
             leaked = _new_threads(baseline, timeout=5.0)
     return measurement, leaked
+
+
+def run_in_child(cls: type[Adapter], case: Case) -> tuple[Measurement, list[str]]:
+    """Run ``run_once`` for ``cls`` in a fresh Python process; its measurement and leaked threads.
+
+    The child rebuilds the case from its workload and label (``benchmarks.isolated``); its
+    progress and errors go to this process's stderr, its result comes back on its stdout.
+    """
+    assert case.child_args is not None
+    command = [sys.executable, "-m", "benchmarks.isolated", case.workload, case.label, cls.name]
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
+    child = subprocess.run(
+        [*command, *case.child_args],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=REPO_ROOT,
+        env=env,
+        timeout=CHILD_TIMEOUT_S,
+        check=False,
+    )
+    lines = child.stdout.strip().splitlines()
+    if child.returncode != 0 or not lines:
+        raise RuntimeError(f"the child process for {cls.name} exited with status {child.returncode}")
+    data = json.loads(lines[-1])
+    if "skip" in data:
+        raise Skip(data["skip"])
+    measurement = Measurement(data["metrics"], data["extra"], data["note"])
+    return measurement, list(data["leaked"])
 
 
 def run_case(
@@ -118,7 +162,7 @@ def _blank(case: Case, cls: type[Adapter]) -> Result:
     res = Result(case.workload, case.label, cls.name, "ok", params=dict(case.params))
     res.units = dict(case.units)
     missing = cls.unavailable()
-    reason = missing or cls.unsupported(case.pending)
+    reason = missing or _missing_setting(cls, case) or cls.unsupported(case.pending, case.adapter_kwargs)
     if reason is not None:
         res.status = "failed" if missing and cls.name in REQUIRED else "skipped"
         res.note = reason

@@ -1,4 +1,7 @@
-"""The five workloads, each expressed as a list of :class:`Case` objects.
+"""The workloads, each expressed as a list of :class:`Case` objects.
+
+The first six are here; the durable ones live in ``benchmarks/durable_workloads.py`` and
+the million-task fill in ``benchmarks/million.py``.
 
 A case's ``measure`` runs once against a freshly started adapter and returns
 a :class:`Measurement`; the runner repeats it, interleaving peers, and takes
@@ -16,88 +19,15 @@ import threading
 import time
 import tracemalloc
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Self
 
 from benchmarks.adapters import Adapter, Completions
+from benchmarks.cases import FAR_S, Case, Config, Measurement
+from benchmarks.durable_workloads import durable_burst_cases, durable_schedule_cases, restart_cases
+from benchmarks.million import million_cases
 from benchmarks.results import percentile
 
 __all__ = ["WORKLOADS", "Case", "Config", "Measurement", "build_cases"]
-
-#: Pending tasks in "cost" and "idle" are due this far ahead (seconds).
-FAR_S = 3600.0
-
-
-@dataclass(frozen=True)
-class Config:
-    """Sizes and durations; :meth:`quick` shrinks everything for CI."""
-
-    quick: bool = False
-    repeats: int = 3
-    seed: int = 20240601
-    throughput_sizes: tuple[int, ...] = (10_000, 100_000)
-    cost_sizes: tuple[int, ...] = (1_000, 10_000, 100_000, 1_000_000)
-    cost_ops: int = 1_000
-    cost_budget_s: float = 2.0  # per kind of call, per run; at least 20 calls
-    lateness_tasks: int = 2_000
-    lateness_spread_s: float = 2.0
-    lateness_lead_s: float = 2.5
-    idle_tasks: int = 10_000
-    idle_window_s: float = 5.0
-    rate_interval_s: float = 0.010
-    rate_duration_s: float = 2.0
-    cpu_short_tasks: int = 300
-    cpu_spread_s: float = 2.0
-    cpu_burn_s: float = 2.5
-
-    @classmethod
-    def for_mode(cls, quick: bool, repeats: int | None = None) -> Config:
-        """Full configuration, or the small one used by ``--quick``."""
-        if not quick:
-            return cls(repeats=repeats or 3)
-        return cls(
-            quick=True,
-            repeats=repeats or 1,
-            throughput_sizes=(2_000,),
-            cost_sizes=(1_000, 10_000),
-            cost_ops=300,
-            cost_budget_s=0.5,
-            lateness_tasks=500,
-            lateness_spread_s=1.0,
-            lateness_lead_s=0.5,
-            idle_window_s=1.0,
-            rate_duration_s=1.0,
-            cpu_short_tasks=50,
-            cpu_spread_s=0.5,
-            cpu_burn_s=0.5,
-        )
-
-    def repeats_for(self, pending: int) -> int:
-        """Fewer repeats for the million-task sizes so a full run stays short."""
-        return 1 if pending >= 1_000_000 else self.repeats
-
-
-@dataclass
-class Measurement:
-    """Metrics of one run, plus raw data (e.g. a latency distribution)."""
-
-    metrics: dict[str, float]
-    extra: dict[str, list[float]] = field(default_factory=dict)
-    note: str = ""
-
-
-@dataclass
-class Case:
-    """One measured situation of a workload, run for every peer."""
-
-    workload: str
-    label: str
-    params: dict[str, Any]
-    pending: int  # most tasks pending at once; adapters may refuse large ones
-    repeats: int
-    units: dict[str, str]
-    measure: Callable[[Adapter], Measurement]
-    adapter_kwargs: dict[str, int] = field(default_factory=dict)  # e.g. a bigger pool for this case
 
 
 def _noop() -> None:
@@ -529,6 +459,10 @@ WORKLOADS: dict[str, Callable[[Config], list[Case]]] = {
     "idle": _idle,
     "fixed_rate": _fixed_rate,
     "cpu_bound": _cpu_bound,
+    "durable_schedule": durable_schedule_cases,
+    "durable_burst": durable_burst_cases,
+    "restart": restart_cases,
+    "million": million_cases,
 }
 
 

@@ -198,9 +198,13 @@ class AddTask:
 @final
 @dataclass(frozen=True, slots=True)
 class FindTask:
-    """Facade -> scheduler. Reply: the live task with this id (an ``actors`` ``TaskRecord``), or ``None``."""
+    """Facade -> scheduler. Reply: the live task with this id (an ``actors`` ``TaskRecord``), or ``None``.
+
+    ``finished``: a finished task still in the history will do too.
+    """
 
     task_id: TaskId
+    finished: bool = False
 
     def __post_init__(self) -> None:
         require_task_id(self.task_id)

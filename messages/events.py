@@ -59,6 +59,8 @@ class TaskStatus(enum.Enum):
     """Waiting for its next due time, or due and waiting for a free worker."""
     RUNNING = "running"
     """A worker is running it."""
+    WAITING = "waiting"
+    """A task of ``schedule_after``: waiting for the tasks it depends on (``TaskInfo.waiting_for``)."""
     COMPLETED = "completed"
     """A one-time task that returned normally."""
     FAILED = "failed"
@@ -133,6 +135,7 @@ class TaskInfo:
         last_error: The exception of the most recent failed run, if any (without its
             ``__traceback__``, which would pin the run's frames).
         last_traceback: That exception's formatted traceback.
+        waiting_for: For a ``WAITING`` task: the ids of the tasks it still waits for.
         end_reason: Why the task ended, in words (``None`` while it is live), e.g.
             ``"stopped after 3 consecutive failures (max_consecutive_failures=3)"``.
         node: On a shared store, the node that holds the task's run in flight (claimed or
@@ -151,6 +154,7 @@ class TaskInfo:
     next_run_wall: datetime | None = None
     last_traceback: str | None = None
     end_reason: str | None = None
+    waiting_for: tuple[TaskId, ...] = ()
     node: str | None = None
 
     @property

@@ -367,3 +367,29 @@ def test_a_file_that_is_not_a_store_is_refused_unchanged(tmp_path: Path) -> None
     with pytest.raises(StoreError, match=r"notes\.txt"):
         Scheduler(workers=1, store=path)
     assert path.read_bytes() == before
+
+
+class FailingCancels(SQLiteStore):
+    """A real SQLite store whose ``cancel`` fails (injected), as a locked or full disk can make it."""
+
+    def cancel(self, task_id: str) -> bool:
+        raise StoreError(f"cannot cancel {task_id!r}: disk full (injected)")
+
+
+@pytest.mark.parametrize("by_handle", [True, False])
+def test_a_cancel_the_store_cannot_commit_raises_and_still_cancels_here(path: Path, by_handle: bool) -> None:
+    clock = FakeClock(1000.0, wall_start=START)
+    s = Scheduler(workers=1, clock=clock, store=FailingCancels(path))
+    try:
+        handle = s.schedule_once(RECORD, 10.0, task_id="doomed")
+        s.settle()
+        cancel = handle.cancel if by_handle else functools.partial(s.cancel, "doomed")
+        with pytest.raises(StoreError, match="disk full"):
+            cancel()
+        s.settle()
+        assert handle.info().status is TaskStatus.CANCELLED
+        s.advance(20.0)
+        assert tasks.CALLS == []
+    finally:
+        s.shutdown(timeout=10)
+    assert stored(path)["doomed"].status == "cancelled"  # the scheduler's own save of its end landed

@@ -23,8 +23,9 @@ import dataclasses
 from collections import deque
 from typing import Any
 
+from actors.effects import Effects
 from actors.task_record import TaskRecord
-from actors.timetable import Effects, Timetable
+from actors.timetable import Timetable
 from actors.token import FREE, RAN, RUNNING
 from messages import Cancelled, Completed, EventKind, Failed, RunTask, Schedule, Skipped, Started, Trigger
 
@@ -213,7 +214,7 @@ class Pool:
         """
         run = self.current.pop(worker)
         if not run.one_time:
-            run.task.end_run()
+            run.task.end_run(run.claim)
         following = self._claim_next(worker)
         idle = following is None
         if following is not None:
@@ -232,7 +233,7 @@ class Pool:
         """Forget everything ``worker`` held (it died; its ``finally`` still ended a recurring run)."""
         run = self.current.pop(worker, None)
         if run is not None and not run.one_time:
-            run.task.end_run()
+            run.task.end_run(run.claim)
         self.claimed.pop(worker, None)
         self.inbox.pop(worker, None)
 

@@ -11,6 +11,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PURE_FILES = [
     ROOT / "actors" / "timetable.py",
+    ROOT / "actors" / "run_endings.py",
+    ROOT / "actors" / "dependencies.py",
+    ROOT / "actors" / "wall_tasks.py",
+    ROOT / "actors" / "effects.py",
+    ROOT / "actors" / "retry.py",
     ROOT / "actors" / "dealer.py",
     ROOT / "actors" / "due_heap.py",
     ROOT / "actors" / "task_record.py",
@@ -32,12 +37,23 @@ MESSAGE_FILES = sorted((ROOT / "messages").glob("*.py"))
 FORBIDDEN = {"threading", "time", "pykka", "concurrent", "_thread", "asyncio"}
 CLOCK_READS = {"now", "utcnow", "today", "monotonic", "perf_counter", "time_ns", "monotonic_ns"}
 
-SHARED_STATE_READS = {"token_state", "_token", "_outcome", "_free", "taken", "outcome", "wait_ended"}
+SHARED_STATE_READS = {
+    "token_state",
+    "_token",
+    "_outcome",
+    "_free",
+    "taken",
+    "outcome",
+    "wait_ended",
+    "stop",
+    "reported",
+}
 """What shows the state of a token or a claim. The pure core may only make moves on them
-(``try_start``, ``end_run``, ``revoke``, ``take``, ``finish``) and act on each move's result: a
-read would be a decision made on state another thread may be changing."""
+(``try_start``, ``end_run``, ``revoke``, ``take``, ``finish``, ``request_stop``, ``close_stop``,
+``abandon_run``) and act on each move's result: a read would be a decision made on state
+another thread may be changing."""
 OWN_STATE = {
-    ROOT / "actors" / "claim.py": {"_free"},
+    ROOT / "actors" / "claim.py": {"_free", "stop", "reported"},
     ROOT / "actors" / "task_record.py": {"_token", "_outcome"},
 }
 """A module may touch the state it implements: the claim's move is written on ``_free``, and a

@@ -134,7 +134,7 @@ def test_refuse_ends_a_record_never_added() -> None:
     duplicate = TaskRecord.from_schedule(make("a", Once(0.0)), "a", now=0.0, wall_offset=0.0)
     with pytest.raises(DuplicateTaskError):
         table.add(duplicate, now=0.0)
-    table.refuse(duplicate)
+    table.refuse(duplicate, now=0.0)
     assert duplicate.token_state is TokenState.REVOKED  # no run of it can ever start
     effects = take(table)
     assert effects.finished == [(duplicate, None)]

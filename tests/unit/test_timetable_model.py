@@ -28,9 +28,10 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from actors.dealer import BATCH
 from actors.due_heap import COMPACT_MIN_STALE
+from actors.effects import Effects
 from actors.errors import DuplicateTaskError, SchedulerShutdownError, WorkerLostError
 from actors.task_record import TaskRecord
-from actors.timetable import Effects, Timetable
+from actors.timetable import Timetable
 from messages import (
     Cancelled,
     Completed,

@@ -1,0 +1,200 @@
+"""The lifecycle races in the pure core: interrupt, timeout, retry and dependencies, by hand."""
+
+from __future__ import annotations
+
+from actors.claim import ABANDONED, INTERRUPTED, NOT_STOPPED, TIMED_OUT
+from actors.errors import DependencyFailedError, TaskTimeoutError
+from actors.retry import Retry
+from actors.task_record import TaskRecord, TaskSpec
+from actors.timetable import Timetable
+from actors.token import TokenState
+from messages import EventKind, FixedRate, TaskStatus
+from tests.unit.helpers import Pool, noop, take, timetable
+
+
+def record(task_id: str, due_at: float = 0.0, **spec: object) -> TaskRecord:
+    trigger = spec.pop("trigger", None)
+    return TaskRecord(task_id, noop, (), {}, due_at, None, TaskSpec(trigger, **spec))  # type: ignore[arg-type]
+
+
+def setup(workers: int = 1, hung_grace: float = 3.0) -> tuple[Timetable, Pool]:
+    table = timetable(workers)
+    table._hung_grace = hung_grace
+    return table, Pool(table, announce=True)
+
+
+def kinds(effects_events: list[tuple[EventKind, str, int | None]], task_id: str) -> list[EventKind]:
+    return [kind for kind, tid, _ in effects_events if tid == task_id]
+
+
+# -- interrupt vs completion ----------------------------------------------------------------------
+
+
+def test_interrupt_then_the_run_returns_it_counts_and_the_task_is_cancelled() -> None:
+    table, pool = setup()
+    task = record("a")
+    table.add(task, now=0.0)
+    pool.take()
+    run = pool.start(0)
+    assert run is not None
+    assert table.cancel("a", now=1.0, interrupt=True) is True
+    assert run.claim.stop == INTERRUPTED
+    pool.finish(0, at=2.0, value="anyway")
+    effects = take(table)
+    completed = [e for e in effects.events if e.kind is EventKind.COMPLETED]
+    assert [(e.value, e.final) for e in completed] == [("anyway", False)]
+    info = table.info("a")
+    assert (info.status, info.run_count, info.failure_count) == (TaskStatus.CANCELLED, 1, 0)
+
+
+def test_the_run_returns_first_then_an_interrupt_finds_nothing() -> None:
+    table, pool = setup()
+    table.add(record("a"), now=0.0)
+    pool.take()
+    pool.start(0)
+    pool.finish(0, at=1.0)
+    assert table.cancel("a", now=2.0, interrupt=True) is False
+    assert table.info("a").status is TaskStatus.COMPLETED
+
+
+# -- timeout vs completion ------------------------------------------------------------------------
+
+
+def test_a_run_that_ends_before_its_deadline_leaves_no_deadline_behind() -> None:
+    table, pool = setup()
+    table.add(record("a", timeout=5.0), now=0.0)
+    pool.take()
+    pool.start(0, now=0.0)
+    assert table.next_due() == 5.0  # the deadline
+    pool.finish(0, at=4.9)
+    assert table.next_due() is None
+    table.tick(now=100.0)
+    assert not [e for e in take(table).events if e.kind is EventKind.TIMED_OUT]
+
+
+def test_a_run_past_its_deadline_is_asked_to_stop_and_may_still_complete() -> None:
+    table, pool = setup()
+    table.add(record("a", timeout=5.0), now=0.0)
+    pool.take()
+    run = pool.start(0, now=0.0)
+    assert run is not None
+    table.tick(now=5.0)
+    assert [e.kind for e in take(table).events] == [EventKind.STARTED, EventKind.TIMED_OUT]
+    assert run.claim.stop == TIMED_OUT
+    assert table.next_due() == 8.0  # the grace
+    pool.finish(0, at=6.0, value=1)
+    assert table.info("a").status is TaskStatus.COMPLETED
+    assert table.next_due() is None
+
+
+def test_a_hung_run_is_abandoned_and_its_late_report_and_end_run_change_nothing() -> None:
+    table, pool = setup(workers=1)
+    table.add(record("r", trigger=FixedRate(10.0, 0.0), timeout=2.0), now=0.0)
+    pool.take()
+    hung = pool.start(0, now=0.0)
+    assert hung is not None
+    table.tick(now=2.0)
+    take(table)
+    table.tick(now=5.0)  # 2 + 3 s of grace
+    effects = pool.take()
+    assert effects.abandoned == [0]
+    assert hung.claim.stop == ABANDONED
+    failed = [e for e in effects.events if e.kind is EventKind.FAILED]
+    assert isinstance(failed[0].error, TaskTimeoutError)
+    table.add_worker(0, now=5.0)  # the replacement, as the actor does
+    task = table.tasks["r"]
+    assert task.token_state is TokenState.FREE
+    # The next slot starts on the new worker; then the abandoned run ends at last.
+    table.tick(now=10.0)
+    pool.take()
+    pool.inbox[1] = pool.inbox.pop(0)  # the replacement worker holds the new run (same number)
+    fresh = pool.start(1, now=10.0)
+    assert fresh is not None
+    assert task.token_state is TokenState.RUNNING
+    hung.task.end_run(hung.claim)  # the abandoned worker's finally: moves nothing
+    assert task.token_state is TokenState.RUNNING
+    info = table.info("r")
+    assert (info.run_count, info.failure_count) == (1, 1)
+
+
+# -- retry vs cancel ------------------------------------------------------------------------------
+
+
+def test_a_failed_attempt_waits_for_its_retry_and_a_cancel_then_wins() -> None:
+    table, pool = setup()
+    table.add(record("a", retry=Retry(attempts=3, delay=2.0, jitter=0.0)), now=0.0)
+    pool.take()
+    pool.start(0)
+    pool.finish(0, at=1.0, error=ConnectionError("down"))
+    effects = take(table)
+    assert [(e.kind, e.retrying) for e in effects.events if e.kind is EventKind.FAILED] == [
+        (EventKind.FAILED, True)
+    ]
+    assert table.next_due() == 3.0
+    assert table.cancel("a", now=1.5) is True
+    assert table.info("a").status is TaskStatus.CANCELLED
+
+
+def test_an_attempt_failing_after_a_cancel_mid_run_is_not_retried() -> None:
+    table, pool = setup()
+    table.add(record("a", retry=Retry(attempts=3, delay=2.0, jitter=0.0)), now=0.0)
+    pool.take()
+    pool.start(0)
+    assert table.cancel("a", now=0.5) is True  # the attempt runs on: the task is CANCELLING
+    pool.finish(0, at=1.0, error=ConnectionError("down"))
+    assert table.info("a").status is TaskStatus.CANCELLED
+    assert table.next_due() is None
+
+
+def test_the_stop_state_of_a_plain_run_is_not_stopped() -> None:
+    table, pool = setup()
+    table.add(record("a"), now=0.0)
+    pool.take()
+    run = pool.start(0)
+    assert run is not None
+    assert run.claim.stop == NOT_STOPPED
+
+
+# -- dependencies ---------------------------------------------------------------------------------
+
+
+def test_a_dependency_that_failed_before_its_dependent_arrives_ends_it_at_once() -> None:
+    table, pool = setup()
+    upstream = record("up")
+    table.add(upstream, now=0.0)
+    pool.take()
+    pool.start(0)
+    pool.finish(0, at=1.0, error=RuntimeError("no"))
+    take(table)
+    table.add(record("down", after=(upstream,)), now=2.0)
+    effects = take(table)
+    assert [(t.task_id, t.token_state) for t, _ in effects.finished] == [("down", TokenState.FINISHED)]
+    error = table.tasks.get("down") or table.info("down").last_error
+    assert isinstance(error, DependencyFailedError)
+    assert error.dependency == "up"
+
+
+def test_a_dependency_failing_while_its_dependent_waits() -> None:
+    table, pool = setup()
+    upstream = record("up")
+    table.add(upstream, now=0.0)
+    pool.take()
+    pool.start(0)  # running while the dependent arrives
+    table.add(record("down", after=(upstream,), delay=1.0), now=0.5)
+    assert table.info("down").status is TaskStatus.WAITING
+    assert table.info("down").waiting_for == ("up",)
+    pool.finish(0, at=1.0, error=RuntimeError("no"))
+    assert table.info("down").status is TaskStatus.CANCELLED
+
+
+def test_a_dependent_is_due_its_delay_after_the_last_dependency_completed() -> None:
+    table, pool = setup(workers=2)
+    first, second = record("1"), record("2", due_at=5.0)
+    table.add(first, now=0.0)
+    table.add(second, now=0.0)
+    table.add(record("after", after=(first, second), delay=2.0), now=0.0)
+    pool.run_everything(0.0)
+    assert table.info("after").waiting_for == ("2",)
+    table.tick(now=5.0)
+    pool.run_everything(5.0)
+    assert table.next_due() == 7.0

@@ -78,6 +78,7 @@ class _Unsaved:
     runs: list[RunRecord]
     events: list[TaskEvent]
     ended: list[tuple[ClaimedTask, object]]
+    retried: bool = False  # an attempt failed: maybe at its commit, which may have committed it
 
 
 class SharedNode:
@@ -292,11 +293,19 @@ class SharedNode:
         except StoreError as error:
             logger.warning("could not save %d outcome(s), will try again: %s", len(item.updates), error)
             self.book.saving(seqs, saving=False)  # keep them alive until the retry
+            item.retried = True
             self._unsaved.append(item)
             return None
         self.book.forget(seqs)
         refused = {update.task_id for update in item.updates if update.seq in fenced_out}
-        if refused:
+        if refused and item.retried:  # an earlier attempt failed at its commit, and may have landed
+            logger.info(
+                "the outcome of %d run(s) (%s) was refused on a retry: an earlier attempt committed "
+                "it, or another node's outcome stands",
+                len(refused),
+                ", ".join(sorted(refused)[:5]),
+            )
+        elif refused:
             self.fenced_out += len(refused)
             logger.warning(
                 "the outcome of %d run(s) was refused (%s): this node lost their lease, and another "

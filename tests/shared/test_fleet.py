@@ -66,8 +66,8 @@ def run(
     setting: Setting,
     faults: Faults | None = None,
     *,
-    window: float = 4.0,
-    once: int = 120,
+    window: float = 3.0,
+    once: int = 90,
     rates: int = 8,
     interval: float = 1.0,
     pause: float = 0.15,
@@ -145,7 +145,7 @@ def test_four_nodes_run_every_due_run_exactly_once(setting: Callable[..., Settin
 
 
 def test_kill_9_of_random_nodes_loses_no_run_and_commits_none_twice(setting: Callable[..., Setting]) -> None:
-    verdict = run(setting(), kill_every(1.2), seed=2)
+    verdict = run(setting(), kill_every(0.8), seed=2)
     assert_exactly_once(verdict)
 
 

@@ -140,8 +140,9 @@ class Scheduler:
                 with ``TaskTimeoutError`` and a new worker takes the old one's place.
 
         Raises:
-            ValueError: ``workers`` out of range, ``history < 0``, or ``hung_grace`` not a
-                finite number >= 0.
+            ValueError: ``workers`` out of range, ``history < 0``, ``hung_grace`` not a
+                finite number >= 0, or a ``FakeClock`` with a shared store (whose database's
+                clock decides what is due).
             TypeError: ``workers`` or ``history`` is not an int, ``clock`` is not a ``Clock``,
                 or ``store`` is neither a path nor a ``Store``.
             StoreLockedError: another live scheduler holds the store.
@@ -737,6 +738,8 @@ class Scheduler:
         Decided on the calling thread when the scheduler already holds the task (a dict
         lookup, then the task's token, as ``TaskHandle.cancel``); otherwise (a task just
         scheduled, still on its way, or an unknown id) this asks the scheduler and waits.
+        On a shared store the store decides for a durable task, whichever node holds it (one
+        statement, committed when this returns ``True``; ``docs/scale-out.md``).
 
         Raises:
             StoreError: a durable task's cancel could not be committed. It is cancelled in this

@@ -13,9 +13,10 @@ hands the leases to the scheduler actor. What wakes it:
 - room: a worker fell idle while more runs were due (``wake_for_room``).
 
 Hints are many on a busy fleet (every saved outcome sends one), and most say nothing is due:
-so unless its last claim filled its room, the loop first asks the store when the next row
-is due (an index probe) and claims only if that time has come; and it reads the references
-it must import at most every ``REFRESH_GAP`` seconds on hints (always at a poll).
+so the loop acts on hints at most every ``HINT_GAP`` seconds (folding those in between);
+unless its last claim filled its room, it first asks the store when the next row is due (an
+index probe) and claims only if that time has come; and it reads the references it must
+import at most every ``REFRESH_GAP`` seconds on hints (always at a poll).
 
 It never holds up the scheduler actor: the claim runs on this thread, and the actor only
 gets the leases (``deliver``). Every decision in numbers is in ``actors/shared_plan.py``.
@@ -41,6 +42,9 @@ from actors.threads import Role, ThreadRegistry
 __all__ = ["ClaimLoop", "Importable"]
 
 logger = logging.getLogger(__name__)
+
+HINT_GAP: Final = 0.005
+"""Seconds between two looks the loop takes because of hints (room and polls are not held back)."""
 
 REFRESH_GAP: Final = 0.1
 """Seconds between two readings of the references to import, when hints ask for them."""
@@ -136,6 +140,8 @@ class ClaimLoop:
         self._hinted = True
         self._more_due = True
         self._refreshed = -math.inf  # when the references were last read (this clock)
+        self._room = False  # a worker fell idle (a wake-up not to hold back)
+        self._stepped = -math.inf  # when the loop last looked (this clock)
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._run, name="claim-loop", daemon=True)
         self.claims = 0  # claim statements sent (read by tests and stats)
@@ -161,6 +167,7 @@ class ClaimLoop:
     def wake_for_room(self) -> None:
         """A worker fell idle: claim again if more runs may be due. Cheap; any thread."""
         if self._more_due:
+            self._room = True
             self._event.set()
 
     def _run(self) -> None:
@@ -189,9 +196,14 @@ class ClaimLoop:
                 timeout = self._poll
             if self._event.wait(timeout):
                 self._event.clear()
+                held_back = self._stepped + HINT_GAP - self._clock.now()
+                if not self._room and held_back > 0:
+                    self._stopped.wait(held_back)  # fold a burst of hints into one look
+                self._room = False
 
     def _step(self, next_poll: float, *, refresh: bool) -> float:
         """Claim what there is room for; return how long to sleep."""
+        self._stepped = self._clock.now()
         if self._hinted and refresh:
             self._hinted = False
             self._importable.refresh(self._store)

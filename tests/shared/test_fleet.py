@@ -124,7 +124,11 @@ def pause_for(seconds: float, times: int) -> Faults:
             if time.monotonic() + seconds >= end:
                 return
             time.sleep(rng.uniform(0.3, 0.8))
-            running = {flight.owner for flight in store.runs_in_flight() if flight.started}
+            running: set[str] = set()
+            while not running and time.monotonic() + seconds < end:  # a node in the middle of a run
+                running = {flight.owner for flight in store.runs_in_flight() if flight.started}
+                running &= fleet.nodes.keys()
+                time.sleep(0.01)
             fleet.pause(fleet.random_node(rng, running), seconds)
 
     return inject
@@ -149,14 +153,19 @@ def test_kill_9_of_random_nodes_loses_no_run_and_commits_none_twice(setting: Cal
     assert_exactly_once(verdict)
 
 
+# Runs of 1 s, so the paused node is surely in the middle of one when it stops.
+LONG_RUNS = {"pause": 1.0, "once": 40, "rates": 4}
+
+
 def test_a_node_paused_past_its_lease_has_its_late_outcomes_refused(setting: Callable[..., Setting]) -> None:
-    verdict = run(setting(), pause_for(LEASE + POLL + 0.5, times=1), seed=3, pause=0.3)
+    verdict = run(setting(), pause_for(LEASE + POLL + 0.5, times=1), seed=3, **LONG_RUNS)  # type: ignore[arg-type]
     assert_exactly_once(verdict)
     assert verdict.duplicates >= 1  # the paused node's run was run again elsewhere; its outcome refused
 
 
 def test_the_checker_catches_the_double_commits_of_unfenced_outcomes(setting: Callable[..., Setting]) -> None:
-    verdict = run(setting("naive"), pause_for(LEASE + POLL + 0.5, times=1), seed=3, pause=0.3)
+    verdict = run(setting("naive"), pause_for(LEASE + POLL + 0.5, times=1), seed=3, **LONG_RUNS)  # type: ignore[arg-type]
+    assert verdict.duplicates >= 1, f"the fault did not strike a run in progress: {verdict.summary()}"
     assert verdict.double_commits, f"the naive fleet was not caught: {verdict.summary()}"
 
 

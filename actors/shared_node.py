@@ -23,6 +23,7 @@ thread; ``start_run`` on a worker's; the listener calls ``_hint`` on its own thr
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -35,11 +36,11 @@ from actors.claim_loop import ClaimLoop
 from actors.durable import load, run_record, task_update
 from actors.effects import Effects, RunOutcome
 from actors.errors import DuplicateTaskError, SchedulerShutdownError, StoreError
-from actors.lease_book import LeaseBook
+from actors.lease_book import Held, LeaseBook
 from actors.lease_keeper import LeaseKeeper
 from actors.outcome_board import OutcomeBoard
 from actors.shared_clock import DatabaseClock
-from actors.shared_plan import local_due
+from actors.shared_plan import local_due, on_grid
 from actors.store.protocol import Lease, RunRecord, SharedStore, Store, TaskUpdate
 from actors.task_record import TaskRecord
 from actors.task_state import COMPLETED, FAILED
@@ -55,6 +56,15 @@ logger = logging.getLogger(__name__)
 def is_shared(store: Store) -> TypeGuard[SharedStore]:
     """Whether ``store`` is a ``SharedStore`` (several schedulers may share it: claims, leases)."""
     return all(callable(getattr(store, name, None)) for name in ("claim_due", "start", "save_outcomes"))
+
+
+def _on_grid(update: TaskUpdate, held: Held) -> float | None:
+    """The update's next due time, on its fixed-rate grid if it has one (``shared_plan.on_grid``)."""
+    due = update.next_due
+    if due is None or '"rate"' not in held.lease.task.trigger_json:
+        return due
+    trigger = json.loads(held.lease.task.trigger_json)
+    return on_grid(due, trigger["anchor"], trigger["rate"])
 
 
 class ClaimedTask(TaskRecord):
@@ -255,7 +265,10 @@ class SharedNode:
             if held is not None and task.abandoned:
                 abandoned.append(held.lease)  # never started: give it back (or let it end)
             elif held is not None:
-                updates.append(dataclasses.replace(task_update(task), fence=held.lease.fence))
+                update = task_update(task)
+                updates.append(
+                    dataclasses.replace(update, fence=held.lease.fence, next_due=_on_grid(update, held))
+                )
         self._give_back(abandoned)
         saving = {update.task_id for update in updates}
         runs = [self._run_record(outcome, core) for outcome in effects.ledger]

@@ -16,6 +16,7 @@ __all__ = [
     "ClockSample",
     "claim_limit",
     "local_due",
+    "on_grid",
     "poll_delay",
     "renew_period",
     "sleep_for",
@@ -73,6 +74,19 @@ def local_due(due_wall: float | None, wall_offset: float, now: float) -> float:
     if due_wall is None:
         return now
     return min(due_wall - wall_offset, now)
+
+
+def on_grid(due: float, anchor: float, interval: float) -> float:
+    """A fixed-rate task's next due time (database clock), put back on its grid ``anchor + k * interval``.
+
+    The core plans a fixed-rate slot on the node's clock and converts it with the offset between
+    the clocks as it is then; if that offset moved during the run (a better reading of the
+    database's clock), the slot would be off its grid by as much. The slot number is right:
+    this takes the grid point nearest to ``due``.
+    """
+    if not interval > 0:
+        return due
+    return anchor + round((due - anchor) / interval) * interval
 
 
 class ClockSample(NamedTuple):

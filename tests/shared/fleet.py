@@ -324,8 +324,10 @@ def check(
         verdict.extra += [(task_id, due)] * max(0, len(got) - 1)
     for task_id, (anchor, interval) in plan.rates.items():
         runs = by_task.get(task_id, [])
-        slot = anchor
+        slot = later = anchor
         for run in runs:
+            if abs(run.due - later) <= TOLERANCE:
+                slot = later  # a run that finished within the tolerance of a slot: either is right
             while run.due > slot + TOLERANCE:  # a slot that should have run before this one
                 verdict.missing.append((task_id, slot))
                 expected.add((task_id, slot))
@@ -334,14 +336,16 @@ def check(
                 verdict.extra.append((task_id, run.due))
                 continue
             expected.add((task_id, slot))
-            slot = _next_slot(anchor, interval, run.due, run.finished)
-        if slot <= ended - settle - backlog:  # it was due well before the cancel: it should have run
-            verdict.missing.append((task_id, slot))
+            slot = _next_slot(anchor, interval, run.due, run.finished - TOLERANCE)
+            later = _next_slot(anchor, interval, run.due, run.finished + TOLERANCE)
+        if later <= ended - settle - backlog:  # it was due well before the cancel: it should have run
+            verdict.missing.append((task_id, later))
     verdict.expected = len(expected)
-    for task_id in sorted({task_id for task_id, _ in verdict.missing + verdict.extra}):
-        verdict.context[task_id] = [
+    for task_id, at in verdict.missing + verdict.extra:  # the ledger around each: what a reader needs
+        verdict.context[f"{task_id} near {at:.3f}"] = [
             f"run {r.run} due {r.due:.3f} started {r.started:.3f} finished {r.finished:.3f}"
-            for r in by_task.get(task_id, [])[-4:]
+            for r in by_task.get(task_id, [])
+            if abs(r.due - at) <= 3.0
         ] + [f"cancelled at {ended:.3f}, settle {settle}, backlog {backlog:.3f}"]
     unknown = set(by_task) - set(plan.once) - set(plan.rates)
     verdict.extra += [(task_id, run.due) for task_id in sorted(unknown) for run in by_task[task_id]]
@@ -351,9 +355,13 @@ def check(
 
 
 def _next_slot(anchor: float, interval: float, due: float, finished: float) -> float:
-    """The fixed-rate rule: the first slot after ``due`` not already past when the run finished."""
+    """The fixed-rate rule: the first slot after ``due`` not already past when the run finished.
+
+    The ledger's times went through a conversion between clocks, so a run that finished within
+    ``TOLERANCE`` of a slot may have been planned either side of it: the caller asks for both.
+    """
     slot = round((due - anchor) / interval) + 1
-    while anchor + slot * interval < finished - TOLERANCE:
+    while anchor + slot * interval < finished:
         slot += 1
     return anchor + slot * interval
 

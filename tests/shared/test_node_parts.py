@@ -14,7 +14,15 @@ import pytest
 from actors import DatabaseClock, FakeClock, MonotonicClock, RemoteRunError
 from actors.claim_loop import ClaimLoop, Importable
 from actors.lease_book import LeaseBook
-from actors.shared_plan import ClockSample, claim_limit, local_due, poll_delay, renew_period, sleep_for
+from actors.shared_plan import (
+    ClockSample,
+    claim_limit,
+    local_due,
+    on_grid,
+    poll_delay,
+    renew_period,
+    sleep_for,
+)
 from actors.shared_view import info_of
 from actors.store import Lease, RunInFlight, StoredTask
 from messages import Cron, FixedDelay, FixedRate, Once, TaskStatus
@@ -83,6 +91,13 @@ def test_a_claimed_run_is_never_due_later_than_now_on_this_clock() -> None:
     assert local_due(T0, T0 - 1000.0, now=1005.0) == 1000.0  # due earlier: as late as it is
     assert local_due(T0 + 0.004, T0 - 1000.0, now=1000.0) == 1000.0  # "due" a hair ahead: now
     assert local_due(None, 0.0, now=7.0) == 7.0
+
+
+def test_a_fixed_rate_slot_goes_back_on_its_grid() -> None:
+    assert on_grid(T0 + 60.011, T0, 1.0) == T0 + 60.0  # planned with an offset 11 ms off
+    assert on_grid(T0 + 59.993, T0, 1.0) == T0 + 60.0
+    assert on_grid(T0 + 7.5, T0 + 0.25, 2.5) == T0 + 7.75
+    assert on_grid(T0, T0, 0.0) == T0  # no grid to speak of
 
 
 def test_a_reading_of_the_database_clock_is_placed_at_its_midpoint() -> None:

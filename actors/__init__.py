@@ -1,16 +1,18 @@
 """An actor-based, in-process task scheduler on pykka.
 
 The public API: ``Scheduler`` (the facade), the actors it runs (``SchedulerActor``,
-``WorkerActor``, ``ProcessWorkerActor``, ``EventBus``), clocks (``Clock``, ``MonotonicClock``,
-``FakeClock``), ``TaskHandle``, ``Subscription``, ``current_run``/``RunContext``, ``Retry``,
-the stores (``Store``, ``SQLiteStore``; ``SharedStore`` and ``PostgresStore`` for a schedule
-several schedulers share, with ``SharedTaskHandle`` and ``DatabaseClock``) and the errors. The
-messages live in ``messages``.
+``WorkerActor``, ``ProcessWorkerActor``, ``EventBus``), keyed actor timers (``ActorTimers``,
+``TimersMixin``), clocks (``Clock``, ``MonotonicClock``, ``FakeClock``), ``TaskHandle``,
+``Subscription``, ``current_run``/``RunContext``, ``Retry``, the stores (``Store``,
+``SQLiteStore``; ``SharedStore`` and ``PostgresStore`` for a schedule several schedulers share,
+with ``SharedTaskHandle`` and ``DatabaseClock``) and the errors. The messages live in
+``messages``.
 """
 
 import logging
 from typing import TYPE_CHECKING
 
+from actors.actor_timers import ActorTimers, TimersMixin
 from actors.clock import Clock, FakeClock, MonotonicClock
 from actors.errors import (
     DependencyFailedError,
@@ -55,6 +57,7 @@ logging.getLogger(__name__).addHandler(logging.NullHandler())
 __all__ = [
     "MAX_PROCESSES",
     "MAX_WORKERS",
+    "ActorTimers",
     "Clock",
     "DatabaseClock",
     "DependencyFailedError",
@@ -87,6 +90,7 @@ __all__ = [
     "Subscription",
     "TaskHandle",
     "TaskTimeoutError",
+    "TimersMixin",
     "UnknownTaskError",
     "UnpicklableExceptionError",
     "UnpicklableResultError",

@@ -31,6 +31,7 @@ from actors.errors import (
     WouldDeadlockError,
 )
 from actors.handles import Subscription, TaskHandle
+from actors.mailboxes import check_refs
 from actors.minting import IdMint
 from actors.outbox import Outbox
 from actors.references import check_json_arguments, reference_of
@@ -864,7 +865,7 @@ class Scheduler:
         with contextlib.suppress(SchedulerShutdownError):
             self._send(Unsubscribe(subscription_id))
 
-    def settle(self, timeout: float = 10.0) -> None:
+    def settle(self, timeout: float = 10.0, *, also: Iterable[pykka.ActorRef[Any]] = ()) -> None:
         """Block until nothing due at ``clock.now()`` is unfinished and every event so far was delivered.
 
         Runs whatever is due now (no need to wait for the timer), waits for those runs to
@@ -872,30 +873,44 @@ class Scheduler:
         scheduled or cancelled anything meanwhile, it waits for that too, until nothing
         happens any more. Works with any clock. Returns at once after ``shutdown``.
 
+        ``also``: actors (any pykka actors) to wait for as well: until each has handled every
+        message sent to it so far (scheduled messages and timers included), and whatever
+        they scheduled, cancelled or sent each other meanwhile has settled too, so a test of
+        actors needs no sleeps. Each is asked a no-op that pykka itself answers (its
+        ``on_receive`` is not called), round after round, until a round finds nothing new
+        (``docs/actors.md``).
+
         Raises:
-            TimeoutError: not settled within ``timeout`` seconds.
+            TypeError: ``also`` is not an iterable of ``pykka.ActorRef``.
+            TimeoutError: not settled within ``timeout`` seconds (the message names an actor
+                that did not answer).
             WouldDeadlockError: called from a task or a listener of this scheduler (it would
                 wait for itself).
         """
         self._refuse_own_thread("settle")
-        stepping.settle(self, Deadline(timeout), timeout)
+        stepping.settle(self, Deadline(timeout), timeout, check_refs(also))
 
-    def advance(self, seconds: float, *, timeout: float = 10.0) -> None:
+    def advance(
+        self, seconds: float, *, timeout: float = 10.0, also: Iterable[pykka.ActorRef[Any]] = ()
+    ) -> None:
         """Move a ``FakeClock`` forward ``seconds``, stopping at every due time on the way.
 
         At each due time in the window the clock stops and the scheduler settles, so every
         run starts at its own due time and sees the clock there (a run may itself advance the
         clock to model how long it takes). Blocks the caller; ``timeout`` applies to each step.
+        Each step settles the actors ``also`` names too (see ``settle``), so what they
+        schedule as they handle their messages is on time.
 
         Raises:
-            TypeError: the clock is not a ``FakeClock``.
+            TypeError: the clock is not a ``FakeClock``; ``also`` is not an iterable of
+                ``pykka.ActorRef``.
             ValueError: ``seconds`` is negative or not finite, or moves the clock past what
                 a ``datetime`` can show.
             TimeoutError: a step did not settle within ``timeout``.
             WouldDeadlockError: called from a task or a listener of this scheduler.
         """
         self._refuse_own_thread("advance")
-        stepping.advance(self, seconds, timeout)
+        stepping.advance(self, seconds, timeout, check_refs(also))
 
     def _settle_step(self, deadline: Deadline) -> int | None:
         """Ask the scheduler to settle; return its activity count then, or ``None`` if it has stopped."""

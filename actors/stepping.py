@@ -5,9 +5,11 @@ Both run on the caller's thread and only send messages and wait.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from actors.clock import FakeClock
+from actors.mailboxes import ActorMailbox, probe_all
 from actors.waiting import Deadline, check_timeout
 from messages.triggers import require_finite
 
@@ -15,8 +17,10 @@ if TYPE_CHECKING:
     from actors.facade import Scheduler
 
 
-def settle(scheduler: Scheduler, deadline: Deadline, timeout: float) -> None:
-    """Wait until the scheduler is quiet: nothing due now unfinished, no event undelivered.
+def settle(
+    scheduler: Scheduler, deadline: Deadline, timeout: float, also: Sequence[ActorMailbox] = ()
+) -> None:
+    """Wait until the scheduler is quiet, and the actors ``also`` names have handled their mail.
 
     One settle step runs what is due, waits for it, then for the bus to deliver every event
     published so far, and answers with the scheduler's activity count. A listener may
@@ -24,22 +28,45 @@ def settle(scheduler: Scheduler, deadline: Deadline, timeout: float) -> None:
     steps repeat until one finds the count unchanged, that is, until a whole step passed
     without anything happening.
 
+    With actors: then, in rounds, each of them is probed (``actors/mailboxes.py``) and the
+    scheduler settled again, as the actors may have scheduled, cancelled or sent messages
+    meanwhile; it ends with a round in which the actors received nothing new and the
+    scheduler's count did not move.
+
     Raises:
-        TimeoutError: not quiet by ``deadline`` (the message names ``timeout``).
+        TimeoutError: not quiet by ``deadline`` (the message names ``timeout``, and the actor
+            that did not answer, if one did not).
     """
+    count = _settle_scheduler(scheduler, deadline, timeout)
+    if not also:
+        return
+    while True:
+        quiet = probe_all(also, deadline, timeout)
+        again = _settle_scheduler(scheduler, deadline, timeout)
+        if quiet and again == count:
+            return
+        count = again
+
+
+def _settle_scheduler(scheduler: Scheduler, deadline: Deadline, timeout: float) -> int | None:
+    """Settle the scheduler; return its activity count then (``None``: it has stopped)."""
     try:
         count = scheduler._settle_step(deadline)
         while count is not None:
             again = scheduler._settle_step(deadline)
             if again == count:
-                return
+                return count
             count = again
     except TimeoutError as error:
         raise TimeoutError(f"scheduler did not settle within {timeout} s") from error
+    return None
 
 
-def advance(scheduler: Scheduler, seconds: float, timeout: float) -> None:
+def advance(scheduler: Scheduler, seconds: float, timeout: float, also: Sequence[ActorMailbox] = ()) -> None:
     """Move the scheduler's ``FakeClock`` forward ``seconds``, settling at every due time on the way.
+
+    Each settle waits for the actors ``also`` names too, so what they schedule as they handle
+    a message (a fixed-delay timer's next message, a retry) is known before the next step.
 
     Raises:
         TypeError: the clock is not a ``FakeClock``.
@@ -55,14 +82,14 @@ def advance(scheduler: Scheduler, seconds: float, timeout: float) -> None:
     check_timeout(timeout)
     target = clock.now() + step
     clock.check_reachable(target)
-    scheduler.settle(timeout)
+    settle(scheduler, Deadline(timeout), timeout, also)
     while True:
         due = scheduler._next_due()
         if due is None or due > target:
             break
         if due > clock.now():  # a run may have moved the clock past it already
             clock.advance_to(due)
-        scheduler.settle(timeout)
+        settle(scheduler, Deadline(timeout), timeout, also)
     if target > clock.now():  # ... or past the end of the window
         clock.advance_to(target)
-    scheduler.settle(timeout)
+    settle(scheduler, Deadline(timeout), timeout, also)

@@ -40,6 +40,7 @@ from messages.events import (
 )
 from messages.reports import BusExited, Cancelled, Completed, Failed, Skipped, Started, WorkerExited
 from messages.shared import CancelledInStore, Claimed, RetrySaves
+from messages.timers import TimerFired
 from messages.triggers import Cron, FixedDelay, FixedRate, Once, Trigger
 
 __all__ = [
@@ -84,6 +85,7 @@ __all__ = [
     "TaskStatus",
     "TaskToken",
     "Tick",
+    "TimerFired",
     "Trigger",
     "Unsubscribe",
     "Waiter",

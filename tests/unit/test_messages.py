@@ -52,6 +52,7 @@ from messages import (
     TaskInfo,
     TaskStatus,
     Tick,
+    TimerFired,
     Unsubscribe,
     WorkerExited,
     is_minted_id,
@@ -366,6 +367,7 @@ INSTANCES = [
     RetrySaves(),
     EVENT,
     INFO,
+    TimerFired("k", 1, "message"),
     SchedulerStats(live_tasks=0, running=0, heap_size=0, workers=1, ticks=0, timer_wakeups=0),
 ]
 

@@ -4,10 +4,13 @@ The public API: ``Scheduler`` (the facade), the actors it runs (``SchedulerActor
 ``WorkerActor``, ``ProcessWorkerActor``, ``EventBus``), keyed actor timers (``ActorTimers``,
 ``TimersMixin``), clocks (``Clock``, ``MonotonicClock``, ``FakeClock``), ``TaskHandle``,
 ``Subscription``, ``current_run``/``RunContext``, ``Retry``, the stores (``Store``,
-``SQLiteStore``) and the errors. The messages live in ``messages``.
+``SQLiteStore``; ``SharedStore`` and ``PostgresStore`` for a schedule several schedulers share,
+with ``SharedTaskHandle`` and ``DatabaseClock``) and the errors. The messages live in
+``messages``.
 """
 
 import logging
+from typing import TYPE_CHECKING
 
 from actors.actor_timers import ActorTimers, TimersMixin
 from actors.clock import Clock, FakeClock, MonotonicClock
@@ -18,6 +21,7 @@ from actors.errors import (
     JobFileError,
     MissedRunError,
     ProcessDiedError,
+    RemoteRunError,
     RemoteTraceback,
     RunCancelled,
     SchedulerError,
@@ -39,9 +43,14 @@ from actors.process_worker import ProcessWorkerActor
 from actors.retry import Retry
 from actors.run_context import RunContext, current_run
 from actors.scheduler import SchedulerActor
-from actors.store import SQLiteStore, Store
+from actors.shared_clock import DatabaseClock
+from actors.shared_handles import SharedTaskHandle
+from actors.store import SharedStore, SQLiteStore, Store
 from actors.validation import MAX_PROCESSES, MAX_WORKERS
 from actors.worker import WorkerActor
+
+if TYPE_CHECKING:
+    from actors.store.postgres import PostgresStore
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
@@ -50,6 +59,7 @@ __all__ = [
     "MAX_WORKERS",
     "ActorTimers",
     "Clock",
+    "DatabaseClock",
     "DependencyFailedError",
     "DuplicateTaskError",
     "EventBus",
@@ -58,8 +68,10 @@ __all__ = [
     "JobFileError",
     "MissedRunError",
     "MonotonicClock",
+    "PostgresStore",
     "ProcessDiedError",
     "ProcessWorkerActor",
+    "RemoteRunError",
     "RemoteTraceback",
     "Retry",
     "RunCancelled",
@@ -70,6 +82,8 @@ __all__ = [
     "SchedulerError",
     "SchedulerShutdownError",
     "SchedulerStartError",
+    "SharedStore",
+    "SharedTaskHandle",
     "Store",
     "StoreError",
     "StoreLockedError",
@@ -85,3 +99,12 @@ __all__ = [
     "WouldDeadlockError",
     "current_run",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """Import ``PostgresStore`` when it is first asked for (it needs psycopg, an optional extra)."""
+    if name == "PostgresStore":
+        from actors import store  # noqa: PLC0415
+
+        return store.PostgresStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

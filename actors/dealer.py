@@ -61,6 +61,8 @@ class Dealer:
             INLINE: _Pool(range(INLINE_WORKER, INLINE_WORKER + 1)),
         }
         self._pool_of = {worker: pool for pool in self._pools.values() for worker in pool.idle}
+        self._worker_pools = (self._pools[THREADS], self._pools[PROCESSES])
+        self._inline = self._pools[INLINE]
         self._batches: dict[int, deque[TaskRecord]] = {}  # busy worker -> runs handed, not yet reported
 
     # -- changes ----------------------------------------------------------------------------
@@ -84,9 +86,12 @@ class Dealer:
         report ``Started``. A run that would start at ``now`` later than its task's
         ``misfire_grace`` allows is not dealt but appended to ``missed`` (still ``READY``).
         """
-        for pool in self._pools.values():
+        for pool in self._worker_pools:
             while pool.idle and (self._hand_out(pool, handed, announce, now, missed) or self._steal(pool)):
                 pass
+        inline = self._inline  # made at once, one batch after another: nothing to steal from
+        while inline.ready and inline.idle and self._hand_out(inline, handed, announce, now, missed):
+            pass
 
     def take_back(self, task: TaskRecord) -> bool:
         """Take back a handed run before its worker starts it; whether that worked.

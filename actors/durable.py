@@ -118,7 +118,11 @@ def load_all(rows: list[StoredTask], *, wall_offset: float) -> list[TaskRecord]:
 
 
 def load(
-    row: StoredTask, *, wall_offset: float, functions: dict[str, tuple[Callable[..., object], bool]]
+    row: StoredTask,
+    *,
+    wall_offset: float,
+    functions: dict[str, tuple[Callable[..., object], bool]],
+    record: type[TaskRecord] = TaskRecord,
 ) -> TaskRecord:
     """Rebuild the record of a stored live task (on the caller's thread, before anyone sees it).
 
@@ -126,6 +130,7 @@ def load(
     ``functions`` caches imported references across rows (with whether each is ``async def``).
     A reference that no longer imports does not stop the load: the task keeps it, and each
     run fails with the ``ImportError``.
+    ``record`` is the class to build (a subclass of ``TaskRecord``, for a shared store's claims).
     """
     known = functions.get(row.fn_ref)
     if known is None:
@@ -138,7 +143,7 @@ def load(
     spec, name = _decode(row.trigger_json, row.options_json, row.fn_ref, wall_offset, coroutine)
     next_due = row.next_due
     due_wall = next_due if next_due is not None else wall_offset  # unknown: due now, at once
-    task = TaskRecord(
+    task = record(
         row.task_id,
         fn,
         _args(row.args_json),

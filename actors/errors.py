@@ -108,6 +108,19 @@ class MissedRunError(SchedulerError):
     """A run was not started: it would have started later than the task's ``misfire_grace``."""
 
 
+class RemoteRunError(SchedulerError):
+    """A task's run failed on another node of a shared store; only its error text is known here.
+
+    ``error`` is that text as the store keeps it (``"TypeName: message"``). Raised by
+    ``TaskHandle.result()`` and shown as ``TaskInfo.last_error`` for such a task; a run that
+    failed on this node raises its own exception instead.
+    """
+
+    def __init__(self, error: str) -> None:
+        super().__init__(f"the task's last run failed on another node: {error}")
+        self.error = error
+
+
 class RunCancelled(SchedulerError):
     """Raised inside a run, by ``current_run().check()``, once a stop of the run was requested.
 

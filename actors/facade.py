@@ -37,6 +37,9 @@ from actors.outbox import Outbox
 from actors.references import check_json_arguments, reference_of
 from actors.retry import Retry
 from actors.scheduler import OutboxItem, SchedulerActor
+from actors.shared_clock import DatabaseClock
+from actors.shared_node import SharedNode, is_shared
+from actors.shared_tasks import SharedTasks
 from actors.store import Store, open_store
 from actors.task_record import INLINE, PROCESSES, THREADS, Recurrence, TaskRecord, TaskSpec, default_name
 from actors.threads import Role, ThreadRegistry
@@ -128,15 +131,19 @@ class Scheduler:
                 ``executor="process"`` (0 to ``MAX_PROCESSES``, 256); each starts with the
                 first task that needs it.
             store: Where durable tasks live: ``None`` (memory only), a path (an SQLite file,
-                created if missing) or a ``Store``. Every live task in it is loaded and
-                scheduled; new tasks are durable by default (``docs/persistence.md``).
+                created if missing), a PostgreSQL URL (``"postgresql://..."``: a schedule
+                shared by every scheduler that opens it, ``docs/scale-out.md``) or a ``Store``.
+                Every live task in it is loaded and scheduled (on a shared store: run by
+                whichever scheduler claims each run); new tasks are durable by default
+                (``docs/persistence.md``).
             hung_grace: Seconds a run that outlived its task's ``timeout`` (and was asked to
                 stop) still gets before its worker is abandoned: the run counts ``FAILED``
                 with ``TaskTimeoutError`` and a new worker takes the old one's place.
 
         Raises:
-            ValueError: ``workers`` out of range, ``history < 0``, or ``hung_grace`` not a
-                finite number >= 0.
+            ValueError: ``workers`` out of range, ``history < 0``, ``hung_grace`` not a
+                finite number >= 0, or a ``FakeClock`` with a shared store (whose database's
+                clock decides what is due).
             TypeError: ``workers`` or ``history`` is not an int, ``clock`` is not a ``Clock``,
                 or ``store`` is neither a path nor a ``Store``.
             StoreLockedError: another live scheduler holds the store.
@@ -150,8 +157,15 @@ class Scheduler:
             raise ValueError(f"hung_grace must not be negative, got {hung_grace!r}")
         self._clock: Clock = check_clock(clock) if clock is not None else MonotonicClock()
         self._store = None if store is None else open_store(store)
+        node: SharedNode | None = None
+        self._shared_tasks: SharedTasks | None = None
         try:
-            loaded = self._load()
+            if self._store is not None and is_shared(self._store):
+                # A shared store: its database's clock is the wall clock (what is due, run keys).
+                self._clock = DatabaseClock.over(self._clock, self._store)
+                node = SharedNode(self._store, self._clock, workers=workers + processes, history=history)
+                self._shared_tasks = SharedTasks(node)
+            loaded = [] if node is not None else self._load()  # shared: tasks stay in the store
         except BaseException:
             if self._store is not None:
                 self._store.close()
@@ -178,8 +192,9 @@ class Scheduler:
             started=started,
             stopped=self._stopped,
             live=live,
-            store=self._store,
+            store=None if node is not None else self._store,
             loaded=loaded,
+            shared=node,
             hung_grace=float(hung_grace),
         )
         # _lock guards _closed, and is held while sending, so that nothing is sent after Shutdown.
@@ -669,6 +684,8 @@ class Scheduler:
         if_exists: str = "error",
     ) -> TaskHandle:
         """Hand a new task to the scheduler (a durable one committed to the store first)."""
+        if row is not None and self._shared_tasks is not None:  # a shared store: it goes there only
+            return self._shared_tasks.submit(self, task, task_id, row, if_exists)
         if task_id is None:  # a minted id cannot clash: no need to wait for a reply
             with self._lock:  # held across the commit, so that nothing is committed after shutdown
                 if self._closed:
@@ -722,6 +739,8 @@ class Scheduler:
         Decided on the calling thread when the scheduler already holds the task (a dict
         lookup, then the task's token, as ``TaskHandle.cancel``); otherwise (a task just
         scheduled, still on its way, or an unknown id) this asks the scheduler and waits.
+        On a shared store the store decides for a durable task, whichever node holds it (one
+        statement, committed when this returns ``True``; ``docs/scale-out.md``).
 
         Raises:
             StoreError: a durable task's cancel could not be committed. It is cancelled in this
@@ -733,6 +752,9 @@ class Scheduler:
         task = self._live.get(task_id)
         if task is not None:
             return self._revoke(task, interrupt)
+        shared = self._shared_tasks
+        if shared is not None and not self._closed and shared.cancel(self, task_id, interrupt=interrupt):
+            return True  # a durable task of the shared store (it decides, whichever node holds it)
         with self._lock:
             if self._closed:
                 return False
@@ -748,6 +770,8 @@ class Scheduler:
         ``interrupt``: also ask its run in progress, if any, to stop. A durable task's cancel
         is committed to the store before this returns ``True``.
         """
+        if self._shared_tasks is not None and task.store_seq is not None:
+            return self._shared_tasks.revoke(self, task, interrupt)  # the shared store decides
         signalled = interrupt and task.interrupt()
         before = task.revoke()
         if before is not FREE and before is not RUNNING and before is not RAN:
@@ -770,6 +794,10 @@ class Scheduler:
             SchedulerShutdownError: the scheduler has stopped.
         """
         task = self._live.get(task_id) if isinstance(task_id, str) else None
+        if self._shared_tasks is not None and isinstance(task_id, str) and (task is None or task.durable):
+            shared = self._shared_tasks.handle(self, task_id)  # a durable task: its row says
+            if shared is not None:
+                return shared
         if task is None and isinstance(task_id, str):
             task = self._query(FindTask(task_id))  # one still on its way to the scheduler, say
         if not isinstance(task, TaskRecord):
@@ -783,7 +811,11 @@ class Scheduler:
             UnknownTaskError: no such task (or it left the ``history``).
             SchedulerShutdownError: the scheduler has stopped.
         """
-        info = self._query(QueryTask(task_id)) if isinstance(task_id, str) else None
+        info = None
+        if self._shared_tasks is not None and isinstance(task_id, str):
+            info = self._shared_tasks.info(task_id)  # a durable task: its row says
+        if info is None and isinstance(task_id, str):
+            info = self._query(QueryTask(task_id))
         if info is None:
             raise UnknownTaskError(f"no task with id {task_id!r}")
         assert isinstance(info, TaskInfo)
@@ -792,6 +824,10 @@ class Scheduler:
     def tasks(self) -> list[TaskInfo]:
         """Return a snapshot of every live (not yet finished) task, in scheduling order."""
         infos: list[TaskInfo] = self._query(QueryTasks())
+        if self._shared_tasks is not None:  # durable tasks: the store's rows, whichever node runs them
+            stored = self._shared_tasks.infos()
+            ids = {info.task_id for info in stored}
+            infos = [info for info in infos if info.task_id not in ids] + stored
         return infos
 
     def stats(self) -> SchedulerStats:

@@ -55,6 +55,7 @@ class RunEndings:
         activity: int
         closed: bool
         wall_offset: float
+        durable_runs_once: bool
 
         def _release(self, now: float) -> None: ...
         def _finish(self, task: TaskRecord, state: State, at: float, outcome: object) -> None: ...
@@ -331,7 +332,8 @@ class RunEndings:
         move_to(task, PENDING)
         if task.store_seq is not None:
             self._effects.saves.append(task)
-        if self.closed:  # shutting down: a durable task's next run is its store's business
+        if self.closed or (self.durable_runs_once and task.store_seq is not None):
+            # Shutting down, or a shared store's claim: the next run is the store's business.
             if not (task.store_seq is not None and self._detach(task)):
                 self._finish(task, CANCELLED, finished_at, None)
             return
@@ -408,6 +410,10 @@ class RunEndings:
         move_to(task, PENDING)
         if task.store_seq is not None:
             self._effects.saves.append(task)
+            if self.durable_runs_once:  # a shared store's claim: the next run is the store's business
+                if not self._detach(task):
+                    self._finish(task, CANCELLED, now, None)  # a cancel won its token meanwhile
+                return
         self._heap.push(task, task.due_at)
 
 

@@ -9,7 +9,7 @@ a classic scheduler: no other thread ever touches that state, so it needs no loc
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Any, Final
 
@@ -26,6 +26,7 @@ from actors.minting import IdMint
 from actors.outbox import Outbox
 from actors.process_slot import ProcessSlot
 from actors.process_worker import ProcessWorkerActor
+from actors.shared_node import SharedNode
 from actors.store.protocol import Store, TaskDefinition
 from actors.task_record import TaskRecord
 from actors.threads import Role, ThreadRegistry
@@ -39,6 +40,8 @@ from messages import (
     BusExited,
     Cancel,
     Cancelled,
+    CancelledInStore,
+    Claimed,
     Completed,
     Drain,
     EventKind,
@@ -50,6 +53,7 @@ from messages import (
     QueryStats,
     QueryTask,
     QueryTasks,
+    RetrySaves,
     RunBatch,
     RunTask,
     Schedule,
@@ -59,6 +63,7 @@ from messages import (
     Skipped,
     Started,
     Subscribe,
+    TaskEvent,
     Tick,
     Unsubscribe,
     Waiter,
@@ -108,6 +113,7 @@ class SchedulerActor(LibraryActor):
         live: dict[str, TaskRecord] | None = None,
         store: Store | None = None,
         loaded: list[TaskRecord] | None = None,
+        shared: SharedNode | None = None,
         hung_grace: float = 5.0,
     ) -> None:
         """Create the actor (runs on the caller's thread; workers, bus and timer start in ``on_start``).
@@ -132,6 +138,8 @@ class SchedulerActor(LibraryActor):
             store: Where durable tasks live (opened already); this actor writes their runs'
                 outcomes, and closes it when it stops.
             loaded: The live tasks read from ``store``, to own from the start.
+            shared: This scheduler's part in a shared store (``actors/shared_node.py``): it
+                runs claimed durable tasks, one run per claim, and saves their outcomes.
             hung_grace: Seconds a run past its ``timeout`` gets, once asked to stop, before its
                 worker is abandoned (and replaced).
         """
@@ -156,6 +164,9 @@ class SchedulerActor(LibraryActor):
         self._stopped = stopped
         self._store = store
         self._loaded = loaded or []
+        self._shared = shared
+        if shared is not None:
+            self._core.durable_runs_once = True  # a claimed task goes back to the store after its run
         self._armed: float | None = None  # the deadline the timer was last given
         self._watched: float | None = None  # the wall-clock offset it was last told to watch
         self._subscriptions: dict[int, Subscribe] = {}
@@ -190,6 +201,8 @@ class SchedulerActor(LibraryActor):
                 self._workers.append(self._start_worker(index))  # started so far if one fails
             if self._timer is not None:
                 self._timer.start()
+            if self._shared is not None:
+                self._shared.start(self.actor_ref, self._threads)
         except BaseException as error:
             logger.error("scheduler could not start its threads: %s", error)
             if self._started is not None:
@@ -237,6 +250,8 @@ class SchedulerActor(LibraryActor):
         for waiter in self._settle_waiters:
             _wake(waiter, None)
         self._settle_waiters = []
+        if self._shared is not None:
+            self._shared.close()  # its threads, then its store
         if self._store is not None:
             try:
                 self._store.close()
@@ -310,10 +325,18 @@ class SchedulerActor(LibraryActor):
             case Shutdown(drained):
                 self._drained.append(drained)
                 core.shut_down(now=self._clock.now())
+                if self._shared is not None:
+                    self._shared.shut_down()  # claims no more, gives back what has not started
             case WorkerExited(worker, reason):
                 self._on_worker_exited(worker, reason)
             case BusExited(reason):
                 self._replace_bus(reason)
+            case Claimed() if self._shared is not None:
+                self._shared.take(message, core, self._clock.now())
+            case CancelledInStore() if self._shared is not None:
+                self._publish([self._shared.cancelled_in_store(message, core, self._clock.now())])
+            case RetrySaves() if self._shared is not None:
+                self._publish(self._shared.retry_saves())
             case _:
                 logger.warning("scheduler ignored an unexpected message: %r", message)
         return None
@@ -337,6 +360,13 @@ class SchedulerActor(LibraryActor):
         Replies the store's error if the commit failed (the task is cancelled here all the same).
         """
         task = self._core.tasks.get(task_id)
+        if self._shared is not None and (task is None or task.store_seq is not None):
+            # The store decides, whichever node holds the task.
+            cancelled, event = self._shared.cancel(
+                task_id, self._core, self._clock.now(), interrupt=interrupt
+            )
+            self._publish([event])
+            return cancelled
         cancelled = self._core.cancel(task_id, now=self._clock.now(), interrupt=interrupt)
         if cancelled and task is not None and task.store_seq is not None and self._store is not None:
             try:
@@ -404,6 +434,9 @@ class SchedulerActor(LibraryActor):
 
     def _save(self, effects: Effects) -> None:
         """Write what changed of durable tasks, and their runs' outcomes, in one transaction."""
+        if self._shared is not None:
+            self._shared.save(effects, self._core)  # under the claims' fences
+            return
         store = self._store
         if store is None:
             return
@@ -423,6 +456,11 @@ class SchedulerActor(LibraryActor):
         if not tell_quietly(self._workers[worker], RunBatch(runs)):
             self._replace_worker(worker, "was dead when handed a task")
 
+    def _publish(self, events: Sequence[TaskEvent | None]) -> None:
+        published = tuple(event for event in events if event is not None)
+        if published:
+            self._tell_bus(Publish(published))
+
     def _run_inline(self, runs: list[RunTask]) -> None:
         """Make the runs of message tasks here and now (each a quick ``tell``), and take their reports.
 
@@ -437,6 +475,8 @@ class SchedulerActor(LibraryActor):
 
     def _after_message(self) -> None:
         core = self._core
+        if self._shared is not None:
+            self._shared.after_message(core)
         if self._timer is not None and not core.closed:
             head = core.next_due()
             watched = core.watched_wall_offset

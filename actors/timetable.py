@@ -112,6 +112,10 @@ class Timetable(RunEndings):
         self.activity = 0  # counts releases, reports and endings: Scheduler.settle compares it
         self._hung_grace = hung_grace
         self.wall_offset = 0.0  # wall-clock time minus clock time: observe_wall_offset sets it
+        # A shared store's node holds a durable task for one claimed run only: after that run
+        # (or a missed one) the task goes back to its store (detached), which says when it is
+        # due next and which node runs it; it never waits for its next run here.
+        self.durable_runs_once = False
         self._wall_tasks = WallTasks()  # the live tasks due at a wall-clock instant
         self._dependencies = Dependencies()  # who waits for whom (schedule_after)
 

@@ -39,6 +39,7 @@ from messages.events import (
     is_minted_id,
 )
 from messages.reports import BusExited, Cancelled, Completed, Failed, Skipped, Started, WorkerExited
+from messages.shared import CancelledInStore, Claimed, RetrySaves
 from messages.timers import TimerFired
 from messages.triggers import Cron, FixedDelay, FixedRate, Once, Trigger
 
@@ -48,6 +49,8 @@ __all__ = [
     "BusExited",
     "Cancel",
     "Cancelled",
+    "CancelledInStore",
+    "Claimed",
     "Completed",
     "Cron",
     "Drain",
@@ -64,6 +67,7 @@ __all__ = [
     "QueryStats",
     "QueryTask",
     "QueryTasks",
+    "RetrySaves",
     "RunBatch",
     "RunClaim",
     "RunTask",

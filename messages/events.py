@@ -138,6 +138,8 @@ class TaskInfo:
         waiting_for: For a ``WAITING`` task: the ids of the tasks it still waits for.
         end_reason: Why the task ended, in words (``None`` while it is live), e.g.
             ``"stopped after 3 consecutive failures (max_consecutive_failures=3)"``.
+        node: On a shared store, the node that holds the task's run in flight (claimed or
+            running), by its name in the store; ``None`` otherwise.
     """
 
     task_id: TaskId
@@ -153,6 +155,7 @@ class TaskInfo:
     last_traceback: str | None = None
     end_reason: str | None = None
     waiting_for: tuple[TaskId, ...] = ()
+    node: str | None = None
 
     @property
     def done(self) -> bool:

@@ -23,6 +23,7 @@ from actors.store.protocol import (
     TERMINAL_STATUSES,
     IfExists,
     Lease,
+    RunInFlight,
     RunRecord,
     SharedStore,
     Store,
@@ -38,15 +39,28 @@ if TYPE_CHECKING:
     from actors.store.postgres import PostgresStore
 
 
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+"""A ``store`` string starting with one of these is a PostgreSQL URL: a shared store."""
+
+
 def open_store(store: Store | str | os.PathLike[str]) -> Store:
-    """Open the store a ``Scheduler(store=...)`` names: a ``Store`` object, or a path to an SQLite file.
+    """Open the store a ``Scheduler(store=...)`` names.
+
+    A ``Store`` object; a PostgreSQL URL (``"postgresql://..."`` or ``"postgres://..."``: a
+    ``PostgresStore`` with its defaults, shared by every scheduler that opens it); or a path
+    to an SQLite file.
 
     Raises:
         StoreLockedError: another live scheduler holds it.
         StoreError: it cannot be used (the message names it and says why).
         TypeError: ``store`` is none of these.
+        ImportError: a PostgreSQL URL without psycopg installed.
     """
-    if isinstance(store, str | os.PathLike):
+    if isinstance(store, str) and store.startswith(POSTGRES_SCHEMES):
+        from actors.store.postgres import PostgresStore  # noqa: PLC0415 - psycopg is optional
+
+        store = PostgresStore(store)
+    elif isinstance(store, str | os.PathLike):
         store = SQLiteStore(store)
     elif not callable(getattr(store, "open", None)) or not callable(getattr(store, "save", None)):
         raise TypeError(f"store must be a path or a Store, got {store!r}")
@@ -62,6 +76,7 @@ __all__ = [
     "IfExists",
     "Lease",
     "PostgresStore",
+    "RunInFlight",
     "RunRecord",
     "SQLiteReader",
     "SQLiteStore",

@@ -48,6 +48,7 @@ from actors.store.postgres_schema import APPLICATION, lock_key, prepare
 from actors.store.protocol import (
     IfExists,
     Lease,
+    RunInFlight,
     RunRecord,
     SharedStore,
     StoredTask,
@@ -287,13 +288,15 @@ class PostgresStore:
         check_if_exists(if_exists)
         return self._write("add", lambda db: writes.add(db, task, if_exists, self._channel))
 
-    def cancel(self, task_id: str) -> bool:
-        """Mark a live task cancelled, committed before it returns; see ``Store.cancel``. Any thread.
+    def cancel(self, task_id: str, *, interrupt: bool = False) -> bool:
+        """Mark a live task cancelled, committed before it returns; see ``SharedStore.cancel``. Any thread.
 
         A run in flight keeps its lease: its fenced outcome still lands (on the counters and
-        the ledger; the row stays cancelled).
+        the ledger; the row stays cancelled). A sealed run in flight refuses the cancel unless
+        ``interrupt``.
         """
-        cancelled = self._write("cancel", lambda db: writes.cancel(db, task_id, self._channel))
+        interrupt = bool(interrupt)
+        cancelled = self._write("cancel", lambda db: writes.cancel(db, task_id, self._channel, interrupt))
         if cancelled:
             with self._counts_lock:
                 self._terminal_since_prune += 1
@@ -308,12 +311,25 @@ class PostgresStore:
         check_batch(updates, runs)
         if not updates and not runs:
             return 0
+        return self._save(updates, runs).new_runs
+
+    def save_outcomes(
+        self, updates: Sequence[TaskUpdate] = (), runs: Sequence[RunRecord] = ()
+    ) -> frozenset[int]:
+        """``save``, returning the rows whose fenced updates were refused; see ``SharedStore``. Any thread."""
+        check_batch(updates, runs)
+        if not updates and not runs:
+            self._live()
+            return frozenset()
+        return self._save(updates, runs).fenced_out
+
+    def _save(self, updates: Sequence[TaskUpdate], runs: Sequence[RunRecord]) -> writes.Saved:
         saved = self._write("save", lambda db: writes.save(db, updates, runs, self._node, self._channel))
         with self._counts_lock:
             self._runs_since_prune += saved.new_runs
             self._terminal_since_prune += saved.ended
         self._prune_after_save()
-        return saved.new_runs
+        return saved
 
     def reserve_minted(self, count: int) -> range:
         """Reserve ``count`` numbers for minted ids; see ``Store.reserve_minted``. Any thread.
@@ -395,6 +411,21 @@ class PostgresStore:
             return []
         return renewals.run("renew", lambda db: writes.renew(db, leases, self._node, self._lease))
 
+    def start(self, lease: Lease, *, seal: bool) -> float | None:
+        """Record that the claimed run of ``lease`` starts; see ``SharedStore.start``. Any thread.
+
+        Repeatable after a lost connection: starting twice under one lease is starting once.
+        """
+        check_leases([lease])
+        if lease.owner != self._node:  # another node's lease is not ours to start
+            self._live()
+            return None
+        return self._read("start", lambda db: writes.start(db, lease, bool(seal), self._node, self._lease))
+
+    def runs_in_flight(self) -> list[RunInFlight]:
+        """Return every row held by a lease that has not ended; see ``SharedStore``. Any thread."""
+        return self._read("runs_in_flight", writes.in_flight)
+
     def release(self, leases: Sequence[Lease]) -> None:
         """Give back rows still held with ``leases``; see ``SharedStore.release``. Any thread."""
         check_leases(leases)
@@ -438,6 +469,19 @@ class PostgresStore:
                 return q.collect_tasks(rows), cursor
 
         return self._read("changes", work, begin=q.CHANGES_BEGIN)
+
+    def references(self, since: int) -> tuple[set[str], int]:
+        """Return the references of live rows written since ``since``; see ``SharedStore``. Any thread."""
+        if isinstance(since, bool) or not isinstance(since, int) or since < 0:
+            raise ValueError(f"since must be an int >= 0, got {since!r}")
+
+        def work(db: Connection) -> tuple[set[str], int]:
+            row = db.execute(q.REFERENCES, (since,)).fetchone()
+            assert row is not None
+            cursor: int = row[0]
+            return set(row[1]), cursor
+
+        return self._read("references", work)
 
     def listen(self, wakeup: Callable[[], None]) -> Callable[[], None]:
         """Call ``wakeup()`` on a thread of its own for each hint; see ``SharedStore.listen``.

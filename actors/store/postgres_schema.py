@@ -10,6 +10,12 @@ written, not even the schema.
 Layouts:
     v1: ``store_meta``, ``task`` (with the shared-store columns ``owner``, ``lease_until``,
         ``fence`` and ``change``) and ``run``.
+    v2: ``task`` also says what the holder of a lease did with it: ``started_fence`` (the fence
+        of the claim whose run has started), ``sealed_fence`` (the same, for a run a cancel can
+        no longer stop: a one-time task's), ``replaced_fence`` (the fence of the claim that was
+        in flight when the task was replaced: that run's outcome keeps the new definition's
+        status and due time) and ``interrupt_fence`` (the fence of the claim whose run a cancel
+        asked to stop).
 
 To change the layout: bump ``SCHEMA_VERSION``, edit ``CREATE`` to the new layout (fresh
 schemas are created directly at the newest version), and append a step to ``MIGRATIONS``
@@ -36,7 +42,7 @@ logger = logging.getLogger(__name__)
 Connection = psycopg.Connection[TupleRow]
 
 APPLICATION: Final = "pykka-taskscheduler"
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
 TABLES: Final = frozenset({"task", "run", "store_meta"})  # what a current schema must have
 MIN_SERVER: Final = 130000  # pg_current_xact_id() and pg_snapshot_xmin(): PostgreSQL 13
 
@@ -80,6 +86,10 @@ CREATE: Final[tuple[str, ...]] = (
         lease_until double precision,
         fence bigint NOT NULL DEFAULT 0,
         change bigint NOT NULL DEFAULT pg_current_xact_id()::text::bigint,
+        started_fence bigint,
+        sealed_fence bigint,
+        replaced_fence bigint,
+        interrupt_fence bigint,
         CHECK ((owner IS NULL) = (lease_until IS NULL))
     )""",
     "CREATE INDEX task_free ON task (next_due, seq) WHERE status = 'scheduled' AND owner IS NULL",
@@ -120,7 +130,17 @@ class Migration:
     apply: Callable[[Connection], None]
 
 
-MIGRATIONS: Final[tuple[Migration, ...]] = ()
+def _v1_to_v2(db: Connection) -> None:
+    # Nullable columns without a default: a change of the catalogue only, no table rewrite.
+    db.execute(
+        "ALTER TABLE task ADD COLUMN started_fence bigint, ADD COLUMN sealed_fence bigint, "
+        "ADD COLUMN replaced_fence bigint, ADD COLUMN interrupt_fence bigint"
+    )
+
+
+MIGRATIONS: Final[tuple[Migration, ...]] = (
+    Migration(1, "record started, sealed, replaced and interrupted runs of leased rows", _v1_to_v2),
+)
 # Step i starts from version i + 1, and the last one reaches SCHEMA_VERSION.
 assert [m.from_version for m in MIGRATIONS] == list(range(1, SCHEMA_VERSION))
 

@@ -50,23 +50,36 @@ REPLACE_TASK: Final = f"""
     WITH replaced AS (
         UPDATE task SET fn_ref = %(fn_ref)s, args_json = %(args_json)s, kwargs_json = %(kwargs_json)s,
                         trigger_json = %(trigger_json)s, options_json = %(options_json)s,
-                        next_due = %(next_due)s, updated_at = {NOW}, change = {XID}
+                        next_due = %(next_due)s, updated_at = {NOW}, change = {XID},
+                        replaced_fence = CASE WHEN owner IS NOT NULL THEN fence ELSE replaced_fence END
          WHERE seq = %(seq)s
         RETURNING {TASK_COLUMNS})
     SELECT {TASK_COLUMNS}, pg_notify(%(channel)s, task_id) FROM replaced"""
 LOCK_TASK: Final = f"SELECT {TASK_COLUMNS} FROM task WHERE task_id = %s FOR UPDATE"
+# A replace of a row whose run is in flight (owned) records that claim's fence: the owner
+# runs the definition it claimed, and its outcome lands on the counters and the ledger, but
+# the new definition's status and next due time stand (see UPDATE_TASKS).
 DELETE_TASK: Final = "DELETE FROM task WHERE seq = %s"
+# A cancel loses to a sealed run in flight (a one-time task's run that has started and whose
+# lease holds): as in memory, that run decides how the task ends; unless it interrupts, which
+# also asks the run in flight to stop (its owner sees interrupt_fence = fence when it renews).
 CANCEL_TASK: Final = f"""
     WITH cancelled AS (
-        UPDATE task SET status = 'cancelled', next_due = NULL, updated_at = {NOW}, change = {XID}
+        UPDATE task SET status = 'cancelled', next_due = NULL, updated_at = {NOW}, change = {XID},
+                        interrupt_fence = CASE WHEN %(interrupt)s AND owner IS NOT NULL THEN fence
+                                               ELSE interrupt_fence END
          WHERE task_id = %(task_id)s AND status = 'scheduled'
+           AND (%(interrupt)s OR NOT (owner IS NOT NULL AND sealed_fence IS NOT NULL
+                                      AND sealed_fence = fence AND lease_until >= {NOW}))
         RETURNING task_id)
     SELECT pg_notify(%(channel)s, task_id) FROM cancelled"""
 # One statement for a batch of updates of distinct rows. In SET, task.status, task.owner and
 # task.lease_until are the row's values before this update: a terminal row keeps its status
 # (no update undoes a committed cancel) and takes the counters. A fenced update applies only
-# to the row its lease still holds, and ends the lease. Returns the seq of each applied one.
-UPDATE_TASKS: Final = f"""
+# to the row its lease still holds, and ends the lease; if the task was replaced while that
+# claim was in flight, the replaced definition's status and next due time stand. Returns the
+# seq of each applied one.
+_UPDATE_TASKS: Final = f"""
     WITH given AS (
         SELECT * FROM unnest(%(task_id)s::text[], %(seq)s::bigint[], %(status)s::text[],
                              %(next_due)s::float8[], %(run_count)s::bigint[], %(failure_count)s::bigint[],
@@ -75,8 +88,12 @@ UPDATE_TASKS: Final = f"""
             AS given (task_id, seq, status, next_due, run_count, failure_count, consecutive_failures,
                       last_error, last_outcome, fence)),
     applied AS (
-        UPDATE task SET status = CASE WHEN task.status = 'scheduled' THEN given.status ELSE task.status END,
-                        next_due = CASE WHEN task.status = 'scheduled' THEN given.next_due END,
+        UPDATE task SET status = CASE WHEN task.status <> 'scheduled' THEN task.status
+                                      WHEN task.replaced_fence = given.fence THEN task.status
+                                      ELSE given.status END,
+                        next_due = CASE WHEN task.status <> 'scheduled' THEN NULL
+                                        WHEN task.replaced_fence = given.fence THEN task.next_due
+                                        ELSE given.next_due END,
                         run_count = given.run_count, failure_count = given.failure_count,
                         consecutive_failures = given.consecutive_failures,
                         last_error = given.last_error, last_outcome = given.last_outcome,
@@ -86,8 +103,12 @@ UPDATE_TASKS: Final = f"""
           FROM given
          WHERE task.seq = given.seq AND task.task_id = given.task_id
            AND (given.fence IS NULL OR (task.owner = %(node)s AND task.fence = given.fence))
-        RETURNING task.seq, task.task_id)
+        RETURNING task.seq, task.task_id, task.status)"""
+UPDATE_TASKS: Final = (
+    _UPDATE_TASKS
+    + """
     SELECT seq, pg_notify(%(channel)s, task_id) FROM applied"""
+)
 # One statement for the whole batch, in the given order (identity ids follow it), so the
 # newest-first ledger lists a batch's rows last first, as the SQLite store does.
 INSERT_RUNS: Final = """
@@ -99,6 +120,35 @@ INSERT_RUNS: Final = """
            WITH ORDINALITY AS given (task_id, task_seq, run, due, started, finished, outcome, error, n)
      ORDER BY n
     ON CONFLICT (task_seq, run) DO NOTHING"""
+# A whole save in one statement (one round trip), for a batch that updates each row at most
+# once: the updates as UPDATE_TASKS, then the ledger rows as INSERT_RUNS but for the rows whose
+# fenced update was refused while the row still exists (see postgres_writes.save). Every CTE
+# sees the snapshot the statement started with, so "still exists" is judged before the update,
+# which deletes nothing. Returns the new ledger rows, the notifications sent, the refused
+# rows' seqs, and the updates that left their task terminal.
+SAVE_ONE_ROUND: Final = (
+    _UPDATE_TASKS
+    + """,
+    notified AS (SELECT pg_notify(%(channel)s, task_id) FROM applied),
+    refused AS (
+        SELECT given.seq FROM given
+         WHERE given.fence IS NOT NULL
+           AND NOT EXISTS (SELECT 1 FROM applied WHERE applied.seq = given.seq)
+           AND EXISTS (SELECT 1 FROM task WHERE task.seq = given.seq)),
+    inserted AS (
+        INSERT INTO run (task_id, task_seq, run, due, started, finished, outcome, error)
+        SELECT task_id, task_seq, run, due, started, finished, outcome, error
+          FROM unnest(%(run_task_id)s::text[], %(run_task_seq)s::bigint[], %(run_run)s::bigint[],
+                      %(run_due)s::float8[], %(run_started)s::float8[], %(run_finished)s::float8[],
+                      %(run_outcome)s::text[], %(run_error)s::text[])
+               WITH ORDINALITY AS ran (task_id, task_seq, run, due, started, finished, outcome, error, n)
+         WHERE ran.task_seq NOT IN (SELECT seq FROM refused)
+         ORDER BY n
+        ON CONFLICT (task_seq, run) DO NOTHING
+        RETURNING 1)
+    SELECT (SELECT count(*) FROM inserted), (SELECT count(*) FROM notified),
+           ARRAY(SELECT seq FROM refused), (SELECT count(*) FROM applied WHERE status <> 'scheduled')"""
+)
 RESERVE_MINTED: Final = """
     UPDATE store_meta SET minted_high_water = minted_high_water + %s WHERE id = 1
     RETURNING minted_high_water"""
@@ -169,7 +219,24 @@ RENEW: Final = f"""
     UPDATE task SET lease_until = {NOW} + %(lease)s
       FROM unnest(%(seq)s::bigint[], %(fence)s::bigint[]) AS held (seq, fence)
      WHERE task.seq = held.seq AND task.fence = held.fence AND task.owner = %(node)s
-    RETURNING task.seq, task.fence, task.lease_until, {NOW}"""
+    RETURNING task.seq, task.fence, task.lease_until, {NOW},
+              coalesce(task.interrupt_fence = task.fence, false)"""
+# The start of a claimed run: the row must still be held with this lease and still be
+# scheduled (a cancel from any node committed before this wins: the run does not start). It
+# renews the lease, and records the start (sealed too, for a run a cancel can no longer stop).
+START: Final = f"""
+    UPDATE task SET lease_until = {NOW} + %(lease)s, started_fence = fence,
+                    sealed_fence = CASE WHEN %(seal)s THEN fence ELSE sealed_fence END
+     WHERE seq = %(seq)s AND fence = %(fence)s AND owner = %(node)s AND status = 'scheduled'
+    RETURNING {NOW}"""
+# The runs in flight on every node: rows held by a lease that has not ended (task_owned).
+IN_FLIGHT: Final = f"""
+    SELECT task_id, seq, owner, lease_until, coalesce(started_fence = fence, false) FROM task
+     WHERE owner IS NOT NULL AND lease_until >= {NOW}
+     ORDER BY seq"""
+# Which of these rows still exist (a fenced update of a row that is gone was not fenced out:
+# nobody can claim that incarnation any more, so its outcome is the only one there can be).
+EXISTING: Final = "SELECT seq FROM task WHERE seq = ANY(%s::bigint[])"
 RELEASE: Final = """
     WITH released AS (
         UPDATE task SET owner = NULL, lease_until = NULL
@@ -197,6 +264,13 @@ NEXT_WAKEUP_IMPORTABLE: Final = _NEXT_WAKEUP.format(only=_ONLY_IMPORTABLE)
 CHANGES_BEGIN: Final = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 CHANGES_CURSOR: Final = "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint"
 CHANGES: Final = f"SELECT {TASK_COLUMNS} FROM task WHERE change >= %s ORDER BY change, seq"
+
+# The references of live rows written since the cursor: what a node must be able to import
+# to claim them (lean: a few strings, not the rows). One statement, so one snapshot: its xmin
+# is the new cursor, as in the change feed.
+REFERENCES: Final = """
+    SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint,
+           ARRAY(SELECT DISTINCT fn_ref FROM task WHERE change >= %s AND status = 'scheduled')"""
 
 _FETCH_ROWS: Final = 4096  # rows per fetch: bounds the transient tuples while loading
 

@@ -19,6 +19,7 @@ from actors.store.protocol import (
     LIVE_STATUS,
     IfExists,
     Lease,
+    RunInFlight,
     RunRecord,
     StoredTask,
     TaskDefinition,
@@ -31,10 +32,11 @@ _TASK_FIELDS: Final = len(q.TASK_COLUMNS.split(", "))
 
 @dataclass(frozen=True, slots=True)
 class Saved:
-    """What a ``save`` transaction did: new ledger rows, and updates that ended a task."""
+    """What a ``save`` transaction did: new ledger rows, ended tasks, refused fenced updates (by seq)."""
 
     new_runs: int
     ended: int
+    fenced_out: frozenset[int]
 
 
 def add(db: Connection, task: TaskDefinition, if_exists: IfExists, channel: str) -> tuple[StoredTask, bool]:
@@ -70,9 +72,10 @@ def add(db: Connection, task: TaskDefinition, if_exists: IfExists, channel: str)
     raise StoreError(f"add of {task.task_id!r} lost {_ADD_ATTEMPTS} races with other nodes adding it")
 
 
-def cancel(db: Connection, task_id: str, channel: str) -> bool:
+def cancel(db: Connection, task_id: str, channel: str, interrupt: bool = False) -> bool:
     """Cancel ``task_id`` if it is live; say whether it was."""
-    return len(db.execute(q.CANCEL_TASK, {"task_id": task_id, "channel": channel}).fetchall()) == 1
+    params = {"task_id": task_id, "channel": channel, "interrupt": interrupt}
+    return len(db.execute(q.CANCEL_TASK, params).fetchall()) == 1
 
 
 def save(
@@ -83,8 +86,11 @@ def save(
     A fenced update that does not apply (the lease was lost) drops the ledger rows of its
     ``seq``, unless another update of the same ``seq`` in the batch applied.
     """
+    rounds = _rounds(updates)
+    if len(rounds) <= 1:  # each row updated once at most (nearly always): one statement
+        return _save_one_round(db, updates, runs, node, channel)
     applied = [False] * len(updates)
-    for batch in _rounds(updates):
+    for batch in rounds:
         rows = db.execute(
             q.UPDATE_TASKS,
             {
@@ -107,6 +113,11 @@ def save(
             applied[i] = updates[i].seq in done
     fenced_out = {u.seq for u, ok in zip(updates, applied, strict=True) if u.fence is not None and not ok}
     fenced_out -= {u.seq for u, ok in zip(updates, applied, strict=True) if ok}
+    if fenced_out:
+        # A row that is gone (its id re-added after a cancel, or pruned) cannot be claimed
+        # again: the outcome of its last lease is the only one it can ever get, so it counts.
+        rows = db.execute(q.EXISTING, (sorted(fenced_out),)).fetchall()
+        fenced_out = {seq for (seq,) in rows}
     kept = [r for r in runs if r.task_seq not in fenced_out]
     new = 0
     if kept:
@@ -126,7 +137,46 @@ def save(
     # Counts updates that end a task; one that finds its row terminal already is counted too,
     # which only makes a prune come a little early.
     ended = sum(ok and u.status != LIVE_STATUS for u, ok in zip(updates, applied, strict=True))
-    return Saved(new_runs=new, ended=ended)
+    return Saved(new_runs=new, ended=ended, fenced_out=frozenset(fenced_out))
+
+
+def _save_one_round(
+    db: Connection, updates: Sequence[TaskUpdate], runs: Sequence[RunRecord], node: str, channel: str
+) -> Saved:
+    row = db.execute(
+        q.SAVE_ONE_ROUND,
+        {
+            **_update_params(updates),
+            "run_task_id": [r.task_id for r in runs],
+            "run_task_seq": [r.task_seq for r in runs],
+            "run_run": [r.run for r in runs],
+            "run_due": [r.due for r in runs],
+            "run_started": [r.started for r in runs],
+            "run_finished": [r.finished for r in runs],
+            "run_outcome": [r.outcome for r in runs],
+            "run_error": [r.error for r in runs],
+            "node": node,
+            "channel": channel,
+        },
+    ).fetchone()
+    assert row is not None  # a SELECT of aggregates: one row
+    new, _, refused, ended = row
+    return Saved(new_runs=new, ended=ended, fenced_out=frozenset(refused))
+
+
+def _update_params(updates: Sequence[TaskUpdate]) -> dict[str, list[Any]]:
+    return {
+        "task_id": [u.task_id for u in updates],
+        "seq": [u.seq for u in updates],
+        "status": [u.status for u in updates],
+        "next_due": [u.next_due for u in updates],
+        "run_count": [u.run_count for u in updates],
+        "failure_count": [u.failure_count for u in updates],
+        "consecutive_failures": [u.consecutive_failures for u in updates],
+        "last_error": [u.last_error for u in updates],
+        "last_outcome": [u.last_outcome for u in updates],
+        "fence": [u.fence for u in updates],
+    }
 
 
 def _rounds(updates: Sequence[TaskUpdate]) -> list[list[int]]:
@@ -179,13 +229,32 @@ def renew(db: Connection, leases: Sequence[Lease], node: str, lease: float) -> l
     if not mine:
         return []
     rows = db.execute(q.RENEW, {**_held(mine), "node": node, "lease": lease}).fetchall()
-    renewed = {(seq, fence): (expires, now) for seq, fence, expires, now in rows}
+    renewed = {(seq, fence): (expires, now, stop) for seq, fence, expires, now, stop in rows}
     result: list[Lease] = []
     for held in mine:
         found = renewed.get((held.seq, held.fence))
         if found is not None:
-            result.append(dataclasses.replace(held, expires=found[0], db_now=found[1]))
+            expires, now, stop = found
+            result.append(dataclasses.replace(held, expires=expires, db_now=now, stop_requested=stop))
     return result
+
+
+def start(db: Connection, held: Lease, seal: bool, node: str, lease: float) -> float | None:
+    """Record that the run of ``held`` starts; return the database's clock, or ``None`` if refused."""
+    params = {"seq": held.seq, "fence": held.fence, "node": node, "lease": lease, "seal": seal}
+    row = db.execute(q.START, params).fetchone()
+    if row is None:
+        return None
+    started: float = row[0]
+    return started
+
+
+def in_flight(db: Connection) -> list[RunInFlight]:
+    """Return the rows held by a lease that has not ended, in ``seq`` order."""
+    return [
+        RunInFlight(task_id=task_id, seq=seq, owner=owner, expires=expires, started=started)
+        for task_id, seq, owner, expires, started in db.execute(q.IN_FLIGHT).fetchall()
+    ]
 
 
 def release(db: Connection, leases: Sequence[Lease], node: str, channel: str) -> None:

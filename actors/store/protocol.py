@@ -32,6 +32,7 @@ __all__ = [
     "TERMINAL_STATUSES",
     "IfExists",
     "Lease",
+    "RunInFlight",
     "RunRecord",
     "SharedStore",
     "Store",
@@ -379,6 +380,8 @@ class Lease:
         owner: The node that holds the lease (``SharedStore.node``).
         expires: When the lease ends unless renewed (UTC epoch seconds, database clock).
         db_now: The database's clock when the lease was taken or last renewed.
+        stop_requested: A cancel with ``interrupt`` asked the run of this lease to stop (known
+            from the last renewal).
     """
 
     task: StoredTask
@@ -386,11 +389,32 @@ class Lease:
     owner: str
     expires: float
     db_now: float
+    stop_requested: bool = False
 
     @property
     def seq(self) -> int:
         """The claimed row's incarnation (``task.seq``)."""
         return self.task.seq
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunInFlight:
+    """A row some node holds under a lease that has not ended: a run claimed, maybe started.
+
+    Attributes:
+        task_id: The task's id.
+        seq: The row's incarnation.
+        owner: The node that holds it.
+        expires: When the lease ends unless renewed (UTC epoch seconds, database clock).
+        started: Whether the run has started (``SharedStore.start``), or is only claimed.
+    """
+
+    task_id: str
+    seq: int
+    owner: str
+    expires: float
+    started: bool
 
 
 class SharedStore(Store, Protocol):
@@ -454,8 +478,59 @@ class SharedStore(Store, Protocol):
         """Extend the leases still held (same owner and fence) by ``lease`` seconds from now.
 
         Returns:
-            The renewed leases (new ``expires`` and ``db_now``), in the given order; a lease
-            missing from the result is lost: its run's outcome will be refused.
+            The renewed leases (new ``expires``, ``db_now`` and ``stop_requested``), in the
+            given order; a lease missing from the result is lost: its run's outcome will be
+            refused.
+
+        Raises:
+            StoreError: The store failed or is closed.
+        """
+
+    def cancel(self, task_id: str, *, interrupt: bool = False) -> bool:
+        """Mark a live task cancelled; ``False`` if it has no live row, or its sealed run is in flight.
+
+        A sealed run in flight (a one-time task's run that has started, under a lease that
+        holds) decides how its task ends, as in memory: the cancel is refused, unless
+        ``interrupt``, which cancels the task anyway and asks that run to stop (its owner
+        learns it when it renews the lease: ``Lease.stop_requested``).
+
+        Raises:
+            StoreError: The store failed or is closed.
+        """
+
+    def start(self, lease: Lease, *, seal: bool) -> float | None:
+        """Record that the claimed run of ``lease`` starts now; say whether it may.
+
+        Call it just before the run starts. It may if the row is still held with this lease
+        and still scheduled: a cancel from any node committed before this call wins, and the
+        run must not start. Starting renews the lease. ``seal`` is for a run a cancel can no
+        longer stop once started (a one-time task's): while its lease holds, ``cancel``
+        returns ``False`` for the task, as it does in memory for a run in progress.
+
+        Returns:
+            The database's clock at the start (UTC epoch seconds), or ``None``: do not start.
+
+        Raises:
+            StoreError: The store failed or is closed (do not start the run either).
+        """
+
+    def save_outcomes(
+        self, updates: Sequence[TaskUpdate] = (), runs: Sequence[RunRecord] = ()
+    ) -> frozenset[int]:
+        """``save``, and say which fenced updates were refused.
+
+        Returns:
+            The ``seq`` of each row whose fenced update did not apply because its lease was
+            lost (another node claimed it, or it was released): its ledger rows were dropped,
+            and another node's outcome stands. A row that is gone altogether is not in it:
+            its outcome's ledger rows are kept.
+
+        Raises:
+            StoreError: The store failed or is closed; nothing was saved.
+        """
+
+    def runs_in_flight(self) -> list[RunInFlight]:
+        """Return every row held by a lease that has not ended, on any node, in ``seq`` order.
 
         Raises:
             StoreError: The store failed or is closed.
@@ -489,6 +564,16 @@ class SharedStore(Store, Protocol):
         newest state each time), so apply the rows, do not count them. Deleted rows are not
         reported (a terminal row pruned, or replaced by a fresh row of the same id, which is).
         Claims, renewals and releases change who holds a row, not the row: not reported.
+
+        Raises:
+            StoreError: The store failed or is closed.
+        """
+
+    def references(self, since: int) -> tuple[set[str], int]:
+        """Return the function references of live rows written since the cursor ``since``, and a new cursor.
+
+        The lean form of ``changes`` (same cursor), for a node that claims only what it can
+        import: which references it must learn to import. ``since=0`` covers every live row.
 
         Raises:
             StoreError: The store failed or is closed.

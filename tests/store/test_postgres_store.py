@@ -15,7 +15,7 @@ from psycopg import sql
 from actors.errors import StoreError
 from actors.store import PostgresStore
 from actors.store.postgres_connections import redact
-from actors.store.postgres_schema import SCHEMA_VERSION, Migration, prepare
+from actors.store.postgres_schema import MIGRATIONS, SCHEMA_VERSION, Migration, prepare
 from tests.store.helpers import ROOT, definition, record, update
 from tests.store.pg import DSN, admin, backends, drop_schemas, spawn_node, terminate
 
@@ -179,9 +179,10 @@ def test_the_migration_steps_run_in_order_in_one_transaction(pg_schema: str) -> 
         db.execute("ALTER TABLE task ADD COLUMN note text")
 
     with admin() as db:
-        prepare(db, "here", pg_schema, migrations=[Migration(1, "add task.note", step)], version=2)
+        steps = [*MIGRATIONS, Migration(SCHEMA_VERSION, "add task.note", step)]
+        prepare(db, "here", pg_schema, migrations=steps, version=SCHEMA_VERSION + 1)
         assert applied == [1]
-        with pytest.raises(StoreError, match="newer than"):  # this code knows version 1 only
+        with pytest.raises(StoreError, match="newer than"):  # this code knows the current version only
             prepare(db, "here", pg_schema)
         columns = db.execute(
             "SELECT count(*) FROM information_schema.columns"

@@ -26,6 +26,8 @@ PURE_FILES = [
     ROOT / "actors" / "zones.py",
     ROOT / "actors" / "cli" / "jobfile.py",
     ROOT / "actors" / "cli" / "jobkeys.py",
+    ROOT / "actors" / "shared_plan.py",
+    ROOT / "actors" / "shared_view.py",
     ROOT / "actors" / "cli" / "reconcile.py",
     ROOT / "actors" / "cli" / "rows.py",
     *sorted((ROOT / "messages").glob("*.py")),

@@ -1,0 +1,97 @@
+"""What a task of a shared store looks like to a caller: a stored row as a ``TaskInfo``.
+
+On a shared store a durable task lives in the database, and any node may be running it; a
+node's ``info``/``tasks``/``TaskHandle.info`` show it from its row (and the runs in flight on
+every node). Pure: the row, the run in flight and the offset between the database's clock and
+the node's come in; nothing is read here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from actors.errors import RemoteRunError
+from actors.references import parse_reference
+from actors.store.protocol import RunInFlight, StoredTask
+from messages import Cron, FixedDelay, FixedRate, Once, TaskInfo, TaskStatus, Trigger
+
+__all__ = ["info_of", "name_of"]
+
+_STATUS: Final = {
+    "scheduled": TaskStatus.SCHEDULED,
+    "completed": TaskStatus.COMPLETED,
+    "failed": TaskStatus.FAILED,
+    "cancelled": TaskStatus.CANCELLED,
+}
+
+
+def name_of(row: StoredTask) -> str:
+    """The task's name: the one it was given, else its function's qualified name."""
+    name = json.loads(row.options_json).get("name")
+    return name if isinstance(name, str) else parse_reference(row.fn_ref)[1]
+
+
+def info_of(row: StoredTask, flight: RunInFlight | None, *, wall_offset: float) -> TaskInfo:
+    """The snapshot of a stored task; ``flight`` is its run in flight on some node, if any.
+
+    ``wall_offset`` is the database's clock (UTC epoch seconds) minus the node's clock, to turn
+    stored times into clock times.
+    """
+    options: dict[str, Any] = json.loads(row.options_json)
+    status = _STATUS[row.status]
+    if flight is not None and flight.seq != row.seq:
+        flight = None
+    if status is TaskStatus.SCHEDULED and flight is not None and flight.started:
+        status = TaskStatus.RUNNING
+    next_wall = row.next_due if status is TaskStatus.SCHEDULED else None
+    error = None if row.last_error is None else RemoteRunError(row.last_error)
+    return TaskInfo(
+        task_id=row.task_id,
+        name=name_of(row),
+        trigger=_trigger(json.loads(row.trigger_json), row, wall_offset),
+        status=status,
+        run_count=row.run_count,
+        failure_count=row.failure_count,
+        consecutive_failures=row.consecutive_failures,
+        next_run_at=None if next_wall is None else next_wall - wall_offset,
+        last_error=error,
+        next_run_wall=_wall(next_wall),
+        last_traceback=row.last_error,
+        end_reason=_end_reason(row, options),
+        node=None if flight is None else flight.owner,
+    )
+
+
+def _trigger(trigger: dict[str, Any], row: StoredTask, wall_offset: float) -> Trigger:
+    if "rate" in trigger:
+        return FixedRate(trigger["rate"], trigger["anchor"] - wall_offset)
+    if "delay" in trigger:
+        return FixedDelay(trigger["delay"], 0.0)  # the store keeps the next due time, not the first
+    if "cron" in trigger:
+        return Cron(trigger["cron"], trigger["tz"])
+    # A one-time task: due at its next due time; once ended, about when it ended.
+    at = row.next_due if row.next_due is not None else row.updated_at
+    return Once(at - wall_offset)
+
+
+def _end_reason(row: StoredTask, options: dict[str, Any]) -> str | None:
+    if row.status == "scheduled":
+        return None
+    if row.status == "failed":
+        limit = options.get("max_consecutive_failures")
+        if limit is not None and row.consecutive_failures >= limit:
+            return f"stopped after {limit} consecutive failures (max_consecutive_failures={limit})"
+        return "the run failed"
+    return row.status
+
+
+def _wall(stamp: float | None) -> datetime | None:
+    if stamp is None or not math.isfinite(stamp):
+        return None
+    try:
+        return datetime.fromtimestamp(stamp, UTC)
+    except (OverflowError, ValueError, OSError):
+        return None

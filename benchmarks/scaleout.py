@@ -1,0 +1,354 @@
+"""Scale-out on PostgreSQL: ``python -m benchmarks.scaleout [--dsn DSN] [--tasks N] [--trials N]``.
+
+Real ``Scheduler`` processes (nodes) sharing one schema of their own on ``--dsn`` (default:
+``SCHEDULER_TEST_DSN`` or the local ``test`` database), created and dropped per trial.
+Measures, on the database's clock (the ledger's ``due``/``started``/``finished``):
+
+- **throughput**: ``--tasks`` one-time no-op tasks all due at the same instant, run by 1, 2
+  and 4 nodes of ``--workers`` workers each: executions per second from that instant until
+  the last run finished (median of ``--trials``);
+- **claim latency**: due -> started, for tasks due one at a time (``--rate`` per second
+  spread over ``--seconds``) on 4 idle nodes: p50/p99/max;
+- **recovery after kill -9**: a task's first owner is killed as soon as its run has started;
+  due -> started again on another node, and kill -> started, against ``lease + poll``.
+
+Nodes run ``python -m benchmarks.scaleout node ...`` (a ``Scheduler`` with a ``PostgresStore``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import select
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import psycopg
+from psycopg import sql
+
+from actors.store import PostgresStore
+
+DSN = os.environ.get("SCHEDULER_TEST_DSN", "postgresql://postgres@127.0.0.1:5432/test")
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+# -- the tasks the nodes run (by reference) ---------------------------------------------------------
+
+
+def noop() -> None:
+    """A task that does nothing: what is measured is the scheduling."""
+
+
+def mark(path: str, seconds: float) -> None:
+    """Append ``<pid> <wall time>`` to ``path``, then block ``seconds`` (a run a kill interrupts)."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, f"{os.getpid()} {time.time():.6f}\n".encode())
+    finally:
+        os.close(fd)
+    time.sleep(seconds)
+
+
+# -- nodes ---------------------------------------------------------------------------------------------
+
+
+def node_main(dsn: str, schema: str, name: str, lease: float, poll: float, workers: int) -> None:
+    """One node: a ``Scheduler`` on the shared store, until stdin closes or SIGTERM."""
+    from actors import Scheduler
+
+    store = PostgresStore(dsn, schema=schema, node=name, lease=lease, poll=poll, run_history=10_000_000)
+    scheduler = Scheduler(workers=workers, store=store)
+    stopped = False
+
+    def stop(*_: object) -> None:
+        nonlocal stopped
+        stopped = True
+
+    signal.signal(signal.SIGTERM, stop)
+    print("ready", flush=True)
+    while not stopped and select.select([sys.stdin], [], [], 0.2)[0] == []:
+        pass
+    scheduler.shutdown(timeout=10)
+
+
+class Nodes:
+    """Node processes on one schema."""
+
+    def __init__(self, dsn: str, schema: str, *, lease: float, poll: float, workers: int) -> None:
+        self.args = [dsn, schema, "", str(lease), str(poll), str(workers)]
+        self.procs: dict[str, subprocess.Popen[str]] = {}
+
+    def start(self, count: int) -> None:
+        names = [f"node-{len(self.procs) + i}" for i in range(count)]
+        for name in names:
+            args = [*self.args]
+            args[2] = name
+            self.procs[name] = subprocess.Popen(
+                [sys.executable, "-m", "benchmarks.scaleout", "node", *args],
+                cwd=ROOT,
+                env={**os.environ, "PYTHONPATH": str(ROOT)},
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+        for name in names:
+            stdout = self.procs[name].stdout
+            assert stdout is not None
+            assert stdout.readline().strip() == "ready", f"{name} did not start"
+
+    def kill(self, name: str) -> None:
+        process = self.procs.pop(name)
+        process.kill()
+        process.wait(10)
+        _close(process)
+
+    def stop(self) -> None:
+        for process in self.procs.values():
+            process.send_signal(signal.SIGTERM)
+        for process in self.procs.values():
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(10)
+            _close(process)
+        self.procs.clear()
+
+
+def _close(process: subprocess.Popen[str]) -> None:
+    for stream in (process.stdin, process.stdout):
+        if stream is not None:
+            stream.close()
+
+
+# -- a schema per trial ----------------------------------------------------------------------------
+
+
+class Schema:
+    """A fresh schema with the store's tables, dropped at the end."""
+
+    def __init__(self, dsn: str) -> None:
+        self.dsn = dsn
+        self.name = f"bench_{os.getpid()}_{time.monotonic_ns() % 10**9}"
+        self.store = PostgresStore(dsn, schema=self.name, node="bench", run_history=10_000_000)
+
+    def __enter__(self) -> Schema:
+        self.store.open()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.store.close()
+        with psycopg.connect(self.dsn, autocommit=True) as db:
+            db.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(self.name)))
+
+    def fill(
+        self, count: int, fn_ref: str, args_json: str, due: float | None = None, spread: float = 0.0
+    ) -> None:
+        """Insert ``count`` one-time tasks due at ``due`` (+ i * spread / count), in one statement."""
+        with psycopg.connect(self.dsn, autocommit=True) as db:
+            db.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(self.name)))
+            db.execute(
+                """INSERT INTO task (task_id, fn_ref, args_json, kwargs_json, trigger_json, options_json,
+                                     status, next_due, updated_at)
+                   SELECT 'b-' || i, %s, %s, '{}', '{"once":true}', '{}', 'scheduled',
+                          %s + (i - 1) * %s, extract(epoch FROM now())
+                     FROM generate_series(1, %s) AS i""",
+                (fn_ref, args_json, due, spread / max(count, 1), count),
+            )
+
+    def runs(self) -> list[tuple[float, float, float]]:
+        """Every ledger row's ``(due, started, finished)``."""
+        with psycopg.connect(self.dsn, autocommit=True) as db:
+            db.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(self.name)))
+            rows = db.execute("SELECT due, started, finished FROM run WHERE outcome = 'completed'").fetchall()
+        return [(float(d), float(s), float(f)) for d, s, f in rows]
+
+
+def wait_for_runs(schema: Schema, count: int, timeout: float) -> list[tuple[float, float, float]]:
+    deadline = time.monotonic() + timeout
+    while True:
+        runs = schema.runs()
+        if len(runs) >= count or time.monotonic() > deadline:
+            return runs
+        time.sleep(0.2)
+
+
+def quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+# -- the measurements --------------------------------------------------------------------------------
+
+
+@dataclass
+class Throughput:
+    nodes: int
+    workers: int
+    tasks: int
+    seconds: float
+    per_second: float
+    per_second_trials: list[float]
+
+
+def throughput(dsn: str, nodes: int, workers: int, tasks: int, trials: int) -> Throughput:
+    rates: list[float] = []
+    seconds: list[float] = []
+    for _ in range(trials):
+        with Schema(dsn) as schema:
+            fleet = Nodes(dsn, schema.name, lease=30.0, poll=1.0, workers=workers)
+            fleet.start(nodes)
+            try:
+                due = schema.store.db_now() + 1.0  # all due at once, a moment from now
+                schema.fill(tasks, "benchmarks.scaleout:noop", "[]", due)
+                runs = wait_for_runs(schema, tasks, timeout=600)
+            finally:
+                fleet.stop()
+            assert len(runs) == tasks, f"only {len(runs)} of {tasks} runs completed"
+            took = max(finished for _, _, finished in runs) - due
+            seconds.append(took)
+            rates.append(tasks / took)
+    return Throughput(nodes, workers, tasks, statistics.median(seconds), statistics.median(rates), rates)
+
+
+@dataclass
+class Latency:
+    nodes: int
+    runs: int
+    p50_ms: float
+    p99_ms: float
+    max_ms: float
+
+
+def claim_latency(dsn: str, nodes: int, workers: int, rate: float, seconds: float) -> Latency:
+    count = int(rate * seconds)
+    with Schema(dsn) as schema:
+        fleet = Nodes(dsn, schema.name, lease=30.0, poll=1.0, workers=workers)
+        fleet.start(nodes)
+        try:
+            start = schema.store.db_now() + 1.0
+            schema.fill(count, "benchmarks.scaleout:noop", "[]", start, spread=seconds)
+            runs = wait_for_runs(schema, count, timeout=seconds + 60)
+        finally:
+            fleet.stop()
+    lateness = [(started - due) * 1000 for due, started, _ in runs]
+    return Latency(
+        nodes,
+        len(runs),
+        quantile(lateness, 0.5),
+        quantile(lateness, 0.99),
+        max(lateness) if lateness else 0.0,
+    )
+
+
+@dataclass
+class Recovery:
+    lease: float
+    poll: float
+    trials: int
+    due_to_restart: list[float]
+    kill_to_restart: list[float]
+
+
+def recovery(dsn: str, lease: float, poll: float, trials: int, tmp: Path) -> Recovery:
+    due_to_restart: list[float] = []
+    kill_to_restart: list[float] = []
+    for trial in range(trials):
+        log = tmp / f"recovery-{os.getpid()}-{trial}.log"
+        log.unlink(missing_ok=True)
+        with Schema(dsn) as schema:
+            fleet = Nodes(dsn, schema.name, lease=lease, poll=poll, workers=2)
+            fleet.start(4)
+            try:
+                due = schema.store.db_now() + 1.0
+                schema.fill(1, "benchmarks.scaleout:mark", json.dumps([str(log), 3 * (lease + poll)]), due)
+                owner = _first_owner(schema.store, timeout=10 + lease)
+                killed_at = time.time()
+                fleet.kill(owner)
+                deadline = time.monotonic() + 3 * (lease + poll) + 10
+                while time.monotonic() < deadline and len(log.read_text().splitlines()) < 2:
+                    time.sleep(0.005)
+                starts = [float(line.split()[1]) for line in log.read_text().splitlines()]
+                assert len(starts) >= 2, "the run was never taken over"
+                due_to_restart.append(starts[1] - due)
+                kill_to_restart.append(starts[1] - killed_at)
+            finally:
+                fleet.stop()
+        log.unlink(missing_ok=True)
+    return Recovery(lease, poll, trials, due_to_restart, kill_to_restart)
+
+
+def _first_owner(store: PostgresStore, timeout: float) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        started = [flight.owner for flight in store.runs_in_flight() if flight.started]
+        if started:
+            return started[0]
+        time.sleep(0.002)
+    raise AssertionError("no node started the run")
+
+
+# -- the report ----------------------------------------------------------------------------------------
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "node":
+        dsn, schema, name, lease, poll, workers = sys.argv[2:]
+        node_main(dsn, schema, name, float(lease), float(poll), int(workers))
+        return
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dsn", default=DSN)
+    parser.add_argument("--tasks", type=int, default=5000, help="one-time tasks per throughput trial")
+    parser.add_argument("--workers", type=int, default=4, help="workers per node")
+    parser.add_argument("--trials", type=int, default=3)
+    parser.add_argument("--rate", type=float, default=20.0, help="tasks due per second (claim latency)")
+    parser.add_argument("--seconds", type=float, default=15.0, help="how long the claim-latency run lasts")
+    parser.add_argument("--lease", type=float, default=2.0, help="lease of the recovery trials")
+    parser.add_argument("--poll", type=float, default=1.0, help="poll of the recovery trials")
+    parser.add_argument("--recoveries", type=int, default=5)
+    options = parser.parse_args()
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    report: dict[str, object] = {"cpus": os.cpu_count()}
+
+    print(f"throughput: {options.tasks} one-time no-op tasks due at once, {options.workers} workers per node")
+    report["throughput"] = []
+    for nodes in (1, 2, 4):
+        result = throughput(options.dsn, nodes, options.workers, options.tasks, options.trials)
+        report["throughput"].append(asdict(result))  # type: ignore[attr-defined]
+        trials = ", ".join(f"{rate:.0f}" for rate in result.per_second_trials)
+        took = f"{result.seconds:.2f} s; trials {trials}"
+        print(f"  {nodes} node(s): {result.per_second:7.0f} executions/s  ({took})")
+
+    latency = claim_latency(options.dsn, 4, options.workers, options.rate, options.seconds)
+    report["claim_latency"] = asdict(latency)
+    print(
+        f"claim latency (due -> started), 4 idle nodes, {options.rate:g} tasks/s: "
+        f"p50 {latency.p50_ms:.1f} ms, p99 {latency.p99_ms:.1f} ms, max {latency.max_ms:.1f} ms "
+        f"({latency.runs} runs)"
+    )
+
+    tmp = RESULTS / "tmp"
+    tmp.mkdir(exist_ok=True)
+    result = recovery(options.dsn, options.lease, options.poll, options.recoveries, tmp)
+    report["recovery"] = asdict(result)
+    bound = options.lease + options.poll
+    print(
+        f"recovery after kill -9 (lease {options.lease:g} s + poll {options.poll:g} s = {bound:g} s): "
+        f"due -> started elsewhere median {statistics.median(result.due_to_restart):.2f} s, "
+        f"max {max(result.due_to_restart):.2f} s; kill -> started median "
+        f"{statistics.median(result.kill_to_restart):.2f} s, max {max(result.kill_to_restart):.2f} s"
+    )
+    out = RESULTS / "scaleout.json"
+    out.write_text(json.dumps(report, indent=2))
+    print(f"written to {out.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()

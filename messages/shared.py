@@ -1,0 +1,44 @@
+"""Messages of a shared store's node: between its claim loop, its facade and its scheduler actor.
+
+Sent only by the library (``actors/shared_node.py``), never by users: a node of a shared store
+claims runs on its own thread and hands them to its scheduler actor, and tells it about
+cancels it committed to the store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import final
+
+from messages.events import TaskId
+
+__all__ = ["CancelledInStore", "Claimed", "RetrySaves"]
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Claimed:
+    """Claim loop -> scheduler: due runs this node has just claimed (``Lease`` objects): run them."""
+
+    leases: tuple[object, ...]
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class CancelledInStore:
+    """Facade -> scheduler: this node cancelled a durable task in the shared store (committed).
+
+    The scheduler stops a claimed run of it that has not started (and asks one in progress to
+    stop, with ``interrupt``), and publishes ``CANCELLED`` (on a shared store, the node whose
+    cancel won publishes it). ``name`` is the task's name if the caller knew it.
+    """
+
+    task_id: TaskId
+    name: str | None = None
+    interrupt: bool = False
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class RetrySaves:
+    """Claim loop -> scheduler: try again to save outcomes the store could not take."""

@@ -1,0 +1,322 @@
+"""The parts of a shared store's node on their own, without a server: its arithmetic, its lease
+book, its claim loop against a stand-in store, and how a stored row reads as a ``TaskInfo``."""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+from collections.abc import Callable, Collection, Sequence
+from typing import Any
+
+import pytest
+
+from actors import DatabaseClock, FakeClock, MonotonicClock, RemoteRunError
+from actors.claim_loop import ClaimLoop, Importable
+from actors.lease_book import LeaseBook
+from actors.shared_plan import (
+    ClockSample,
+    claim_limit,
+    local_due,
+    on_grid,
+    poll_delay,
+    renew_period,
+    sleep_for,
+)
+from actors.shared_view import info_of
+from actors.store import Lease, RunInFlight, StoredTask
+from messages import Cron, FixedDelay, FixedRate, Once, TaskStatus
+
+T0 = 1_800_000_000.0
+
+
+def row(task_id: str = "t", seq: int = 1, **changes: Any) -> StoredTask:
+    fields: dict[str, Any] = {
+        "task_id": task_id,
+        "seq": seq,
+        "fn_ref": "jobs.reports:send",
+        "args_json": "[]",
+        "kwargs_json": "{}",
+        "trigger_json": '{"once":true}',
+        "options_json": "{}",
+        "status": "scheduled",
+        "next_due": T0,
+        "run_count": 0,
+        "failure_count": 0,
+        "consecutive_failures": 0,
+        "last_error": None,
+        "last_outcome": None,
+        "updated_at": T0 - 10,
+    }
+    fields.update(changes)
+    return StoredTask(**fields)
+
+
+def lease(seq: int = 1, fence: int = 1, **changes: Any) -> Lease:
+    fields: dict[str, Any] = {
+        "task": row(f"t{seq}", seq),
+        "fence": fence,
+        "owner": "a",
+        "expires": T0 + 30,
+        "db_now": T0,
+    }
+    fields.update(changes)
+    return Lease(**fields)
+
+
+# -- arithmetic ------------------------------------------------------------------------------------
+
+
+def test_claims_never_exceed_the_idle_workers_less_those_on_their_way() -> None:
+    assert claim_limit(4, 0) == 4
+    assert claim_limit(4, 3) == 1
+    assert claim_limit(2, 5) == 0
+
+
+@pytest.mark.parametrize("jitter", [0.0, 0.3, 0.999, -1.0, 2.0])
+def test_a_poll_comes_within_half_a_poll_and_a_poll(jitter: float) -> None:
+    assert 2.5 <= poll_delay(5.0, jitter) <= 5.0
+
+
+def test_a_node_sleeps_until_the_next_due_time_or_the_poll_whichever_is_first() -> None:
+    assert sleep_for(None, T0, 3.0) == 3.0
+    assert sleep_for(T0 + 1.0, T0, 3.0) == 1.0
+    assert sleep_for(T0 + 9.0, T0, 3.0) == 3.0
+    assert sleep_for(T0 - 1.0, T0, 3.0) == 0.0
+    assert renew_period(30.0) == 10.0
+
+
+def test_a_claimed_run_is_never_due_later_than_now_on_this_clock() -> None:
+    assert local_due(T0, T0 - 1000.0, now=1000.0) == 1000.0
+    assert local_due(T0, T0 - 1000.0, now=1005.0) == 1000.0  # due earlier: as late as it is
+    assert local_due(T0 + 0.004, T0 - 1000.0, now=1000.0) == 1000.0  # "due" a hair ahead: now
+    assert local_due(None, 0.0, now=7.0) == 7.0
+
+
+def test_a_fixed_rate_slot_goes_back_on_its_grid() -> None:
+    assert on_grid(T0 + 60.011, T0, 1.0) == T0 + 60.0  # planned with an offset 11 ms off
+    assert on_grid(T0 + 59.993, T0, 1.0) == T0 + 60.0
+    assert on_grid(T0 + 7.5, T0 + 0.25, 2.5) == T0 + 7.75
+    assert on_grid(T0, T0, 0.0) == T0  # no grid to speak of
+
+
+def test_a_reading_of_the_database_clock_is_placed_at_its_midpoint() -> None:
+    tight = ClockSample.between(10.0, T0 + 10.0, 10.002)
+    assert tight.offset == pytest.approx(T0 - 0.001)
+    assert tight.spread == pytest.approx(0.002)
+
+
+class Readings:
+    """A database clock read through a fake local clock: each reading takes ``spread`` seconds."""
+
+    def __init__(self, local: FakeClock, offset: float) -> None:
+        self.local, self.offset, self.spread = local, offset, 0.001
+
+    def __call__(self) -> float:
+        self.local.advance(self.spread / 2)
+        now = self.local.now() + self.offset
+        self.local.advance(self.spread / 2)
+        return now
+
+
+def test_the_offset_stays_steady_and_follows_only_a_real_drift() -> None:
+    local = FakeClock(1000.0)
+    readings = Readings(local, T0)
+    clock = DatabaseClock(local, readings)
+    readings.spread = 0.3  # a slow first reading, then a tight one: the tight one wins
+    clock.sample()
+    readings.spread = 0.002
+    readings.offset = T0 + 0.01
+    clock.sample()
+    assert clock.offset == pytest.approx(T0 + 0.01)
+    readings.offset = T0 + 0.02  # scatter below OFFSET_STEP: ignored, so slots stay on their grid
+    clock.sample()
+    assert clock.offset == pytest.approx(T0 + 0.01)
+    readings.spread = 0.5
+    readings.offset = T0 + 5.0  # a loose reading never moves it
+    clock.sample()
+    assert clock.offset == pytest.approx(T0 + 0.01)
+    readings.spread = 0.002  # a tight one that says the clocks drifted apart: followed
+    clock.sample()
+    assert clock.offset == pytest.approx(T0 + 5.0)
+
+
+def test_the_database_clock_is_the_wall_clock_and_refuses_a_fake_clock() -> None:
+    readings = iter([T0, T0 + 100.0])
+    clock = DatabaseClock(MonotonicClock(), lambda: next(readings))
+    with pytest.raises(RuntimeError, match="sample"):
+        clock.wall()
+    assert clock.sample() == T0
+    assert abs(clock.database_now() - T0) < 1.0
+    assert clock.wall().timestamp() == pytest.approx(T0, abs=1.0)
+    with pytest.raises(ValueError, match="FakeClock"):
+        DatabaseClock.over(FakeClock(), object())  # type: ignore[arg-type]
+
+
+# -- the lease book ----------------------------------------------------------------------------------
+
+
+def test_the_book_counts_room_claims_on_their_way_and_what_was_started() -> None:
+    book = LeaseBook()
+    assert book.set_idle(4) is True
+    assert book.set_idle(3) is False
+    book.claimed([lease(1), lease(2)])
+    assert book.room() == 1
+    book.arrived(2)  # the scheduler has them: its idle count will say so
+    assert book.room() == 1
+    book.start(1, T0 + 1)
+    assert [held.seq for held in book.unstarted()] == [2]
+    assert book.forget([1, 9]) == [lease(1)]
+    assert len(book) == 1
+
+
+def test_renewals_mark_lost_leases_and_ask_stopped_runs_once() -> None:
+    book = LeaseBook()
+    book.claimed([lease(1), lease(2), lease(3)])
+    stopped: list[int] = []
+
+    class Run:
+        def __init__(self, seq: int) -> None:
+            self.seq = seq
+
+        def interrupt(self) -> bool:
+            stopped.append(self.seq)
+            return True
+
+    for seq in (1, 2, 3):
+        book.attach(seq, Run(seq))
+    asked = book.renewable()
+    renewed = [lease(1, expires=T0 + 60), lease(2, expires=T0 + 60, stop_requested=True)]
+    lost, stop = book.renewed(asked, renewed)
+    assert lost == [lease(3)]
+    for task in stop:
+        task.interrupt()
+    assert stopped == [2]
+    assert [held.seq for held in book.renewable()] == [1, 2]  # the lost one is not renewed again
+    assert book.get(1).lease.expires == T0 + 60  # type: ignore[union-attr]
+    assert book.renewed(book.renewable(), renewed)[1] == []  # asked once only
+
+
+# -- the claim loop, against a stand-in store ----------------------------------------------------------
+
+
+class StandInStore:
+    """Just what the claim loop calls; every due row is claimable at once."""
+
+    lease = 30.0
+    poll = 0.05
+
+    def __init__(self, due: int, refs: set[str]) -> None:
+        self.due = due
+        self.refs = refs
+        self.claims: list[tuple[int, list[str] | None]] = []
+        self.lock = threading.Lock()
+
+    def references(self, since: int) -> tuple[set[str], int]:
+        return set(self.refs), since + 1
+
+    def claim_due(self, limit: int, importable: Collection[str] | None = None) -> list[Lease]:
+        with self.lock:
+            self.claims.append((limit, None if importable is None else sorted(importable)))
+            taken = min(limit, self.due)
+            self.due -= taken
+            return [lease(seq=1000 + self.due + i) for i in range(taken)]
+
+    def next_wakeup(self, importable: Collection[str] | None = None) -> float | None:
+        return T0 if self.due else None
+
+    def db_now(self) -> float:
+        return T0
+
+    def release(self, leases: Sequence[Lease]) -> None:
+        raise AssertionError("nothing is given back here")
+
+
+def start_loop(store: StandInStore, book: LeaseBook, deliver: Callable[[list[Lease]], bool]) -> ClaimLoop:
+    clock = DatabaseClock(MonotonicClock(), store.db_now)
+    clock.sample()
+    loop = ClaimLoop(
+        store,  # type: ignore[arg-type]
+        book,
+        clock,
+        deliver,
+        importable=Importable(lambda ref: ref.startswith("jobs.")),
+        rng=random.Random(1),
+    )
+    loop.start()
+    return loop
+
+
+def test_the_loop_claims_only_as_many_as_there_is_room_for_and_only_what_it_can_import() -> None:
+    store = StandInStore(due=10, refs={"jobs.reports:send", "elsewhere:fn"})
+    book = LeaseBook()
+    book.set_idle(3)
+    delivered: list[Lease] = []
+    got = threading.Condition()
+
+    def deliver(leases: list[Lease]) -> bool:
+        with got:
+            delivered.extend(leases)
+            got.notify_all()
+        return True
+
+    loop = start_loop(store, book, deliver)
+    try:
+        with got:
+            assert got.wait_for(lambda: len(delivered) == 3, 5)
+        assert store.claims[0] == (3, ["jobs.reports:send"])
+        book.arrived(3)  # the scheduler took them; all three workers are busy now
+        assert book.room() == 0
+        book.set_idle(2)  # two runs ended
+        loop.wake_for_room()
+        with got:
+            assert got.wait_for(lambda: len(delivered) == 5, 5)
+        assert all(limit <= 3 for limit, _ in store.claims)
+    finally:
+        loop.stop()
+
+
+# -- rows as snapshots ----------------------------------------------------------------------------------
+
+
+def test_a_stored_row_reads_as_a_task_info_on_this_node_s_clock() -> None:
+    offset = T0 - 1000.0  # the database's clock minus this node's
+    info = info_of(row(options_json='{"name": "report"}'), None, wall_offset=offset)
+    assert (info.name, info.status, info.next_run_at, info.trigger) == (
+        "report",
+        TaskStatus.SCHEDULED,
+        1000.0,
+        Once(1000.0),
+    )
+    assert info.next_run_wall is not None
+    assert info.next_run_wall.timestamp() == T0
+    rate = row(trigger_json=json.dumps({"rate": 60.0, "anchor": T0 - 600}))
+    assert info_of(rate, None, wall_offset=offset).trigger == FixedRate(60.0, 400.0)
+    assert info_of(row(trigger_json='{"delay": 5.0}'), None, wall_offset=offset).trigger == FixedDelay(
+        5.0, 0.0
+    )
+    cron = row(trigger_json='{"cron": "0 9 * * *", "tz": "UTC"}')
+    assert info_of(cron, None, wall_offset=offset).trigger == Cron("0 9 * * *", "UTC")
+
+
+def test_a_run_in_flight_shows_where_it_runs_and_an_error_from_elsewhere_as_remote() -> None:
+    flight = RunInFlight(task_id="t", seq=1, owner="node-b", expires=T0 + 30, started=True)
+    info = info_of(row(), flight, wall_offset=0.0)
+    assert (info.status, info.node, info.next_run_at) == (TaskStatus.RUNNING, "node-b", None)
+    claimed = info_of(
+        row(), RunInFlight(task_id="t", seq=1, owner="a", expires=T0, started=False), wall_offset=0
+    )
+    assert (claimed.status, claimed.node) == (TaskStatus.SCHEDULED, "a")
+    failed = row(
+        status="failed",
+        next_due=None,
+        last_error="RuntimeError: boom",
+        consecutive_failures=3,
+        options_json='{"max_consecutive_failures": 3}',
+        trigger_json='{"rate": 1.0, "anchor": 0.0}',
+    )
+    info = info_of(failed, None, wall_offset=0.0)
+    assert isinstance(info.last_error, RemoteRunError)
+    assert info.last_error.error == "RuntimeError: boom"
+    assert info.end_reason == "stopped after 3 consecutive failures (max_consecutive_failures=3)"
+    assert info_of(row(status="cancelled", next_due=None), None, wall_offset=0.0).end_reason == "cancelled"

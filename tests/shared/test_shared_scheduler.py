@@ -1,0 +1,452 @@
+"""Schedulers sharing one PostgreSQL store: what works on SQLite works here, and each run runs once.
+
+Nodes are schedulers in this process (separate stores, connections and threads); the fault
+tests with processes and kill -9 are in ``test_fleet.py``. Time is real and the database's.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+from collections import Counter
+from concurrent.futures import CancelledError
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from psycopg import sql
+
+from actors import (
+    DuplicateTaskError,
+    FakeClock,
+    MissedRunError,
+    RemoteRunError,
+    Scheduler,
+    SchedulerShutdownError,
+    StoreError,
+    UnknownTaskError,
+)
+from actors.store import Lease, PostgresStore, TaskDefinition
+from messages import Cron, EventKind, TaskStatus
+from tests.conftest import EventRecorder
+from tests.shared import tasks
+from tests.shared.conftest import LEASE, POLL, Node
+from tests.store.pg import DSN, admin
+
+RECORD = "tests.shared.tasks:record"
+
+
+def ledger(store: PostgresStore, task_id: str | None = None) -> list[Any]:
+    return list(reversed(store.runs(task_id, limit=10_000)))
+
+
+def wait_for(predicate: Any, timeout: float = 10.0, what: str = "the condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"{what} never came true"
+        time.sleep(0.02)
+
+
+def run_keys() -> list[str]:
+    with tasks.LOCK:
+        return [key for key, _ in tasks.CALLS]
+
+
+# -- scheduling and running ----------------------------------------------------------------------
+
+
+def test_a_task_scheduled_on_one_node_runs_once_and_its_handle_says_how_it_ended(
+    node: Node, reader: PostgresStore
+) -> None:
+    a, b = node("a"), node("b")
+    handle = a.schedule_once(tasks.echo, delay=0.1, args=(1, (2, 3)), task_id="job")
+    assert reader.get("job").status == "scheduled"  # type: ignore[union-attr]  # committed already
+    assert b.handle("job") == handle  # any node finds it
+
+    value = handle.result(timeout=10)
+
+    assert handle.done()
+    [run] = ledger(reader)
+    assert (run.task_id, run.run, run.outcome) == ("job", 1, "completed")
+    assert run.due <= run.started <= run.finished  # on the database's clock
+    assert value in (((1, [2, 3]), {}), None)  # the value if it ran on a's node, else None
+    info = b.info("job")
+    assert (info.status, info.run_count, info.end_reason) == (TaskStatus.COMPLETED, 1, "completed")
+
+
+def test_many_tasks_on_two_nodes_each_run_exactly_once(node: Node, reader: PostgresStore) -> None:
+    a, b = node("a", workers=3), node("b", workers=3)
+    recorders = {name: EventRecorder() for name in "ab"}
+    a.subscribe(recorders["a"], [EventKind.COMPLETED])
+    b.subscribe(recorders["b"], [EventKind.COMPLETED])
+    handles = [
+        (a if i % 2 else b).schedule_once(tasks.record, delay=0.05 * (i % 5), args=(i,)) for i in range(60)
+    ]
+
+    for handle in handles:
+        handle.result(timeout=20)
+
+    keys = run_keys()
+    assert len(keys) == 60 == len(set(keys))  # each run once, in this process's two nodes
+    rows = ledger(reader)
+    assert Counter((r.task_id, r.run) for r in rows) == Counter({(h.task_id, 1): 1 for h in handles})
+    assert all(r.due <= r.started for r in rows)
+    # Events are published on the node that ran the run: each run's COMPLETED once, somewhere.
+    wait_for(lambda: len([e for r in recorders.values() for e in r.events]) == 60, what="60 COMPLETED")
+    completed = [e.task_id for r in recorders.values() for e in r.events]
+    assert Counter(completed) == Counter(h.task_id for h in handles)
+
+
+def test_a_recurring_task_moves_between_nodes_one_run_at_a_time(node: Node, reader: PostgresStore) -> None:
+    a, b = node("a"), node("b")
+    a.schedule_at_fixed_rate(tasks.record, 0.2, task_id="beat")
+    wait_for(lambda: len(ledger(reader, "beat")) >= 8, what="8 runs")
+    assert b.cancel("beat")
+
+    rows = ledger(reader, "beat")
+    assert [r.run for r in rows] == list(range(1, len(rows) + 1))
+    dues = [r.due for r in rows]
+    assert dues == sorted(set(dues))  # one run per slot, in order
+    for before, after in itertools.pairwise(rows):
+        assert after.due - before.due == pytest.approx(0.2, abs=1e-6) or after.due > before.finished
+        assert after.started >= before.finished  # runs never overlap, whichever node ran them
+    keys = run_keys()
+    assert len(keys) == len(set(keys))
+
+
+def test_store_urls_open_a_shared_store(schema: str) -> None:
+    url = f"{DSN}{'&' if '?' in DSN else '?'}options=-csearch_path%3D{schema}"
+    with Scheduler(workers=1, store=url) as s:
+        handle = s.schedule_once(tasks.echo, delay=0.0, args=(7,))
+        assert handle.result(timeout=10) == ((7,), {})
+        assert s.info(handle.task_id).status is TaskStatus.COMPLETED
+
+
+def test_a_fake_clock_cannot_drive_a_shared_store(schema: str) -> None:
+    store = PostgresStore(DSN, schema=schema)
+    with pytest.raises(ValueError, match="database's clock"):
+        Scheduler(workers=1, clock=FakeClock(), store=store)
+    with pytest.raises(Exception, match="not open"):
+        store.get("x")  # closed again
+
+
+def test_minted_ids_never_collide_between_nodes(node: Node) -> None:
+    a, b = node("a"), node("b")
+    ids = [s.schedule_once(tasks.noop, delay=60.0).task_id for _ in range(5) for s in (a, b)]
+    assert len(set(ids)) == 10
+    assert {info.task_id for info in a.tasks()} == set(ids) == {info.task_id for info in b.tasks()}
+
+
+def test_memory_tasks_stay_on_their_node(node: Node) -> None:
+    a, b = node("a"), node("b")
+    handle = a.schedule_once(lambda: "here", delay=0.0, durable=False)
+    assert handle.result(timeout=5) == "here"
+    local = a.schedule_once(lambda: None, delay=60.0, durable=False, task_id="local")
+    assert "local" in {i.task_id for i in a.tasks()}
+    assert "local" not in {i.task_id for i in b.tasks()}
+    assert local.cancel()
+
+
+# -- cancels -------------------------------------------------------------------------------------
+
+
+def test_a_cancel_from_any_node_before_the_run_prevents_it(node: Node, reader: PostgresStore) -> None:
+    a, b = node("a"), node("b")
+    recorders = {name: EventRecorder() for name in "ab"}
+    a.subscribe(recorders["a"], [EventKind.CANCELLED])
+    b.subscribe(recorders["b"], [EventKind.CANCELLED])
+    handle = a.schedule_once(tasks.record, delay=1.0, task_id="job")
+
+    assert b.cancel("job") is True
+    assert b.cancel("job") is False
+
+    assert reader.get("job").status == "cancelled"  # type: ignore[union-attr]  # committed
+    with pytest.raises(CancelledError):
+        handle.result(timeout=10)
+    assert handle.done()
+    recorders["b"].wait_for(lambda events: len(events) == 1)  # published by the node that cancelled
+    assert recorders["a"].events == []
+    time.sleep(1.0 + POLL)  # past its due time: nothing runs
+    assert run_keys() == []
+
+
+class GatedStore(PostgresStore):
+    """A store whose ``start`` waits for the test: a claimed run held just before it starts."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.entered = threading.Event()
+        self.opened = threading.Event()
+        self.answers: list[float | None] = []
+
+    def start(self, lease: Lease, *, seal: bool) -> float | None:
+        self.entered.set()
+        self.opened.wait(30)
+        answer = super().start(lease, seal=seal)
+        self.answers.append(answer)
+        return answer
+
+
+def test_a_cancel_wins_against_a_claim_that_has_not_started(
+    node: Node, schema: str, reader: PostgresStore
+) -> None:
+    gated = GatedStore(DSN, schema=schema, node="a", lease=LEASE, poll=POLL)
+    a = node("a", store=gated)
+    b = node("b", workers=1)
+    b.schedule_once(tasks.gate, delay=0.0, args=("busy",), durable=False)  # b has no idle worker
+    assert tasks.entered("busy")
+    handle = b.schedule_once(tasks.record, delay=0.0, task_id="job")
+    assert gated.entered.wait(10)  # a claimed it; its worker is about to start it
+
+    assert b.cancel("job") is True  # the store says: not started
+    gated.opened.set()
+
+    with pytest.raises(CancelledError):
+        handle.result(timeout=10)
+    wait_for(lambda: gated.answers == [None], what="a's start refused")
+    assert not [key for key in run_keys() if key.startswith("job@")]
+    assert ledger(reader) == []
+    assert a.info("job").status is TaskStatus.CANCELLED
+    tasks.open_gate("busy")
+
+
+def test_a_one_time_run_in_progress_on_another_node_is_not_cancelled(
+    node: Node, reader: PostgresStore
+) -> None:
+    a = node("a")
+    handle = a.schedule_once(tasks.gate, delay=0.0, args=("g",), task_id="job")
+    assert tasks.entered("g")
+    b = node("b")
+    info = b.info("job")
+    assert (info.status, info.node) == (TaskStatus.RUNNING, "a")  # every node sees who runs it
+    assert b.cancel("job") is False  # it has started: it decides how the task ends
+
+    tasks.open_gate("g")
+    assert handle.result(timeout=10) == "g"
+    assert b.info("job").status is TaskStatus.COMPLETED
+
+
+def test_a_recurring_task_cancelled_mid_run_finishes_that_run_and_stops(
+    node: Node, reader: PostgresStore
+) -> None:
+    a = node("a")
+    handle = a.schedule_at_fixed_rate(tasks.gate, 0.2, args=("g",), task_id="beat")
+    assert tasks.entered("g")
+    b = node("b")
+    assert b.cancel("beat") is True
+    assert reader.get("beat").status == "cancelled"  # type: ignore[union-attr]
+
+    tasks.open_gate("g")
+    with pytest.raises(CancelledError):
+        handle.result(timeout=10)
+    wait_for(lambda: len(ledger(reader, "beat")) == 1, what="the run's ledger row")
+    time.sleep(0.2 + POLL)
+    assert len(run_keys()) == 1  # no further run
+    row = reader.get("beat")
+    assert row is not None
+    assert (row.status, row.run_count) == ("cancelled", 1)
+
+
+def test_handles_cancel_through_the_store(node: Node, reader: PostgresStore) -> None:
+    a, b = node("a"), node("b")
+    handle = a.schedule_once(tasks.record, delay=5.0)
+    other = b.handle(handle.task_id)
+    assert other.cancel() is True
+    assert other.done()
+    assert handle.done()
+    assert handle.cancel() is False
+    assert reader.get(handle.task_id).status == "cancelled"  # type: ignore[union-attr]
+
+
+# -- if_exists, misfire, cron, failures --------------------------------------------------------------
+
+
+def test_if_exists_keep_and_replace_across_nodes(node: Node, reader: PostgresStore) -> None:
+    a, b = node("a"), node("b")
+    first = a.schedule_at_fixed_rate(tasks.record, 60.0, 60.0, task_id="beat")
+    with pytest.raises(DuplicateTaskError, match="beat"):
+        b.schedule_at_fixed_rate(tasks.record, 60.0, task_id="beat")
+    kept = b.schedule_at_fixed_rate(tasks.noop, 99.0, task_id="beat", if_exists="keep")
+    assert kept == first
+    assert reader.get("beat").fn_ref == RECORD  # type: ignore[union-attr]  # untouched
+    replaced = b.schedule_at_fixed_rate(tasks.echo, 5.0, 5.0, task_id="beat", if_exists="replace")
+    assert replaced == first
+    row = reader.get("beat")
+    assert row is not None
+    assert (row.fn_ref, json.loads(row.trigger_json)["rate"]) == ("tests.shared.tasks:echo", 5.0)
+    assert a.info("beat").trigger.interval == 5.0  # type: ignore[union-attr]
+
+
+def test_a_run_later_than_its_misfire_grace_is_missed(node: Node, reader: PostgresStore) -> None:
+    a = node("a")
+    recorder = EventRecorder()
+    a.subscribe(recorder, [EventKind.MISSED])
+    past = datetime.now(UTC) - timedelta(seconds=30)
+    handle = a.schedule_once(tasks.record, at=past, misfire_grace=1.0, task_id="late")
+
+    with pytest.raises(MissedRunError, match="late"):
+        handle.result(timeout=10)
+    assert run_keys() == []
+    [run] = ledger(reader)
+    assert (run.outcome, run.started) == ("missed", None)
+    recorder.wait_for(lambda events: len(events) == 1)
+
+
+def test_a_failure_on_another_node_raises_its_stored_error(node: Node, schema: str) -> None:
+    gated = GatedStore(DSN, schema=schema, node="a", lease=LEASE, poll=POLL)
+    a = node("a", store=gated)
+    handle = a.schedule_once(tasks.fail, delay=0.0, task_id="f")
+    assert gated.entered.wait(10)
+    b = node("b")
+    seen_from_b = b.handle("f")  # b's handle, made while the task is live
+    gated.opened.set()
+    with pytest.raises(RuntimeError, match="always fails"):
+        handle.result(timeout=10)  # it failed here: its own exception
+    with pytest.raises(RemoteRunError, match="RuntimeError: always fails"):
+        seen_from_b.result(timeout=10)  # on b, only the store's text
+    info = b.info("f")
+    assert (info.status, info.end_reason) == (TaskStatus.FAILED, "the run failed")
+    assert isinstance(info.last_error, RemoteRunError)
+
+
+def test_a_cron_task_runs_at_its_slot_and_is_planned_from_it(
+    node: Node, reader: PostgresStore, schema: str
+) -> None:
+    a = node("a")
+    handle = a.schedule_cron(tasks.record, "* * * * *", task_id="minutely")
+    row = reader.get("minutely")
+    assert row is not None
+    slot = datetime.fromtimestamp(row.next_due, UTC)  # type: ignore[arg-type]
+    assert (slot.second, slot.microsecond) == (0, 0)
+    assert handle.info().trigger == Cron("* * * * *", "UTC")
+    with admin() as db:  # make the slot come now: as if the minute had passed
+        db.execute(
+            sql.SQL("UPDATE {}.task SET next_due = next_due - 60 WHERE task_id = 'minutely'").format(
+                sql.Identifier(schema)
+            )
+        )
+    wait_for(lambda: len(ledger(reader, "minutely")) == 1, what="the run")
+    [run] = ledger(reader, "minutely")
+    assert run.due == row.next_due - 60  # type: ignore[operator]
+    assert run_keys() == [
+        f"minutely@{datetime.fromtimestamp(run.due, UTC).isoformat(timespec='milliseconds')[:-6]}Z"
+    ]
+    wait_for(lambda: reader.get("minutely").next_due == row.next_due, what="the next slot")  # type: ignore[union-attr]
+
+
+def test_a_function_no_node_can_import_waits_in_the_store(node: Node, reader: PostgresStore) -> None:
+    reader.add(
+        TaskDefinition(
+            task_id="elsewhere",
+            fn_ref="tests.shared.no_such_module:job",
+            args_json="[]",
+            kwargs_json="{}",
+            trigger_json='{"once":true}',
+            options_json="{}",
+            next_due=reader.db_now() - 1,
+        )
+    )
+    a = node("a")
+    done = a.schedule_once(tasks.noop, delay=0.0)
+    done.result(timeout=10)
+    time.sleep(2 * POLL)
+    assert reader.get("elsewhere").status == "scheduled"  # type: ignore[union-attr]  # left for a node that can
+    assert reader.runs_in_flight() == []
+
+
+# -- stopping ------------------------------------------------------------------------------------
+
+
+def test_a_stopping_node_gives_back_a_claim_it_has_not_started(
+    node: Node, schema: str, reader: PostgresStore
+) -> None:
+    gated = GatedStore(DSN, schema=schema, node="a", lease=30.0, poll=POLL)
+    a = node("a", store=gated)
+    handle = a.schedule_once(tasks.record, delay=0.0, task_id="job")
+    assert gated.entered.wait(10)
+    b = node("b", lease=30.0)
+    stopping = threading.Thread(target=a.shutdown, kwargs={"timeout": 20})
+    stopping.start()
+    try:
+        # a gave it back: b runs it long before a's 30 s lease would have ended.
+        wait_for(lambda: len(ledger(reader)) == 1, timeout=10, what="b's run")
+    finally:
+        gated.opened.set()
+        stopping.join(20)
+    assert gated.answers == [None]  # a's worker found the claim given back: it did not run it
+    assert len(run_keys()) == 1
+    with pytest.raises(SchedulerShutdownError):
+        handle.result(timeout=5)  # a has stopped: its handles can no longer read the store
+    assert b.info("job").status is TaskStatus.COMPLETED
+
+
+def test_shutdown_leaves_durable_tasks_in_the_store_for_the_other_nodes(
+    node: Node, reader: PostgresStore
+) -> None:
+    a = node("a")
+    handle = a.schedule_once(tasks.record, delay=1.0, task_id="later")
+    a.shutdown()
+    with pytest.raises(SchedulerShutdownError, match="stays in the store"):
+        handle.result(timeout=5)
+    with pytest.raises(SchedulerShutdownError):
+        a.info("later")
+    b = node("b")
+    assert b.handle("later").result(timeout=10) is not None
+    assert reader.get("later").status == "completed"  # type: ignore[union-attr]
+
+
+def test_info_of_an_unknown_id_is_an_error(node: Node) -> None:
+    a = node("a")
+    with pytest.raises(UnknownTaskError):
+        a.info("nothing")
+    with pytest.raises(UnknownTaskError):
+        a.handle("nothing")
+
+
+def test_an_interrupting_cancel_stops_a_run_on_another_node(node: Node, reader: PostgresStore) -> None:
+    a = node("a")
+    handle = a.schedule_once(tasks.stoppable, delay=0.0, args=("s",), task_id="job")
+    assert tasks.entered("s")
+    b = node("b")
+    assert b.cancel("job") is False  # started, and not interrupted: it would just finish
+    asked = time.monotonic()
+
+    assert b.cancel("job", interrupt=True) is True
+
+    with pytest.raises(CancelledError):
+        handle.result(timeout=10)
+    assert time.monotonic() - asked < LEASE  # a hint brought a's renewal forward
+    wait_for(lambda: reader.runs_in_flight() == [], what="the lease's end")
+    assert reader.get("job").status == "cancelled"  # type: ignore[union-attr]
+
+
+class FlakyStartStore(PostgresStore):
+    """A store whose first ``start`` fails, as when the database is cut off at that moment."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.failed = threading.Event()
+
+    def start(self, lease: Lease, *, seal: bool) -> float | None:
+        if not self.failed.is_set():
+            self.failed.set()
+            raise StoreError("the database is unreachable (a test's fault)")
+        return super().start(lease, seal=seal)
+
+
+def test_a_run_that_could_not_start_for_want_of_the_store_runs_once_later(
+    node: Node, schema: str, reader: PostgresStore
+) -> None:
+    flaky = FlakyStartStore(DSN, schema=schema, node="a", lease=LEASE, poll=POLL)
+    a = node("a", store=flaky)
+    handle = a.schedule_once(tasks.record, delay=0.0, task_id="job")
+    assert flaky.failed.wait(10)
+    began = time.monotonic()
+
+    handle.result(timeout=LEASE + POLL + 10)  # its lease ends (or was given back): a runs it then
+
+    assert time.monotonic() - began < LEASE + POLL + 2
+    assert len(run_keys()) == 1
+    assert [r.run for r in ledger(reader)] == [1]

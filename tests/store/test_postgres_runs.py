@@ -1,0 +1,225 @@
+"""What a node does with a lease it holds: start the run, save its outcome; and how cancels and
+replaces from other nodes meet a run in flight (PostgreSQL only).
+
+Nodes are ``PostgresStore`` objects on one schema (``make_node``); time is the database's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import psycopg
+from psycopg import sql
+
+from actors.store import PostgresStore, RunInFlight, StoredTask
+from actors.store.postgres_schema import SCHEMA_VERSION
+from tests.store.helpers import definition, record, update
+from tests.store.pg import DSN, admin, wait_for_db_clock
+
+Node = Callable[..., PostgresStore]
+
+
+def due(store: PostgresStore, task_id: str, ago: float = 1.0) -> StoredTask:
+    return store.add(definition(task_id, next_due=store.db_now() - ago))[0]
+
+
+# -- start ---------------------------------------------------------------------------------------
+
+
+def test_start_says_when_on_the_database_clock_and_renews_the_lease(make_node: Node) -> None:
+    a = make_node("a", lease=30.0)
+    due(a, "x")
+    (held,) = a.claim_due(1)
+
+    started = a.start(held, seal=False)
+
+    assert started is not None
+    assert held.db_now <= started <= a.db_now()
+    (renewed,) = a.renew([held])
+    assert renewed.expires >= started + 30.0
+    assert a.start(held, seal=False) is not None  # starting twice is starting once
+
+
+def test_a_cancel_committed_before_the_start_wins(make_node: Node) -> None:
+    a, b = make_node("a"), make_node("b")
+    due(a, "x")
+    (held,) = a.claim_due(1)
+
+    assert b.cancel("x") is True
+
+    assert a.start(held, seal=True) is None
+    assert a.get("x").status == "cancelled"  # type: ignore[union-attr]
+
+
+def test_a_lost_lease_cannot_start(make_node: Node) -> None:
+    a, b = make_node("a", lease=0.3), make_node("b")
+    due(a, "x")
+    (lost,) = a.claim_due(1)
+    wait_for_db_clock(b, lost.expires)
+    (won,) = b.claim_due(1)
+
+    assert a.start(lost, seal=False) is None
+    assert a.start(won, seal=False) is None  # b's lease is not a's to start
+    assert b.start(won, seal=False) is not None
+
+
+def test_a_sealed_run_in_flight_refuses_a_cancel_until_its_lease_ends(make_node: Node) -> None:
+    a, b = make_node("a", lease=0.5), make_node("b")
+    due(a, "once")
+    due(a, "every")
+    sealed, recurring = a.claim_due(2)
+    assert a.start(sealed, seal=True) is not None
+    assert a.start(recurring, seal=False) is not None
+
+    assert b.cancel(sealed.task.task_id) is False  # a one-time run in progress: it decides
+    assert b.cancel(recurring.task.task_id) is True  # a recurring one: no further run
+    assert a.get(sealed.task.task_id).status == "scheduled"  # type: ignore[union-attr]
+
+    (renewed,) = a.renew([sealed])
+    wait_for_db_clock(b, renewed.expires)  # the owner died: the run counts as not run
+    assert b.cancel(sealed.task.task_id) is True
+
+
+def test_runs_in_flight_shows_every_node_s_claims_and_starts(make_node: Node) -> None:
+    a, b = make_node("a", lease=30.0), make_node("b", lease=30.0)
+    x, y = due(a, "x", ago=2), due(a, "y")
+    (held_x,) = a.claim_due(1)
+    (held_y,) = b.claim_due(1)
+    b.start(held_y, seal=True)
+
+    assert a.runs_in_flight() == [
+        RunInFlight(task_id="x", seq=x.seq, owner="a", expires=held_x.expires, started=False),
+        RunInFlight(task_id="y", seq=y.seq, owner="b", expires=b.runs_in_flight()[1].expires, started=True),
+    ]
+    a.save_outcomes([update(x, run_count=1, status="completed", next_due=None, fence=held_x.fence)])
+    assert [run.task_id for run in b.runs_in_flight()] == ["y"]
+
+
+# -- outcomes ------------------------------------------------------------------------------------
+
+
+def test_save_outcomes_names_the_rows_fenced_out(make_node: Node) -> None:
+    a, b = make_node("a", lease=0.3), make_node("b")
+    x, y = due(a, "x", ago=2), due(a, "y")
+    lost_x, held_y = a.claim_due(2)
+    wait_for_db_clock(b, lost_x.expires)
+    b.claim_due(1)  # takes x (its lease ended); y's ended too, but b takes one only
+    # y's lease ended as well, but nobody claimed it: it is still a's
+
+    fenced_out = a.save_outcomes(
+        [update(x, run_count=1, fence=lost_x.fence), update(y, run_count=1, fence=held_y.fence)],
+        [record(x, 1), record(y, 1)],
+    )
+
+    assert fenced_out == {x.seq}
+    assert [r.task_id for r in a.runs()] == ["y"]
+    assert a.save_outcomes() == frozenset()
+
+
+def test_the_outcome_of_a_row_that_is_gone_is_kept(make_node: Node) -> None:
+    a, b = make_node("a"), make_node("b")
+    old = due(a, "x")
+    (held,) = a.claim_due(1)
+    a.start(held, seal=False)  # a recurring run, cancelled mid-run by b, then its id reused
+    assert b.cancel("x")
+    fresh, written = b.add(definition("x"))
+    assert written
+    assert fresh.seq != old.seq
+
+    fenced_out = a.save_outcomes([update(old, run_count=1, fence=held.fence)], [record(old, 1)])
+
+    assert fenced_out == frozenset()  # nobody can claim that incarnation again: this run counts
+    assert [(r.task_seq, r.run) for r in a.runs()] == [(old.seq, 1)]
+    assert a.get("x") == fresh
+
+
+def test_a_replace_during_a_run_keeps_the_new_definition_and_the_run_s_outcome(make_node: Node) -> None:
+    a, b = make_node("a"), make_node("b")
+    task = due(a, "x")
+    (held,) = a.claim_due(1)
+    a.start(held, seal=True)
+    later = a.db_now() + 600
+    replaced, _ = b.add(definition("x", fn_ref="jobs.new:fn", next_due=later), "replace")
+
+    # The owner saves what its (old) definition says: a one-time run that ended the task.
+    a.save_outcomes(
+        [update(task, status="completed", next_due=None, run_count=1, fence=held.fence)],
+        [record(task, 1)],
+    )
+
+    stored = a.get("x")
+    assert stored is not None
+    assert (stored.status, stored.next_due, stored.fn_ref) == ("scheduled", later, "jobs.new:fn")
+    assert stored.run_count == 1  # the run counted
+    assert len(a.runs()) == 1
+    assert a.runs_in_flight() == []  # the lease ended
+    assert replaced.seq == task.seq
+
+
+def test_a_replace_of_a_row_nobody_holds_leaves_later_outcomes_alone(make_node: Node) -> None:
+    a = make_node("a")
+    task = due(a, "x")
+    b_row, _ = a.add(definition("x", next_due=a.db_now() - 1), "replace")
+    (held,) = a.claim_due(1)
+    a.save_outcomes([update(task, status="completed", next_due=None, run_count=1, fence=held.fence)])
+    assert a.get("x").status == "completed"  # type: ignore[union-attr]
+    assert b_row.seq == task.seq
+
+
+# -- the layout ----------------------------------------------------------------------------------
+
+
+def test_a_version_1_store_is_migrated_and_keeps_its_rows(pg_schema: str) -> None:
+    with PostgresStore(DSN, schema=pg_schema) as store:
+        store.add(definition("kept"))
+    with admin() as db:  # make it what version 1 created
+        db.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(pg_schema)))
+        db.execute(
+            "ALTER TABLE task DROP COLUMN started_fence, DROP COLUMN sealed_fence, "
+            "DROP COLUMN replaced_fence, DROP COLUMN interrupt_fence"
+        )
+        db.execute("UPDATE store_meta SET schema_version = 1")
+
+    with PostgresStore(DSN, schema=pg_schema, lease=30.0) as store:
+        assert store.get("kept") is not None
+        task = due(store, "x")
+        (held,) = store.claim_due(1)  # "kept" is due in 2027: only x
+        assert held.task == task
+        assert store.start(held, seal=True) is not None
+    with admin() as db:
+        db.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(pg_schema)))
+        version = db.execute("SELECT schema_version FROM store_meta").fetchone()
+        assert version == (SCHEMA_VERSION,)
+        try:
+            db.execute("SELECT started_fence, sealed_fence, replaced_fence FROM task")
+        except psycopg.Error as error:  # pragma: no cover - the assertion's message
+            raise AssertionError(f"the columns were not added: {error}") from error
+
+
+def test_references_names_what_a_node_must_import_to_claim_what_was_written(make_node: Node) -> None:
+    a, b = make_node("a"), make_node("b")
+    a.add(definition("x", fn_ref="jobs.one:fn"))
+    refs, cursor = b.references(0)
+    assert refs == {"jobs.one:fn"}
+    a.add(definition("y", fn_ref="jobs.two:fn"))
+    a.add(definition("z", fn_ref="jobs.gone:fn"))
+    a.cancel("z")  # no longer live: nothing to claim
+    refs, cursor = b.references(cursor)
+    assert refs in ({"jobs.two:fn"}, {"jobs.one:fn", "jobs.two:fn"})  # rows may come twice
+    assert b.references(cursor + 1_000_000)[0] == set()
+
+
+def test_an_interrupting_cancel_wins_against_a_sealed_run_and_asks_it_to_stop(make_node: Node) -> None:
+    a, b = make_node("a", lease=30.0), make_node("b")
+    due(a, "x")
+    (held,) = a.claim_due(1)
+    a.start(held, seal=True)
+    (renewed,) = a.renew([held])
+    assert not renewed.stop_requested
+
+    assert b.cancel("x") is False
+    assert b.cancel("x", interrupt=True) is True
+
+    (renewed,) = a.renew([held])
+    assert renewed.stop_requested
+    assert a.get("x").status == "cancelled"  # type: ignore[union-attr]

@@ -13,11 +13,14 @@ A claim is per *run* and decides only between the worker and the scheduler; whet
 
 The claim also carries the run's *stop request*: ``stop`` says whether, and why, the run was
 asked to stop (``cancel(interrupt=True)``, or its timeout), which the run sees as
-``current_run().cancel_requested``. It only ever moves up, ``NOT_STOPPED`` -> ``INTERRUPTED``
-or ``TIMED_OUT`` -> ``ABANDONED``, and only through the moves of ``actors/token.py``, under its
-lock (``request_stop``, ``close_stop``, ``Token.abandon_run``): a caller's request and the
-scheduler taking the run's report race, and exactly one order happens. A coroutine run
-registers a ``waker`` that cancels it when a stop is requested.
+``current_run().cancel_requested``. It is a set of reasons (``INTERRUPTED | TIMED_OUT``: an
+interrupt is not forgotten when the run's timeout comes later, and the task still ends
+``CANCELLED``) that only ever grows, and only through the moves of ``actors/token.py``, under
+its lock (``request_stop``, ``Token.end_run``, ``close_stop``, ``Token.abandon_run``): a
+request and the run's end race, and exactly one order happens. Once the run has ended
+(``ended``: its worker said so, or the scheduler took its report) no request lands: a late
+interrupt cannot turn a run that returned into a cancelled one. A coroutine run registers a
+``waker`` that cancels it when a stop is requested.
 """
 
 from __future__ import annotations
@@ -34,23 +37,23 @@ FREE: Final = b"\x01"
 NOT_STOPPED: Final = 0
 """No stop was requested."""
 INTERRUPTED: Final = 1
-"""A caller asked the run to stop: ``cancel(interrupt=True)``."""
+"""A caller asked the run to stop: ``cancel(interrupt=True)`` (a bit of ``Claim.stop``)."""
 TIMED_OUT: Final = 2
-"""The run outlived its task's ``timeout``."""
-ABANDONED: Final = 3
+"""The run outlived its task's ``timeout`` (a bit of ``Claim.stop``)."""
+ABANDONED: Final = 4
 """The run outlived ``timeout + hung_grace``: the scheduler counted it failed and left its worker."""
 
 
 class Claim(bytearray):
     """One run's claim. ``take`` may be called from any thread; exactly one call returns ``True``."""
 
-    __slots__ = ("reported", "stop", "waker")
+    __slots__ = ("ended", "stop", "waker")
 
     def __init__(self, free: bytes = FREE) -> None:
         """Make a free claim of a run nobody asked to stop."""
         super().__init__(free)
-        self.stop = NOT_STOPPED
-        self.reported = False  # the scheduler took the run's report: no stop request lands any more
+        self.stop = NOT_STOPPED  # the reasons the run was asked to stop, or'ed together
+        self.ended = False  # the run has ended: no stop request lands any more
         self.waker: Callable[[], None] | None = None
 
     def take(self) -> bool:

@@ -92,7 +92,7 @@ class RunEndings:
         if task.store_seq is not None:
             self._record_run(task, report.run, report.started_at, report.finished_at, "completed", None)
         if task.spec.trigger is None and task.state is HANDED:  # the common case: it just ends
-            interrupted = stop == INTERRUPTED  # it returned anyway: the run counts, the task is cancelled
+            interrupted = bool(stop & INTERRUPTED)  # it returned anyway: the run counts, the task ends
             if not task.spec.single_start:  # a retryable one: a cancel may have won its token meanwhile
                 task.run_reported()
                 interrupted = not task.take() or interrupted
@@ -135,12 +135,12 @@ class RunEndings:
         task, stop = self._reported(report)
         if task is not None and task.state not in FINAL_STATES:
             error = report.error
-            if stop == INTERRUPTED and isinstance(error, RunCancelled):
-                self._end_interrupted(task, report.finished_at)
+            if stop & INTERRUPTED and isinstance(error, RunCancelled):
+                self._end_interrupted(task, report.finished_at)  # its timeout may have come too
             else:
-                if stop >= TIMED_OUT and isinstance(error, RunCancelled):
+                if stop & TIMED_OUT and isinstance(error, RunCancelled):
                     error = _timeout_error(task, report.run, self._hung_grace, abandoned=False)
-                interrupted = stop == INTERRUPTED
+                interrupted = bool(stop & INTERRUPTED)
                 self._fail_run(
                     task,
                     error,
@@ -177,12 +177,18 @@ class RunEndings:
         Runs it had started fail with ``error`` (their outcome is unknown); runs it had not
         started go back to the front of the ready FIFO.
         """
+        self._lose(worker, error, now)
+        self._release(now)
+
+    def _lose(self, worker: int, error: BaseException, now: float) -> None:
+        """Forget ``worker``: its started runs fail with ``error``, the others go back to the ready FIFO."""
         started, taken_back = self._dealer.lose(worker)
         self._dealer.requeue(taken_back)
         for task in started:
+            if task.heap_seq is not None:
+                self._heap.remove(task)  # the run's deadline: the run is over for us
             if task.state not in FINAL_STATES:
                 self._fail_run(task, error, "", now)
-        self._release(now)
 
     def _reported(self, report: Completed | Failed | Skipped) -> tuple[TaskRecord | None, int]:
         """Take a worker's report: the run's task (``None`` if stale), and how the run was asked to stop."""
@@ -207,19 +213,17 @@ class RunEndings:
         if claim is None or worker is None:
             return  # cannot happen: a report removes the deadline
         self.activity += 1
-        if request_stop(claim, TIMED_OUT):  # the first deadline (it may upgrade an interrupt)
+        if request_stop(claim, TIMED_OUT):  # the first deadline
             if self._want_timed_out:
                 self._emit(EventKind.TIMED_OUT, task, now, task.run_count + 1)
             self._heap.push(task, now + self._hung_grace)
             return
-        task.abandon_run(claim)  # from now on its worker's end_run moves nothing
-        started, taken_back = self._dealer.lose(worker)
-        self._dealer.requeue(taken_back)
+        # The second deadline, or the run has just ended (then its report is on its way, and
+        # abandon_run refuses). From now on its worker's end_run moves nothing.
+        if not task.abandon_run(claim):
+            return
         self._effects.abandoned.append(worker)
-        error = _timeout_error(task, task.run_count + 1, self._hung_grace, abandoned=True)
-        for lost in started:
-            if lost.state not in FINAL_STATES:
-                self._fail_run(lost, error, "", now)
+        self._lose(worker, _timeout_error(task, task.run_count + 1, self._hung_grace, abandoned=True), now)
 
     def _end_interrupted(self, task: TaskRecord, finished_at: float) -> None:
         """A run asked to stop by ``cancel(interrupt=True)`` raised ``RunCancelled``: the task ends."""

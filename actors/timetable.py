@@ -172,12 +172,12 @@ class Timetable(RunEndings):
             raise DuplicateTaskError(f"a live task already has id {task.task_id!r}")
         self._tasks[task.task_id] = task
         if task.spec.after:
-            self._wait_for(task, now)
-            return
-        if task.spec.on_wall:
-            self._plan_on_wall(task)
-        self._heap.push(task, task.due_at)
-        if task.due_at <= now and not self._deferred:
+            self._wait_for(task, now)  # it may be due at once: what it waits for has completed
+        else:
+            if task.spec.on_wall:
+                self._plan_on_wall(task)
+            self._heap.push(task, task.due_at)
+        if task.due_at <= now and task.state is PENDING and not self._deferred:
             self._release(now)
 
     def add_many(self, tasks: list[TaskRecord], *, now: float) -> None:

@@ -25,7 +25,8 @@ any run of a task that may be retried: a cancel must still win between its attem
 
 - ``RUNNING``: a run of a recurring task is in progress; ``RAN``: it has ended and its report
   is on its way to the scheduler (the worker moves the token on with ``end_run`` before it
-  reports; the scheduler back to ``FREE`` with ``run_reported`` when the report arrives). A
+  reports, as it does for every run: ``end_run`` also closes the run's claim to stop
+  requests; the scheduler back to ``FREE`` with ``run_reported`` when the report arrives). A
   cancel still wins in either, for every later run, and learns from ``revoke``'s result that a
   run is in flight: the task ends when its report arrives, and the run counts.
 - ``TAKEN``: the task's fate is sealed: a one-time run has started (a cancel can no longer
@@ -133,14 +134,14 @@ TRANSITIONS: Final[Mapping[tuple[TokenState, Move], TokenState]] = MappingProxyT
 def request_stop(claim: Claim, reason: int) -> bool:
     """Ask the run holding ``claim`` to stop, for ``reason`` (any thread); whether this asked it.
 
-    ``False`` if it was asked already for as strong a reason (a timeout after an interrupt
-    counts as a timeout), or if the scheduler has taken its report (``close_stop``). Calls the
-    run's waker (a coroutine run's cancel) outside the lock.
+    ``False`` if it was asked already for this reason, or if the run has ended (its worker's
+    ``end_run``, or the scheduler's ``close_stop``). Calls the run's waker (a coroutine run's
+    cancel) outside the lock.
     """
     with _LOCK:
-        if claim.reported or claim.stop >= reason:
+        if claim.ended or claim.stop & reason:
             return False
-        claim.stop = reason
+        claim.stop |= reason
         waker = claim.waker
     if waker is not None:
         waker()
@@ -148,7 +149,7 @@ def request_stop(claim: Claim, reason: int) -> bool:
 
 
 # _LOCK guards every token's _token and _outcome, _WAITERS, and the stop state of every run's
-# claim (stop, reported). One lock for all tokens, and
+# claim (stop, ended). One lock for all tokens, and
 # an Event only for a task someone actually waits on, so that a million pending tasks stay
 # small. Every hold is a few dict operations, never a call out.
 _LOCK: Final = threading.Lock()
@@ -180,36 +181,48 @@ class Token:
             self._token = new
             return True
 
-    def end_run(self, claim: Claim | None = None) -> None:
-        """Worker, after a recurring run (before reporting it): the run has ended, its report follows.
+    def end_run(self, claim: Claim | None = None, one_time: bool = False) -> bool:
+        """Worker, after any run (before reporting it): the run has ended, its report follows.
 
-        Nothing moves if the scheduler has abandoned the run (``claim.stop`` is ``ABANDONED``):
-        the token may be a later run's by now.
+        No stop request lands on ``claim`` after this. A recurring run's token moves to
+        ``RAN``. Returns ``False``, moving nothing, if the scheduler has abandoned the run
+        (``ABANDONED``): the task is a later run's by now, and the worker must not report.
         """
         with _LOCK:
-            if claim is not None and claim.stop == ABANDONED:
-                return
-            new = _MOVES.get((self._token, Move.END_RUN))
-            if new is not None:
-                self._token = new
+            if claim is not None:
+                if claim.stop & ABANDONED:
+                    return False
+                claim.ended = True
+            if not one_time:
+                new = _MOVES.get((self._token, Move.END_RUN))
+                if new is not None:
+                    self._token = new
+            return True
 
     def close_stop(self, claim: Claim) -> int:
         """Scheduler, taking the report of the run holding ``claim``: no stop request lands after this.
 
-        Returns how the run was asked to stop (``claim.stop``), decided against any racing
-        ``request_stop``.
+        Returns the reasons the run was asked to stop (``claim.stop``), decided against any
+        racing ``request_stop``.
         """
         with _LOCK:
-            claim.reported = True
+            claim.ended = True
             return claim.stop
 
-    def abandon_run(self, claim: Claim) -> None:
-        """Scheduler: give up on the hung run holding ``claim``; the token is free for the next run."""
+    def abandon_run(self, claim: Claim) -> bool:
+        """Scheduler: give up on the hung run holding ``claim``; the token is free for the next run.
+
+        Returns ``False``, changing nothing, if the run has ended (its worker's ``end_run``
+        came first): its report is on its way, and the worker is not stuck.
+        """
         with _LOCK:
-            claim.stop = ABANDONED
+            if claim.ended:
+                return False
+            claim.stop |= ABANDONED
             new = _MOVES.get((self._token, Move.ABANDON_RUN))
             if new is not None:
                 self._token = new
+            return True
 
     def run_reported(self) -> None:
         """Scheduler, as a recurring run's report arrives: nothing of the task is in flight any more."""

@@ -2,10 +2,10 @@
 
 ``Pool`` plays the workers' side of the protocol the way ``WorkerActor`` does: it takes each
 run's ``Claim`` before doing anything with it (a run the timetable took back cannot be
-claimed), starts a claimed run only if the task's token lets it (``try_start``), ends a
-recurring run with ``end_run`` before reporting it, reports ``Skipped`` when the token said no,
-and claims the next run of its batch *before* reporting, so the report says whether it is now
-idle.
+claimed), starts a claimed run only if the task's token lets it (``try_start``), ends every
+run with ``end_run`` before reporting it (and reports nothing of a run abandoned), reports
+``Skipped`` when the token said no, and claims the next run of its batch *before* reporting,
+so the report says whether it is now idle.
 
 The pool never looks at a claim or a token to learn what the timetable did. It learns which
 runs the timetable took back from the timetable's effects, as an observer of both sides
@@ -208,13 +208,14 @@ class Pool:
         error: BaseException | None = None,
         start_next: bool = True,
     ) -> RunTask:
-        """``worker``'s run ends at ``at``: ``end_run`` if recurring, claim the next, report (at ``now``).
+        """``worker``'s run ends at ``at``: ``end_run``, claim the next, report (at ``now``).
 
-        Then it starts its next run, unless ``start_next`` is false (it stays claimed).
+        Then it starts its next run, unless ``start_next`` is false (it stays claimed). A run
+        the timetable abandoned reports nothing, as its worker does.
         """
         run = self.current.pop(worker)
-        if not run.one_time:
-            run.task.end_run(run.claim)
+        if not run.task.end_run(run.claim, run.one_time):
+            return run
         following = self._claim_next(worker)
         idle = following is None
         if following is not None:
@@ -232,8 +233,8 @@ class Pool:
     def lose(self, worker: int) -> None:
         """Forget everything ``worker`` held (it died; its ``finally`` still ended a recurring run)."""
         run = self.current.pop(worker, None)
-        if run is not None and not run.one_time:
-            run.task.end_run(run.claim)
+        if run is not None:
+            run.task.end_run(run.claim, run.one_time)
         self.claimed.pop(worker, None)
         self.inbox.pop(worker, None)
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from actors.claim import ABANDONED, INTERRUPTED, NOT_STOPPED, TIMED_OUT
-from actors.errors import DependencyFailedError, TaskTimeoutError
+from actors.clock import FakeClock
+from actors.errors import DependencyFailedError, RunCancelled, TaskTimeoutError
 from actors.retry import Retry
 from actors.task_record import TaskRecord, TaskSpec
 from actors.timetable import Timetable
 from actors.token import TokenState
-from messages import EventKind, FixedRate, TaskStatus
+from actors.worker import run_batch
+from messages import Completed, EventKind, FixedRate, RunTask, Started, TaskStatus
 from tests.unit.helpers import Pool, noop, take, timetable
 
 
@@ -98,7 +100,7 @@ def test_a_hung_run_is_abandoned_and_its_late_report_and_end_run_change_nothing(
     table.tick(now=5.0)  # 2 + 3 s of grace
     effects = pool.take()
     assert effects.abandoned == [0]
-    assert hung.claim.stop == ABANDONED
+    assert hung.claim.stop == TIMED_OUT | ABANDONED
     failed = [e for e in effects.events if e.kind is EventKind.FAILED]
     assert isinstance(failed[0].error, TaskTimeoutError)
     table.add_worker(0, now=5.0)  # the replacement, as the actor does
@@ -111,7 +113,7 @@ def test_a_hung_run_is_abandoned_and_its_late_report_and_end_run_change_nothing(
     fresh = pool.start(1, now=10.0)
     assert fresh is not None
     assert task.token_state is TokenState.RUNNING
-    hung.task.end_run(hung.claim)  # the abandoned worker's finally: moves nothing
+    assert not hung.task.end_run(hung.claim)  # the abandoned worker's finally: moves nothing, reports nothing
     assert task.token_state is TokenState.RUNNING
     info = table.info("r")
     assert (info.run_count, info.failure_count) == (1, 1)
@@ -198,3 +200,115 @@ def test_a_dependent_is_due_its_delay_after_the_last_dependency_completed() -> N
     table.tick(now=5.0)
     pool.run_everything(5.0)
     assert table.next_due() == 7.0
+
+
+# -- found by the model check of the lifecycle (tests/reliability/test_model.py) -----------------
+
+
+def test_a_lost_workers_timed_run_takes_its_deadline_out_of_the_heap() -> None:
+    table, pool = setup()
+    table.add(record("a", timeout=5.0, retry=Retry(attempts=2, delay=1.0, jitter=0.0)), now=0.0)
+    pool.take()
+    pool.start(0, now=0.0)
+    assert table.next_due() == 5.0  # the run's deadline
+    pool.lose(0)
+    table.worker_lost(0, RuntimeError("worker died"), now=1.0)
+    table.add_worker(0, now=1.0)
+    assert table.next_due() == 2.0  # the retry's due time, and no deadline left over
+    table.tick(now=2.0)
+    pool.take()
+    assert pool.start(0, now=2.0) is not None  # the second attempt
+    table.tick(now=5.0)  # the first attempt's deadline would have come: nothing happens
+    assert not [e for e in take(table).events if e.kind is EventKind.TIMED_OUT]
+    pool.finish(0, at=5.5, value="ok")
+    assert table.info("a").status is TaskStatus.COMPLETED
+    assert table.next_due() is None
+
+
+def test_a_dependent_added_after_its_dependency_completed_is_handed_out_at_once() -> None:
+    table, pool = setup()
+    up = record("up")
+    table.add(up, now=0.0)
+    pool.run_everything(0.0)
+    assert table.info("up").status is TaskStatus.COMPLETED
+    table.add(record("down", after=(up,)), now=1.0)
+    assert [(run.task_id, run.run) for _, run in pool.take().dispatches] == [("down", 1)]
+
+
+def test_an_interrupt_survives_a_later_timeout_and_the_task_ends_cancelled() -> None:
+    table, pool = setup()
+    table.add(record("a", timeout=5.0), now=0.0)
+    pool.take()
+    run = pool.start(0, now=0.0)
+    assert run is not None
+    assert table.cancel("a", now=1.0, interrupt=True) is True
+    table.tick(now=5.0)  # its deadline comes before the run gives up
+    assert run.claim.stop == INTERRUPTED | TIMED_OUT
+    pool.finish(0, at=5.5, error=RunCancelled("asked to stop"))
+    info = table.info("a")
+    assert (info.status, info.failure_count) == (TaskStatus.CANCELLED, 0)
+
+
+def test_an_interrupt_after_the_timeout_still_cancels_the_task() -> None:
+    table, pool = setup()
+    table.add(record("a", timeout=5.0), now=0.0)
+    pool.take()
+    pool.start(0, now=0.0)
+    table.tick(now=5.0)
+    assert table.cancel("a", now=6.0, interrupt=True) is True  # a new reason to stop: it is told
+    pool.finish(0, at=6.5, error=RunCancelled("asked to stop"))
+    assert table.info("a").status is TaskStatus.CANCELLED
+
+
+def test_an_interrupt_after_the_run_returned_changes_nothing() -> None:
+    table, pool = setup()
+    table.add(record("a"), now=0.0)
+    pool.take()
+    run = pool.start(0, now=0.0)
+    assert run is not None
+    assert run.task.end_run(run.claim, run.one_time)  # the worker: the run returned, its report follows
+    assert table.cancel("a", now=1.0, interrupt=True) is False  # too late: it asked nothing
+    assert run.claim.stop == NOT_STOPPED
+    table.completed(Completed(0, "a", 1, "value", 1.0, True), now=1.0)
+    info = table.info("a")
+    assert (info.status, info.run_count) == (TaskStatus.COMPLETED, 1)
+
+
+def test_a_deadline_that_comes_as_the_run_ends_abandons_nothing() -> None:
+    table, pool = setup()
+    table.add(record("a", timeout=5.0), now=0.0)
+    pool.take()
+    run = pool.start(0, now=0.0)
+    assert run is not None
+    table.tick(now=5.0)  # asked to stop
+    assert run.task.end_run(run.claim, run.one_time)  # the run ends; its report is on its way
+    table.tick(now=8.0)  # the second deadline finds it ended: the worker is not stuck
+    assert take(table).abandoned == []
+    table.completed(Completed(0, "a", 1, None, 8.0, True), now=8.0)
+    assert table.info("a").status is TaskStatus.COMPLETED
+
+
+def test_an_abandoned_worker_reports_nothing_when_its_run_ends_at_last() -> None:
+    """Its late report would be taken for its replacement's, which runs the retry (same run number)."""
+    table = timetable(1)
+    table._hung_grace = 3.0
+    table.add(record("a", timeout=2.0, retry=Retry(attempts=2, delay=0.0, jitter=0.0)), now=0.0)
+    ((worker, batch),) = take(table).batches
+    reports: list[object] = []
+
+    def report(message: object) -> None:
+        if isinstance(message, Started):
+            table.started(message)  # its deadline
+        else:
+            reports.append(message)
+
+    def hang(run: RunTask) -> object:  # the run outlives its timeout and its grace
+        table.tick(now=2.0)
+        table.tick(now=5.0)
+        assert take(table).abandoned == [worker]
+        return "late"
+
+    run_batch(batch, worker, FakeClock(), hang, report)
+    assert reports == []  # neither Completed nor idle: the worker's place is its replacement's
+    info = table.info("a")
+    assert (info.status, info.failure_count) == (TaskStatus.SCHEDULED, 0)  # the retry waits for a worker

@@ -87,6 +87,8 @@ def test_the_table_drives_every_move(state: TokenState, move: Move) -> None:
     elif move is Move.FINISH:
         assert isinstance(result, RuntimeError) is (new is None)
         assert token.outcome == (outcome if new is None else "new outcome")
+    elif move in (Move.END_RUN, Move.ABANDON_RUN):
+        assert result is True  # the claim of the run is neither abandoned nor ended: the move is made
     else:
         assert result is None
     if move is not Move.FINISH:

@@ -16,9 +16,10 @@ asked to stop (``cancel(interrupt=True)``, or its timeout), which the run sees a
 ``current_run().cancel_requested``. It is a set of reasons (``INTERRUPTED | TIMED_OUT``: an
 interrupt is not forgotten when the run's timeout comes later, and the task still ends
 ``CANCELLED``) that only ever grows, and only through the moves of ``actors/token.py``, under
-its lock (``request_stop``, ``Token.end_run``, ``close_stop``, ``Token.abandon_run``): a
-request and the run's end race, and exactly one order happens. Once the run has ended
-(``ended``: its worker said so, or the scheduler took its report) no request lands: a late
+its lock (``request_stop``, ``Token.end_run``, ``Token.abandon_run``): a request and the
+run's end race, and exactly one order happens. Once the run has ended (``run_ended``: its
+worker's ``end_run``, before it reports) no request lands, and the scheduler reads the
+reasons with ``Token.stop_reasons``: a late
 interrupt cannot turn a run that returned into a cancelled one. A coroutine run registers a
 ``waker`` that cancels it when a stop is requested.
 """
@@ -45,16 +46,27 @@ ABANDONED: Final = 4
 
 
 class Claim(bytearray):
-    """One run's claim. ``take`` may be called from any thread; exactly one call returns ``True``."""
+    """One run's claim. ``take`` may be called from any thread; exactly one call returns ``True``.
 
-    __slots__ = ("ended", "stop", "waker")
+    Made with ``Claim.free()``. No ``__init__``: one claim is made for every run, and calling
+    a class with a Python ``__init__`` (through ``super().__init__``) cost three times what
+    ``free`` does.
+    """
 
-    def __init__(self, free: bytes = FREE) -> None:
-        """Make a free claim of a run nobody asked to stop."""
-        super().__init__(free)
-        self.stop = NOT_STOPPED  # the reasons the run was asked to stop, or'ed together
-        self.ended = False  # the run has ended: no stop request lands any more
-        self.waker: Callable[[], None] | None = None
+    __slots__ = ("run_ended", "stop", "waker")
+
+    stop: int  # the reasons the run was asked to stop, or'ed together
+    run_ended: bool  # the run has ended: no stop request lands any more
+    waker: Callable[[], None] | None
+
+    @classmethod
+    def free(cls) -> Claim:
+        """A free claim of a run nobody asked to stop."""
+        claim = cls(FREE)
+        claim.stop = NOT_STOPPED
+        claim.run_ended = False
+        claim.waker = None
+        return claim
 
     def take(self) -> bool:
         """Take the claim; ``False`` if the other side already has it."""

@@ -214,10 +214,17 @@ class Dealer:
         batches: list[list[TaskRecord]] = [[] for _ in workers]
         for _ in range(per_worker):
             for batch in batches:
-                task = _next_ready(ready)
-                while task is not None and missed is not None and _too_late(task, now):
-                    missed.append(task)
-                    task = _next_ready(ready)
+                task = None
+                while ready:  # the next run still READY (not cancelled while it waited), in time
+                    task = ready.popleft()
+                    if task.state is not READY:
+                        task = None
+                        continue
+                    grace = task.spec.misfire_grace
+                    if grace is None or missed is None or now - task.due_at <= grace:
+                        break
+                    missed.append(task)  # too late: a run starting now would be later than its grace
+                    task = None
                 if task is None:
                     break
                 batch.append(task)
@@ -229,7 +236,7 @@ class Dealer:
             runs: list[RunTask] = []
             for task in batch:
                 move_to(task, HANDED)
-                claim = task.claim = Claim()
+                claim = task.claim = Claim.free()
                 spec = task.spec
                 run = RunTask(
                     task,
@@ -291,20 +298,6 @@ def _detailed(run: RunTask, task: TaskRecord) -> RunTask:
         spec.timeout,
         spec.coroutine,
     )
-
-
-def _too_late(task: TaskRecord, now: float) -> bool:
-    """Whether a run starting at ``now`` would be later than its task's ``misfire_grace``."""
-    grace = task.spec.misfire_grace
-    return grace is not None and now - task.due_at > grace
-
-
-def _next_ready(ready: deque[TaskRecord]) -> TaskRecord | None:
-    while ready:
-        task = ready.popleft()
-        if task.state is READY:
-            return task
-    return None
 
 
 def _take_claim(task: TaskRecord) -> bool:

@@ -33,15 +33,13 @@ class Blocked(NamedTuple):
 class Dependencies:
     """The waiting tasks, and the tasks they wait for. Not thread-safe: the core's thread only."""
 
-    __slots__ = ("_unmet", "_waiters")
+    __slots__ = ("_unmet", "waiters")
 
     def __init__(self) -> None:
         self._unmet: dict[TaskRecord, int] = {}  # a waiting task -> its dependencies not yet completed
-        self._waiters: dict[TaskRecord, list[TaskRecord]] = {}  # a task -> those waiting for it
-
-    def __bool__(self) -> bool:
-        """Whether any task waits (else ``ended`` has nothing to say)."""
-        return bool(self._waiters)
+        # A task -> those waiting for it. Read-only for others: empty, ``ended`` has nothing to
+        # say (the core asks before every task's end, so it is a dict, not a method, to ask).
+        self.waiters: dict[TaskRecord, list[TaskRecord]] = {}
 
     def wait(self, task: TaskRecord) -> Blocked | bool:
         """Take a new waiting task; say whether it may run now.
@@ -58,7 +56,7 @@ class Dependencies:
                 self._forget(task)
                 return Blocked(task, dependency, state)
             unmet += 1
-            self._waiters.setdefault(dependency, []).append(task)
+            self.waiters.setdefault(dependency, []).append(task)
         if not unmet:
             return True
         self._unmet[task] = unmet
@@ -76,7 +74,7 @@ class Dependencies:
         worklist = [(task, state)]
         while worklist:
             ended, how = worklist.pop()
-            for waiter in self._waiters.pop(ended, ()):
+            for waiter in self.waiters.pop(ended, ()):
                 if waiter.state is not WAITING or waiter not in self._unmet:
                     continue  # it ended meanwhile (cancelled, or blocked by another)
                 if how is COMPLETED:
@@ -93,8 +91,8 @@ class Dependencies:
     def _forget(self, task: TaskRecord) -> None:
         """Take ``task`` off the lists it was put on (it will not wait after all)."""
         for dependency in task.spec.after:
-            waiters = self._waiters.get(dependency)
+            waiters = self.waiters.get(dependency)
             if waiters is not None and task in waiters:
                 waiters.remove(task)
                 if not waiters:
-                    del self._waiters[dependency]
+                    del self.waiters[dependency]

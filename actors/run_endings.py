@@ -79,20 +79,24 @@ class RunEndings:
 
     def completed(self, report: Completed, *, now: float) -> None:
         """Record that a worker finished a run normally."""
-        task, stop = self._reported(report)
-        if task is None or task.state in FINAL_STATES:
+        task = self._dealer.report(report.worker, report.task_id, report.run, idle=report.idle)
+        if task is None:
+            self._release(now)  # a stale report
+            return
+        claim, task.claim = task.claim, None  # (what _reported does, inline: the busiest report)
+        if task.heap_seq is not None:
+            self._heap.remove(task)  # the run's deadline: it has ended
+        if task.state in FINAL_STATES:
             self._release(now)  # the report may have freed its worker
             return
         self.activity += 1
         task.run_count += 1
-        attempt = 1
-        if task.failures is not None:
-            task.failures.consecutive = 0
-            attempt = self._end_attempts(task)
+        attempt = 1 if task.failures is None else self._succeeded(task)
         if task.store_seq is not None:
             self._record_run(task, report.run, report.started_at, report.finished_at, "completed", None)
         if task.spec.trigger is None and task.state is HANDED:  # the common case: it just ends
-            interrupted = bool(stop & INTERRUPTED)  # it returned anyway: the run counts, the task ends
+            # Interrupted, it returned anyway: the run counts, the task ends CANCELLED.
+            interrupted = claim is not None and bool(task.stop_reasons(claim) & INTERRUPTED)
             if not task.spec.single_start:  # a retryable one: a cancel may have won its token meanwhile
                 task.run_reported()
                 interrupted = not task.take() or interrupted
@@ -111,19 +115,29 @@ class RunEndings:
             else:
                 self._finish(task, COMPLETED, report.finished_at, report.value)
         else:
-            task.run_reported()
-            if self._want_completed:
-                self._emit(
-                    EventKind.COMPLETED,
-                    task,
-                    report.finished_at,
-                    report.run,
-                    value=report.value,
-                    attempt=attempt,
-                )
-            self._after_run(task, report.finished_at)
+            self._ran(task, report, attempt)
         if not self._deferred:
             self._release(now)
+
+    def _succeeded(self, task: TaskRecord) -> int:
+        """A run of a task that has failed before completed: the failures in a row end; its attempt."""
+        assert task.failures is not None
+        task.failures.consecutive = 0
+        return self._end_attempts(task)
+
+    def _ran(self, task: TaskRecord, report: Completed, attempt: int) -> None:
+        """A recurring run (or one of a task cancelled mid-run) completed: publish it, then what follows."""
+        task.run_reported()
+        if self._want_completed:
+            self._emit(
+                EventKind.COMPLETED,
+                task,
+                report.finished_at,
+                report.run,
+                value=report.value,
+                attempt=attempt,
+            )
+        self._after_run(task, report.finished_at)
 
     def failed(self, report: Failed, *, now: float) -> None:
         """Record that a worker finished a run by raising.
@@ -198,7 +212,7 @@ class RunEndings:
         claim, task.claim = task.claim, None
         if task.heap_seq is not None:
             self._heap.remove(task)  # the run's deadline: it has ended
-        return task, NOT_STOPPED if claim is None else task.close_stop(claim)
+        return task, NOT_STOPPED if claim is None else task.stop_reasons(claim)
 
     def _overdue(self, task: TaskRecord, now: float) -> None:
         """A running task's deadline came: ask the run to stop; at the second deadline, abandon its worker.

@@ -125,6 +125,7 @@ class TaskSpec:
         "on_wall",
         "plain_run",
         "retry",
+        "single_start",
         "timeout",
         "trigger",
     )
@@ -157,11 +158,8 @@ class TaskSpec:
         self.delay = delay
         # Whether a run needs no more than the common RunTask (the dealer builds a fuller one).
         self.plain_run = retry is None and timeout is None and not coroutine
-
-    @property
-    def single_start(self) -> bool:
-        """Whether a run takes the task's token for good as it starts (a one-time task never retried)."""
-        return self.trigger is None and self.retry is None
+        # Whether a run takes the task's token for good as it starts (a one-time task never retried).
+        self.single_start = trigger is None and retry is None
 
     @property
     def plain(self) -> bool:

@@ -238,7 +238,7 @@ class Timetable(RunEndings):
         """
         task.revoke()
         move_to(task, CANCELLED)
-        if self._dependencies:
+        if self._dependencies.waiters:
             self._pass_on(task, CANCELLED, now)
         task.retire()
         self._effects.finished.append((task, None))
@@ -565,7 +565,7 @@ class Timetable(RunEndings):
             self._effects.saves.append(task)
         if state is CANCELLED and self._want_cancelled:
             self._emit(EventKind.CANCELLED, task, at, None, final=True)
-        if self._dependencies:
+        if self._dependencies.waiters:
             self._pass_on(task, state, at)
         task.retire()  # frozen from here on: handles and the history may share it
         if self._history_limit:

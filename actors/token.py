@@ -135,11 +135,11 @@ def request_stop(claim: Claim, reason: int) -> bool:
     """Ask the run holding ``claim`` to stop, for ``reason`` (any thread); whether this asked it.
 
     ``False`` if it was asked already for this reason, or if the run has ended (its worker's
-    ``end_run``, or the scheduler's ``close_stop``). Calls the run's waker (a coroutine run's
+    ``end_run``). Calls the run's waker (a coroutine run's
     cancel) outside the lock.
     """
     with _LOCK:
-        if claim.ended or claim.stop & reason:
+        if claim.run_ended or claim.stop & reason:
             return False
         claim.stop |= reason
         waker = claim.waker
@@ -192,22 +192,22 @@ class Token:
             if claim is not None:
                 if claim.stop & ABANDONED:
                     return False
-                claim.ended = True
+                claim.run_ended = True
             if not one_time:
                 new = _MOVES.get((self._token, Move.END_RUN))
                 if new is not None:
                     self._token = new
             return True
 
-    def close_stop(self, claim: Claim) -> int:
-        """Scheduler, taking the report of the run holding ``claim``: no stop request lands after this.
+    @staticmethod
+    def stop_reasons(claim: Claim) -> int:
+        """Scheduler, taking the report of the run holding ``claim``: the reasons it was asked to stop.
 
-        Returns the reasons the run was asked to stop (``claim.stop``), decided against any
-        racing ``request_stop``.
+        No lock: the run's worker closed the claim with ``end_run`` before it reported, so
+        no ``request_stop`` lands any more and the reasons are final. (A ``Skipped`` run's
+        are not, and mean nothing: it never started.)
         """
-        with _LOCK:
-            claim.ended = True
-            return claim.stop
+        return claim.stop
 
     def abandon_run(self, claim: Claim) -> bool:
         """Scheduler: give up on the hung run holding ``claim``; the token is free for the next run.
@@ -216,7 +216,7 @@ class Token:
         came first): its report is on its way, and the worker is not stuck.
         """
         with _LOCK:
-            if claim.ended:
+            if claim.run_ended:
                 return False
             claim.stop |= ABANDONED
             new = _MOVES.get((self._token, Move.ABANDON_RUN))

@@ -329,7 +329,7 @@ INFO = TaskInfo(
     last_error=None,
 )
 EVENT = TaskEvent(kind=EventKind.DUE, task_id="t", name="n", at=0.0, run=1, due_at=0.0)
-RUN = RunTask(Token(), "t", 1, 0.0, noop, (), {}, Claim(), True, False)
+RUN = RunTask(Token(), "t", 1, 0.0, noop, (), {}, Claim.free(), True, False)
 COMPLETED = Completed(0, "t", 1, None, 0.0)
 FAILED = Failed(0, "t", 1, RuntimeError(), "Traceback...", 0.0)
 INSTANCES = [
@@ -416,8 +416,8 @@ def test_new_fields_default_to_nothing() -> None:
 
 
 def test_run_task_compares_without_its_task_claim_fn_or_kwargs() -> None:
-    first = RunTask(Token(), "t", 1, 0.0, noop, (), {}, Claim(), True, False)
-    second = RunTask(Token(), "t", 1, 0.0, print, (), {"k": 1}, Claim(), True, False)
+    first = RunTask(Token(), "t", 1, 0.0, noop, (), {}, Claim.free(), True, False)
+    second = RunTask(Token(), "t", 1, 0.0, print, (), {"k": 1}, Claim.free(), True, False)
     assert first == second
     assert first != dataclasses.replace(first, run=2)
 
@@ -456,7 +456,7 @@ def test_fast_init_defaults() -> None:
     assert Failed(1, "t", 2, RuntimeError(), "", 3.0, False).idle is False
     assert Completed(1, "t", 2, "v", finished_at=3.0, idle=False).idle is False
     with pytest.raises(TypeError):
-        RunTask(Token(), "t", 1, 0.0, noop, (), {}, Claim(), True)  # type: ignore[call-arg]  # no defaults
+        RunTask(Token(), "t", 1, 0.0, noop, (), {}, Claim.free(), True)  # type: ignore[call-arg]  # no defaults
 
 
 @pytest.mark.parametrize("cls", FAST_INIT, ids=lambda cls: cls.__name__)

@@ -46,14 +46,14 @@ SHARED_STATE_READS = {
     "outcome",
     "wait_ended",
     "stop",
-    "reported",
+    "run_ended",
 }
 """What shows the state of a token or a claim. The pure core may only make moves on them
-(``try_start``, ``end_run``, ``revoke``, ``take``, ``finish``, ``request_stop``, ``close_stop``,
+(``try_start``, ``end_run``, ``revoke``, ``take``, ``finish``, ``request_stop``, ``stop_reasons``,
 ``abandon_run``) and act on each move's result: a read would be a decision made on state
 another thread may be changing."""
 OWN_STATE = {
-    ROOT / "actors" / "claim.py": {"_free", "stop", "reported"},
+    ROOT / "actors" / "claim.py": {"_free", "stop", "run_ended"},
     ROOT / "actors" / "task_record.py": {"_token", "_outcome"},
 }
 """A module may touch the state it implements: the claim's move is written on ``_free``, and a

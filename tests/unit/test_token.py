@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 import actors.token as token_module
-from actors.claim import Claim
+from actors.claim import INTERRUPTED, NOT_STOPPED, Claim
 from actors.task_record import TaskRecord
 from actors.token import TRANSITIONS, Move, Token, TokenState
 from tests.unit.helpers import noop
@@ -64,7 +64,7 @@ MOVES: dict[Move, Callable[[Token], object]] = {
     Move.TAKE: lambda token: token.take(),
     Move.FINISH: finish_new,  # returns the error of a refused finish
     Move.DETACH: lambda token: token.detach(),
-    Move.ABANDON_RUN: lambda token: token.abandon_run(Claim()),
+    Move.ABANDON_RUN: lambda token: token.abandon_run(Claim.free()),
 }
 """Each move, made by its method; each returns what the method returned."""
 
@@ -275,23 +275,23 @@ def test_no_recurring_run_starts_after_a_revoke() -> None:
 
 
 def test_claim_has_exactly_one_taker() -> None:
-    claim = Claim()
+    claim = Claim.free()
     assert claim.take() is True
     assert claim.take() is False
     assert claim.take() is False
 
 
-def test_claims_are_slotted_and_independent() -> None:
-    first, second = Claim(), Claim()
-    assert not hasattr(first, "__dict__")
-    with pytest.raises(AttributeError):
-        first.extra = 1  # type: ignore[attr-defined]
+def test_claims_are_independent() -> None:
+    first, second = Claim.free(), Claim.free()
+    assert token_module.request_stop(first, INTERRUPTED)  # its own stop state, not the class's
+    assert (first.stop, second.stop) == (INTERRUPTED, NOT_STOPPED)
+    assert not hasattr(first, "__dict__")  # slotted: one is made for every run
     assert first.take()
     assert second.take()
 
 
 def test_a_claim_raced_by_two_threads_has_one_taker() -> None:
-    claims = [Claim() for _ in range(ROUNDS)]
+    claims = [Claim.free() for _ in range(ROUNDS)]
     firsts, seconds = race(lambda i: claims[i].take(), lambda i: claims[i].take())
     for first, second in zip(firsts, seconds, strict=True):
         assert first is not second

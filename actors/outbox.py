@@ -15,9 +15,11 @@ class Outbox(Generic[T]):
     A producer calls ``put``; when it returns ``True`` the producer must tell the actor
     ``Drain()``. The actor calls ``drain`` when it handles that message and gets every item put
     so far, in order. So an item is always followed in the actor's mailbox by a ``Drain`` that
-    will deliver it: everything a thread sends after ``put`` (through the mailbox) is handled
-    after the item. Under load many items ride on one message, which is what makes this cheaper
-    than one pykka message per item.
+    will deliver it. That ``Drain`` may come after a message that the item's sender sent later
+    (another producer took the right to tell it, and has not yet): an actor that needs the
+    order drains first when ``pending`` says items wait (the scheduler does, before every
+    message). Under load many items ride on one message, which is what makes this cheaper than
+    one pykka message per item.
 
     ``put`` may be called from any thread; ``drain`` only from the actor's.
 
@@ -49,6 +51,11 @@ class Outbox(Generic[T]):
         except IndexError:  # another producer took the byte between the test and the pop
             return False
         return True
+
+    @property
+    def pending(self) -> bool:
+        """Whether items wait (the actor's thread: others' puts may add more at any moment)."""
+        return bool(self._items)
 
     def drain(self) -> list[T]:
         """Take every item put so far, oldest first (the actor's thread only)."""

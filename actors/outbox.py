@@ -15,11 +15,12 @@ class Outbox(Generic[T]):
     A producer calls ``put``; when it returns ``True`` the producer must tell the actor
     ``Drain()``. The actor calls ``drain`` when it handles that message and gets every item put
     so far, in order. So an item is always followed in the actor's mailbox by a ``Drain`` that
-    will deliver it. That ``Drain`` may come after a message that the item's sender sent later
-    (another producer took the right to tell it, and has not yet): an actor that needs the
-    order drains first when ``pending`` says items wait (the scheduler does, before every
-    message). Under load many items ride on one message, which is what makes this cheaper than
-    one pykka message per item.
+    will deliver it, but not always ahead of a message its sender tells afterwards: when another
+    producer took the right to tell ``Drain`` and has not told it yet, the later message may
+    overtake it. (The scheduler's callers put and tell under the facade's lock, one at a time;
+    the other producers are workers, whose run stays busy until its report is taken, so
+    ``settle`` and ``shutdown`` wait for that ``Drain``.) Under load many items ride on one
+    message, which is what makes this cheaper than one pykka message per item.
 
     ``put`` may be called from any thread; ``drain`` only from the actor's.
 
@@ -51,11 +52,6 @@ class Outbox(Generic[T]):
         except IndexError:  # another producer took the byte between the test and the pop
             return False
         return True
-
-    @property
-    def pending(self) -> bool:
-        """Whether items wait (the actor's thread: others' puts may add more at any moment)."""
-        return bool(self._items)
 
     def drain(self) -> list[T]:
         """Take every item put so far, oldest first (the actor's thread only)."""

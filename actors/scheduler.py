@@ -78,8 +78,6 @@ ids) and handles' cancels from callers, and the workers' reports. One outbox, so
 order between them is the order they happened in (a task that cancels another while it runs
 puts its ``Cancelled`` after its worker's ``Started``)."""
 
-_DRAIN: Final = Drain()
-
 STOPPED_BY_FORCE: Final = "the scheduler was stopped before this run finished"
 
 
@@ -272,10 +270,6 @@ class SchedulerActor(LibraryActor):
         """Handle one message, carry out what the timetable decided, re-arm the timer."""
         try:
             self._observe_wall_offset()
-            if self._outbox.pending and type(message) is not Drain:
-                # What was put before this message was sent comes first, even if the Drain that
-                # delivers it is still on its way (its sender may be slower than this one's).
-                self._handle(_DRAIN)
             reply = self._handle(message)
             self._carry_out_all()
             self._after_message()

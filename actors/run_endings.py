@@ -181,14 +181,21 @@ class RunEndings:
         self._release(now)
 
     def _lose(self, worker: int, error: BaseException, now: float) -> None:
-        """Forget ``worker``: its started runs fail with ``error``, the others go back to the ready FIFO."""
+        """Forget ``worker``: its started runs fail with ``error``, the others go back to the ready FIFO.
+
+        A run that was interrupted (``cancel(interrupt=True)``) fails all the same, but is not
+        retried, and its task ends ``CANCELLED``, as if the run had raised.
+        """
         started, taken_back = self._dealer.lose(worker)
         self._dealer.requeue(taken_back)
         for task in started:
+            claim, task.claim = task.claim, None
+            stop = NOT_STOPPED if claim is None else task.close_stop(claim)
             if task.heap_seq is not None:
                 self._heap.remove(task)  # the run's deadline: the run is over for us
             if task.state not in FINAL_STATES:
-                self._fail_run(task, error, "", now)
+                # An interrupted run ends its task CANCELLED however it ends: lost or abandoned too.
+                self._fail_run(task, error, "", now, interrupted=bool(stop & INTERRUPTED))
 
     def _reported(self, report: Completed | Failed | Skipped) -> tuple[TaskRecord | None, int]:
         """Take a worker's report: the run's task (``None`` if stale), and how the run was asked to stop."""

@@ -27,7 +27,7 @@ from actors.task_state import (
     State,
     move_to,
 )
-from actors.token import request_stop
+from actors.token import TAKEN, request_stop
 from messages import Completed, EventKind, Failed, FixedDelay, FixedRate, Skipped, Started
 
 if TYPE_CHECKING:
@@ -305,7 +305,10 @@ class RunEndings:
         if task.state is CANCELLING or interrupted:
             ending: State | None = CANCELLED
         elif task.spec.trigger is None:
-            ending = FAILED if task.spec.single_start or task.take() else CANCELLED
+            # FAILED, unless a caller's cancel won the token first: a run its lost worker had
+            # claimed but not started, a retried run after its attempt. (After a failed take,
+            # revoke moves nothing: it only says whether the run's start took the token.)
+            ending = FAILED if task.take() or task.revoke() is TAKEN else CANCELLED
         elif task.reached_failure_limit():
             ending = FAILED if task.take() else CANCELLED  # a cancel may have just won the token
         else:

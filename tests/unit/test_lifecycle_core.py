@@ -352,3 +352,21 @@ def test_an_interrupted_run_abandoned_past_its_grace_is_not_retried_and_ends_can
     assert isinstance(failed[0].error, TaskTimeoutError)
     assert table.info("a").status is TaskStatus.CANCELLED
     assert table.next_due() is None  # no retry waits
+
+
+def test_a_cancelled_one_time_run_its_lost_worker_never_started_ends_cancelled() -> None:
+    """The caller's cancel won (``True``): the task must not end ``FAILED`` with the worker's loss."""
+    table, pool = setup()
+    task = record("a")
+    table.add(task, now=0.0)
+    pool.take()
+    assert pool.claim(0) is not None  # claimed, not yet started
+    assert task.revoke() is TokenState.FREE  # a handle's cancel won: its Cancelled report is on its way
+    pool.lose(0)
+    table.worker_lost(0, RuntimeError("worker died"), now=1.0)
+    info = table.info("a")
+    assert (info.status, info.failure_count) == (TaskStatus.CANCELLED, 1)
+    assert [(e.kind, e.final) for e in take(table).events] == [
+        (EventKind.FAILED, False),
+        (EventKind.CANCELLED, True),
+    ]

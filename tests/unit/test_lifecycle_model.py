@@ -1,8 +1,9 @@
 """A stateful hypothesis test of a task's lifecycle in the pure core, against a reference model.
 
 The companion of ``test_timetable_model.py`` (dealing, batches, recurring tasks, shutdown):
-this one drives one-time tasks with the options that make a run's life eventful, and compares
-the Timetable with a small model after every step. The model says, in plain Python, what the
+this one drives tasks with the options that make a run's life eventful (one-time tasks, and
+recurring fixed-delay ones with ``max_consecutive_failures``), and compares the Timetable with
+a small model after every step. The model says, in plain Python, what the
 lifecycle documents (``docs/lifecycle.md``):
 
 - ``timeout``: the run's deadline is in the heap from its ``Started`` report; at it the run is
@@ -51,7 +52,7 @@ from actors.errors import (
 from actors.retry import Retry
 from actors.task_record import TaskRecord, TaskSpec
 from actors.timetable import Timetable
-from messages import Cancelled, EventKind, RunTask, TaskStatus
+from messages import Cancelled, EventKind, FixedDelay, RunTask, TaskStatus
 from tests.unit.helpers import ALL_KINDS, Pool, noop, take, traceback_of
 
 IDS = ["a", "b", "c", "d", "e"]
@@ -67,7 +68,7 @@ FINAL_STATUS = {
 # The token, as the lifecycle describes it: (state, move) -> new state; a move not listed fails.
 TOKEN_MOVES = {
     ("free", "start-one-time"): "taken",
-    ("free", "start-retryable"): "running",
+    ("free", "start-again"): "running",  # a recurring or retried task's run: a cancel still wins later
     ("free", "revoke"): "revoked",
     ("free", "take"): "taken",
     ("running", "end_run"): "ran",
@@ -303,7 +304,7 @@ class Model:
         """The worker: the run has ended; its report follows (no stop request lands any more)."""
         if task["claim"] is not None:
             task["claim"]["ended"] = True
-        if task["retry"] is not None:
+        if not task["single"]:
             self.move(task, "end_run")
 
     def skipped(self, task: dict[str, Any], now: float) -> None:
@@ -323,7 +324,7 @@ class Model:
             self.completed(task, at, value, interrupted=INTERRUPTED in stop)
         elif isinstance(error, RunCancelled) and INTERRUPTED in stop:
             self.end_attempts(task)  # stopped as asked: no failure, the task is cancelled
-            if task["retry"] is not None:
+            if not task["single"]:
                 self.move(task, "run_reported")
             self.end(task, "cancelled", at)
         else:
@@ -344,6 +345,14 @@ class Model:
         task["runs"] += 1
         task["consecutive"] = 0
         attempt = self.end_attempts(task)
+        if task["every"] is not None:  # recurring: the run counts; the task goes on unless cancelled
+            self.move(task, "run_reported")
+            self.emit(EventKind.COMPLETED, task, at, task["runs"], value=value, attempt=attempt)
+            if task["state"] == "cancelling":
+                self.end(task, "cancelled", at)
+            else:
+                self.push(task, at + task["every"], "due")
+            return
         if task["retry"] is not None:
             self.move(task, "run_reported")
             if not self.move(task, "take"):  # a cancel won its token meanwhile
@@ -382,10 +391,17 @@ class Model:
         task["failures"] += 1
         task["consecutive"] += 1
         task["last_error"], task["last_traceback"] = error, traceback
-        if task["retry"] is not None:
+        if not task["single"]:
             self.move(task, "run_reported")
+        limit = task["max_failures"]
+        ending: str | None
         if interrupted or task["state"] == "cancelling":
             ending = "cancelled"
+        elif task["every"] is not None:  # recurring: it goes on, unless it failed too often in a row
+            if limit is not None and task["consecutive"] >= limit:
+                ending = "failed" if self.move(task, "take") else "cancelled"
+            else:
+                ending = None
         else:
             # It failed, unless a cancel won its token first: then the cancel is what ends it (a
             # one-time run a lost worker had claimed but not started, a retried one's last attempt).
@@ -400,7 +416,10 @@ class Model:
             final=ending == "failed",
             attempt=attempt,
         )
-        self.end(task, ending, at)
+        if ending is None:
+            self.push(task, at + task["every"], "due")
+        else:
+            self.end(task, ending, at)
 
     def end_cancelled(self, task: dict[str, Any], now: float, *, mid_run: bool, claimed: bool) -> None:
         """A cancel won: the task ends now, unless its worker has claimed a run that may be going on."""
@@ -430,6 +449,14 @@ class Model:
             return
         self.end_cancelled(task, now, mid_run=report.mid_run, claimed=claimed)
 
+    @staticmethod
+    def end_reason(task: dict[str, Any]) -> str | None:
+        state = task["state"]
+        if state == "failed" and task["every"] is not None:
+            limit = task["max_failures"]
+            return f"stopped after {limit} consecutive failures (max_consecutive_failures={limit})"
+        return {"completed": "completed", "failed": "the run failed", "cancelled": "cancelled"}.get(state)
+
     def status(self, task: dict[str, Any], heads: set[int]) -> TaskStatus:
         state = task["state"]
         if state in FINAL_STATUS:
@@ -446,6 +473,8 @@ TASK: dict[str, st.SearchStrategy[Any]] = {  # a new task: its id, due time, opt
     "retry": st.sampled_from([None, (2, 0.0), (2, 1.0), (3, 0.5)]),
     "after": st.lists(st.integers(0, 20), max_size=2, unique=True),
     "delay": st.sampled_from([0.0, 1.0]),
+    "every": st.sampled_from([None, None, None, 0.5, 2.0]),  # a recurring task's fixed delay
+    "max_failures": st.sampled_from([None, 1, 2]),
 }
 
 
@@ -515,14 +544,13 @@ class LifecycleMachine(RuleBasedStateMachine):
                 assert not self.is_claimed(run.task), "a claimed run handed again"
             task["state"] = "handed"
             task["claim"] = {"stop": set(), "ended": False, "abandoned": False}
-            retry = task["retry"] is not None
             assert (run.task_id, run.run, run.due_at, run.attempt, run.timeout, run.one_time) == (
                 task["id"],
                 task["runs"] + 1,
                 task["due_at"],
                 task["attempt"],
                 task["timeout"],
-                not retry,
+                task["single"],
             )
         for worker, runs in effects.batches:
             for run in runs:
@@ -542,21 +570,30 @@ class LifecycleMachine(RuleBasedStateMachine):
         retry: tuple[int, float] | None,
         after: list[int],
         delay: float,
+        every: float | None,
+        max_failures: int | None,
     ) -> None:
-        tasks = self.model.tasks
+        """A new task: one-time (waiting for others, perhaps), or recurring at a fixed delay."""
+        tasks = [t for t in self.model.tasks if t["every"] is None]  # only one-time tasks complete
         deps = (
             list({id(tasks[i % len(tasks)]["record"]): tasks[i % len(tasks)] for i in after}.values())
             if tasks
             else []
         )
         policy = None if retry is None else Retry(attempts=retry[0], delay=retry[1], backoff=2.0, jitter=0.0)
+        due_at = self.now + offset
+        if every is not None:
+            deps = []
+        else:
+            max_failures = None
         spec = TaskSpec(
+            None if every is None else FixedDelay(every, due_at),
+            max_failures,
             timeout=timeout,
             retry=policy,
             after=tuple(d["record"] for d in deps),
             delay=delay if deps else 0.0,
         )
-        due_at = self.now + offset
         record = TaskRecord(task_id, noop, (), {}, due_at if not deps else self.now, None, spec)
         task = {
             "id": task_id,
@@ -566,6 +603,9 @@ class LifecycleMachine(RuleBasedStateMachine):
             "retry": policy,
             "after": deps,
             "delay": spec.delay,
+            "every": every,
+            "max_failures": max_failures,
+            "single": every is None and policy is None,  # its run's start takes the token for good
         }
         if self.model.add(task, self.now) == "duplicate":
             with pytest.raises(DuplicateTaskError):
@@ -667,7 +707,7 @@ class LifecycleMachine(RuleBasedStateMachine):
         if worker in self.pool.claimed:
             run = self.pool.claimed[worker]
             task = self.model.of(run.task)
-            expected = self.model.move(task, "start-retryable" if task["retry"] else "start-one-time")
+            expected = self.model.move(task, "start-one-time" if task["single"] else "start-again")
             started = self.pool.step(worker, self.now)
             assert (started is not None) is expected
             if started is not None:
@@ -792,6 +832,8 @@ class LifecycleMachine(RuleBasedStateMachine):
                 and task["last_error"][0] == "dependency"
             ):
                 assert info.end_reason == str(info.last_error)
+            else:
+                assert info.end_reason == self.model.end_reason(task), task_id
 
     @invariant()
     def same_tokens(self) -> None:

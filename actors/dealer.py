@@ -141,7 +141,10 @@ class Dealer:
         return None
 
     def lose(self, worker: int) -> tuple[list[TaskRecord], list[TaskRecord]]:
-        """Forget ``worker``; return its runs it had started and those taken back (not yet started)."""
+        """Forget ``worker``; return its runs it had started and those taken back (not yet started).
+
+        A started run's task keeps its claim: the caller reads how the run was asked to stop, then clears it.
+        """
         idle = self._pool_of[worker].idle
         if worker in idle:
             idle.remove(worker)
@@ -149,8 +152,6 @@ class Dealer:
         taken_back: list[TaskRecord] = []
         for task in self._batches.pop(worker, ()):
             (taken_back if _take_claim(task) else started).append(task)
-        for task in started:
-            task.claim = None
         return started, taken_back
 
     def add(self, worker: int, executor: str = THREADS) -> None:

@@ -27,7 +27,7 @@ from actors.task_state import (
     State,
     move_to,
 )
-from actors.token import request_stop
+from actors.token import TAKEN, request_stop
 from messages import Completed, EventKind, Failed, FixedDelay, FixedRate, Skipped, Started
 
 if TYPE_CHECKING:
@@ -195,14 +195,21 @@ class RunEndings:
         self._release(now)
 
     def _lose(self, worker: int, error: BaseException, now: float) -> None:
-        """Forget ``worker``: its started runs fail with ``error``, the others go back to the ready FIFO."""
+        """Forget ``worker``: its started runs fail with ``error``, the others go back to the ready FIFO.
+
+        A run that was interrupted (``cancel(interrupt=True)``) fails all the same, but is not
+        retried, and its task ends ``CANCELLED``, as if the run had raised.
+        """
         started, taken_back = self._dealer.lose(worker)
         self._dealer.requeue(taken_back)
         for task in started:
+            claim, task.claim = task.claim, None
+            stop = NOT_STOPPED if claim is None else task.close_stop(claim)
             if task.heap_seq is not None:
                 self._heap.remove(task)  # the run's deadline: the run is over for us
             if task.state not in FINAL_STATES:
-                self._fail_run(task, error, "", now)
+                # An interrupted run ends its task CANCELLED however it ends: lost or abandoned too.
+                self._fail_run(task, error, "", now, interrupted=bool(stop & INTERRUPTED))
 
     def _reported(self, report: Completed | Failed | Skipped) -> tuple[TaskRecord | None, int]:
         """Take a worker's report: the run's task (``None`` if stale), and how the run was asked to stop."""
@@ -312,7 +319,10 @@ class RunEndings:
         if task.state is CANCELLING or interrupted:
             ending: State | None = CANCELLED
         elif task.spec.trigger is None:
-            ending = FAILED if task.spec.single_start or task.take() else CANCELLED
+            # FAILED, unless a caller's cancel won the token first: a run its lost worker had
+            # claimed but not started, a retried run after its attempt. (After a failed take,
+            # revoke moves nothing: it only says whether the run's start took the token.)
+            ending = FAILED if task.take() or task.revoke() is TAKEN else CANCELLED
         elif task.reached_failure_limit():
             ending = FAILED if task.take() else CANCELLED  # a cancel may have just won the token
         else:

@@ -207,14 +207,16 @@ class Pool:
         value: object = None,
         error: BaseException | None = None,
         start_next: bool = True,
+        ended: bool = False,
     ) -> RunTask:
         """``worker``'s run ends at ``at``: ``end_run``, claim the next, report (at ``now``).
 
         Then it starts its next run, unless ``start_next`` is false (it stays claimed). A run
-        the timetable abandoned reports nothing, as its worker does.
+        the timetable abandoned reports nothing, as its worker does. ``ended``: the test made
+        the run's ``end_run`` itself, earlier (to act between the run's end and its report).
         """
         run = self.current.pop(worker)
-        if not run.task.end_run(run.claim, run.one_time):
+        if not ended and not run.task.end_run(run.claim, run.one_time):
             return run
         following = self._claim_next(worker)
         idle = following is None

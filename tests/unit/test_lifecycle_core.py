@@ -312,3 +312,61 @@ def test_an_abandoned_worker_reports_nothing_when_its_run_ends_at_last() -> None
     assert reports == []  # neither Completed nor idle: the worker's place is its replacement's
     info = table.info("a")
     assert (info.status, info.failure_count) == (TaskStatus.SCHEDULED, 0)  # the retry waits for a worker
+
+
+# -- found by the model check of the lifecycle in the core (tests/unit/test_lifecycle_model.py) ---
+
+
+def test_an_interrupted_run_whose_worker_is_lost_ends_its_task_cancelled() -> None:
+    table, pool = setup()
+    table.add(record("a"), now=0.0)
+    pool.take()
+    assert pool.start(0, now=0.0) is not None
+    assert table.cancel("a", now=1.0, interrupt=True) is True  # the run is asked to stop
+    take(table)
+    pool.lose(0)
+    table.worker_lost(0, RuntimeError("worker died"), now=2.0)
+    effects = take(table)
+    assert [(e.kind, e.final) for e in effects.events] == [
+        (EventKind.FAILED, False),
+        (EventKind.CANCELLED, True),
+    ]
+    info = table.info("a")
+    assert (info.status, info.run_count, info.failure_count) == (TaskStatus.CANCELLED, 1, 1)
+
+
+def test_an_interrupted_run_abandoned_past_its_grace_is_not_retried_and_ends_cancelled() -> None:
+    table, pool = setup(hung_grace=3.0)
+    table.add(record("a", timeout=2.0, retry=Retry(attempts=3, delay=0.0, jitter=0.0)), now=0.0)
+    pool.take()
+    assert pool.start(0, now=0.0) is not None
+    task = table.tasks["a"]
+    assert task.interrupt()  # a handle's cancel(interrupt=True): the revoke's report is on its way
+    task.revoke()
+    table.tick(now=2.0)  # asked to stop for its timeout too
+    table.tick(now=5.0)  # still going: abandoned
+    effects = take(table)
+    assert effects.abandoned == [0]
+    failed = [e for e in effects.events if e.kind is EventKind.FAILED]
+    assert [(e.retrying, e.final) for e in failed] == [(False, False)]
+    assert isinstance(failed[0].error, TaskTimeoutError)
+    assert table.info("a").status is TaskStatus.CANCELLED
+    assert table.next_due() is None  # no retry waits
+
+
+def test_a_cancelled_one_time_run_its_lost_worker_never_started_ends_cancelled() -> None:
+    """The caller's cancel won (``True``): the task must not end ``FAILED`` with the worker's loss."""
+    table, pool = setup()
+    task = record("a")
+    table.add(task, now=0.0)
+    pool.take()
+    assert pool.claim(0) is not None  # claimed, not yet started
+    assert task.revoke() is TokenState.FREE  # a handle's cancel won: its Cancelled report is on its way
+    pool.lose(0)
+    table.worker_lost(0, RuntimeError("worker died"), now=1.0)
+    info = table.info("a")
+    assert (info.status, info.failure_count) == (TaskStatus.CANCELLED, 1)
+    assert [(e.kind, e.final) for e in take(table).events] == [
+        (EventKind.FAILED, False),
+        (EventKind.CANCELLED, True),
+    ]

@@ -284,8 +284,8 @@ class Model:
             limit = task["max_failures"]
             if task["state"] == "cancelling":
                 ending = "cancelled"
-            elif one_time:
-                ending = "failed"
+            elif one_time:  # failed, unless a caller's cancel won before its (lost) worker started it
+                ending = "failed" if task["token"] == "taken" or self.move(task, "take") else "cancelled"
             elif limit is not None and task["consecutive"] >= limit:
                 ending = "failed" if self.move(task, "take") else "cancelled"  # a revoke may have won
             else:

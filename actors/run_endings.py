@@ -204,7 +204,7 @@ class RunEndings:
         self._dealer.requeue(taken_back)
         for task in started:
             claim, task.claim = task.claim, None
-            stop = NOT_STOPPED if claim is None else task.close_stop(claim)
+            stop = NOT_STOPPED if claim is None else task.stop_reasons(claim)
             if task.heap_seq is not None:
                 self._heap.remove(task)  # the run's deadline: the run is over for us
             if task.state not in FINAL_STATES:

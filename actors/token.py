@@ -203,9 +203,10 @@ class Token:
     def stop_reasons(claim: Claim) -> int:
         """Scheduler, taking the report of the run holding ``claim``: the reasons it was asked to stop.
 
-        No lock: the run's worker closed the claim with ``end_run`` before it reported, so
-        no ``request_stop`` lands any more and the reasons are final. (A ``Skipped`` run's
-        are not, and mean nothing: it never started.)
+        No lock: the run's worker closed the claim with ``end_run`` before it reported (or
+        died trying: its ``end_run`` is in a ``finally``), or the scheduler did, abandoning
+        it; so no ``request_stop`` lands any more and the reasons are final. (A ``Skipped``
+        run's are not, and mean nothing: it never started.)
         """
         return claim.stop
 
@@ -219,6 +220,7 @@ class Token:
             if claim.run_ended:
                 return False
             claim.stop |= ABANDONED
+            claim.run_ended = True  # for us it has: no stop request lands any more
             new = _MOVES.get((self._token, Move.ABANDON_RUN))
             if new is not None:
                 self._token = new

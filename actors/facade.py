@@ -120,6 +120,7 @@ class Scheduler:
         *,
         store: Store | str | os.PathLike[str] | None = None,
         hung_grace: float = 5.0,
+        listeners: Iterable[AnyListener] = (),
     ) -> None:
         """Start the scheduler; return once its threads run and its stored tasks are loaded.
 
@@ -139,13 +140,18 @@ class Scheduler:
             hung_grace: Seconds a run that outlived its task's ``timeout`` (and was asked to
                 stop) still gets before its worker is abandoned: the run counts ``FAILED``
                 with ``TaskTimeoutError`` and a new worker takes the old one's place.
+            listeners: Listeners subscribed to every event kind before anything runs, as
+                ``subscribe`` would (and for as long as the scheduler runs): they also see the
+                events of stored tasks that are due at once when they are loaded, which a
+                ``subscribe`` after the constructor may miss.
 
         Raises:
             ValueError: ``workers`` out of range, ``history < 0``, ``hung_grace`` not a
                 finite number >= 0, or a ``FakeClock`` with a shared store (whose database's
                 clock decides what is due).
             TypeError: ``workers`` or ``history`` is not an int, ``clock`` is not a ``Clock``,
-                or ``store`` is neither a path nor a ``Store``.
+                ``store`` is neither a path nor a ``Store``, or a listener is neither callable
+                nor an ``ActorRef``.
             StoreLockedError: another live scheduler holds the store.
             StoreError: the store cannot be used (the message names it and says why).
             SchedulerStartError: the system refused to start a thread.
@@ -156,6 +162,8 @@ class Scheduler:
         if require_finite("hung_grace", hung_grace) < 0:
             raise ValueError(f"hung_grace must not be negative, got {hung_grace!r}")
         self._clock: Clock = check_clock(clock) if clock is not None else MonotonicClock()
+        self._subscription_ids = itertools.count(1)
+        subscriptions = [self._subscription(listener, None) for listener in listeners]
         self._store = None if store is None else open_store(store)
         node: SharedNode | None = None
         self._shared_tasks: SharedTasks | None = None
@@ -196,13 +204,13 @@ class Scheduler:
             loaded=loaded,
             shared=node,
             hung_grace=float(hung_grace),
+            subscriptions=subscriptions,
         )
         # _lock guards _closed, and is held while sending, so that nothing is sent after Shutdown.
         self._lock = threading.Lock()
         self._closed = False
         self._drained: Future[None] = Future()
         self._forced_stop = False  # a shutdown ran out of time and stopped the scheduler anyway
-        self._subscription_ids = itertools.count(1)
         try:
             result_within(started, Deadline(START_TIMEOUT))
         except BaseException as error:
@@ -846,6 +854,12 @@ class Scheduler:
             ValueError: ``kinds`` is empty.
             SchedulerShutdownError: after ``shutdown``.
         """
+        subscription = self._subscription(listener, kinds)
+        self._send(subscription)
+        return Subscription(subscription.subscription_id, self)
+
+    def _subscription(self, listener: AnyListener, kinds: Iterable[EventKind] | None) -> Subscribe:
+        """Check a listener and its kinds; the ``Subscribe`` message for them, with a new id."""
         if not (callable(listener) or isinstance(listener, pykka.ActorRef)):
             raise TypeError(f"listener must be callable or a pykka ActorRef, got {listener!r}")
         try:
@@ -857,9 +871,7 @@ class Scheduler:
         for kind in wanted:
             if not isinstance(kind, EventKind):
                 raise TypeError(f"kinds must be EventKind members, got {kind!r}")
-        subscription_id = next(self._subscription_ids)
-        self._send(Subscribe(subscription_id, listener, wanted))
-        return Subscription(subscription_id, self)
+        return Subscribe(next(self._subscription_ids), listener, wanted)
 
     def _unsubscribe(self, subscription_id: int) -> None:
         with contextlib.suppress(SchedulerShutdownError):

@@ -115,6 +115,7 @@ class SchedulerActor(LibraryActor):
         loaded: list[TaskRecord] | None = None,
         shared: SharedNode | None = None,
         hung_grace: float = 5.0,
+        subscriptions: list[Subscribe] | None = None,
     ) -> None:
         """Create the actor (runs on the caller's thread; workers, bus and timer start in ``on_start``).
 
@@ -142,6 +143,8 @@ class SchedulerActor(LibraryActor):
                 runs claimed durable tasks, one run per claim, and saves their outcomes.
             hung_grace: Seconds a run past its ``timeout`` gets, once asked to stop, before its
                 worker is abandoned (and replaced).
+            subscriptions: Listeners subscribed from the start: their bus has them before the
+                loaded tasks are taken, so they see those tasks' first events too.
         """
         super().__init__(threads)
         check_count("workers", workers, 1, MAX_WORKERS)
@@ -169,7 +172,8 @@ class SchedulerActor(LibraryActor):
             self._core.durable_runs_once = True  # a claimed task goes back to the store after its run
         self._armed: float | None = None  # the deadline the timer was last given
         self._watched: float | None = None  # the wall-clock offset it was last told to watch
-        self._subscriptions: dict[int, Subscribe] = {}
+        self._subscriptions = {each.subscription_id: each for each in subscriptions or ()}
+        self._update_wanted()
         self._settle_waiters: list[Waiter] = []
         self._drained: list[Waiter] = []  # woken when shut down and nothing runs any more
         self._stopping = False
@@ -197,6 +201,8 @@ class SchedulerActor(LibraryActor):
         try:
             if self._bus is None:
                 self._bus = self._start_bus()
+            for subscription in self._subscriptions.values():  # before any task: see them all
+                self._tell_bus(subscription)
             for index in range(self._pool_size + len(self._slots)):  # one by one: on_stop stops those
                 self._workers.append(self._start_worker(index))  # started so far if one fails
             if self._timer is not None:

@@ -30,11 +30,12 @@ from types import FrameType
 from typing import Final, Literal
 
 from actors.cli import exits, logs
+from actors.cli.board import Board
 from actors.cli.check import trigger_problems
 from actors.cli.holdback import HoldBackStore
 from actors.cli.jobfile import JobFile, import_problems, load_jobfile
 from actors.cli.rows import shown_path
-from actors.cli.service import JobService, to_hold_back
+from actors.cli.service import JobService, event_listener, to_hold_back
 from actors.errors import JobFileError, SchedulerError, StoreError, StoreLockedError
 from actors.facade import Scheduler
 from messages import EventKind, TaskEvent
@@ -89,18 +90,20 @@ def run(options: RunOptions) -> int:
         _print_problems(error.problems)
         return exits.BAD_INPUT
     sys.path.insert(0, str(jobfile.folder))  # fn = "tasks:..." is found beside the file, now and later
+    events = _EventLog()
+    board = Board()
+    listener = event_listener(board, None if view is not None else events.log)
     try:
         store = None if jobfile.store is None else HoldBackStore(jobfile.store, to_hold_back(jobfile))
-        scheduler = Scheduler(jobfile.workers, store=store)
+        scheduler = Scheduler(jobfile.workers, store=store, listeners=[listener])
     except StoreLockedError as error:
         _print_problems([f"{options.jobfile}: {error}; stop it first, or give another --store"])
         return exits.STORE_LOCKED
     except StoreError as error:
         _print_problems([f"{options.jobfile}: {error}"])
         return exits.FAILURE
-    events = _EventLog()
     try:
-        return _serve(scheduler, jobfile, options, signals, view, events)
+        return _serve(scheduler, JobService(scheduler, jobfile, board), options, signals, view)
     finally:
         events.stopping = True
         _stop(scheduler, options.grace)
@@ -108,14 +111,12 @@ def run(options: RunOptions) -> int:
 
 def _serve(
     scheduler: Scheduler,
-    jobfile: JobFile,
+    service: JobService,
     options: RunOptions,
     signals: _Signals,
     view: _View | None,
-    events: _EventLog,
 ) -> int:
-    service = JobService(scheduler, jobfile)
-    service.listen(None if view is not None else events.log)
+    jobfile = service.jobfile
     try:
         service.apply(jobfile)
     except (SchedulerError, TypeError, ValueError, OSError) as error:

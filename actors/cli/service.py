@@ -25,7 +25,7 @@ from actors.facade import Scheduler
 from actors.store import SQLiteStore, StoredTask
 from messages import TaskEvent, TaskInfo
 
-__all__ = ["JobService", "held_of", "read_stored", "to_hold_back"]
+__all__ = ["JobService", "event_listener", "held_of", "read_stored", "to_hold_back"]
 
 logger = logging.getLogger("actors.cli")
 
@@ -33,11 +33,11 @@ logger = logging.getLogger("actors.cli")
 class JobService:
     """Runs the jobs of a job file on ``scheduler``, whose store (if any) is the file ``store``."""
 
-    def __init__(self, scheduler: Scheduler, jobfile: JobFile) -> None:
+    def __init__(self, scheduler: Scheduler, jobfile: JobFile, board: Board | None = None) -> None:
         self._scheduler = scheduler
         self._jobfile = jobfile
         self._store = jobfile.store
-        self.board = Board()
+        self.board = board if board is not None else Board()  # fed by an event_listener
         # What a memory-only run has recorded; a stored run reads the fingerprints file.
         self._recorded: dict[str, str] = {}
         # Rows of ended tasks the scheduler no longer knows (ended before this process started).
@@ -49,14 +49,8 @@ class JobService:
         return self._jobfile
 
     def listen(self, on_event: Callable[[TaskEvent, float | None], None] | None = None) -> None:
-        """Feed every event to the board, then to ``on_event`` with the run's duration (bus thread)."""
-
-        def listener(event: TaskEvent) -> None:
-            duration = self.board.observe(event)
-            if on_event is not None:
-                on_event(event, duration)
-
-        self._scheduler.subscribe(listener)
+        """Subscribe an ``event_listener`` of this service's board (from now on)."""
+        self._scheduler.subscribe(event_listener(self.board, on_event))
 
     def apply(self, jobfile: JobFile) -> None:
         """Make the schedule follow ``jobfile``: add, replace, keep or cancel each job, logging each.
@@ -161,3 +155,20 @@ def to_hold_back(jobfile: JobFile) -> set[str]:
     recorded = read_fingerprints(fingerprints_path(jobfile.store))
     decisions = reconcile(jobfile.jobs, held_of(stored), recorded)
     return {decision.task_id for decision in decisions if decision.action in ("replace", "cancel")}
+
+
+def event_listener(
+    board: Board, on_event: Callable[[TaskEvent, float | None], None] | None = None
+) -> Callable[[TaskEvent], None]:
+    """A listener feeding every event to ``board``, then to ``on_event`` with the run's duration.
+
+    It runs on the scheduler's event bus thread. The runner gives it to the ``Scheduler`` as it
+    starts (``listeners=``), so the runs of stored jobs due at once are on the board and logged.
+    """
+
+    def listener(event: TaskEvent) -> None:
+        duration = board.observe(event)
+        if on_event is not None:
+            on_event(event, duration)
+
+    return listener

@@ -242,6 +242,23 @@ def test_a_task_due_while_nothing_ran_is_due_at_once_after_a_restart(start: Call
     assert [key for key, _, _ in tasks.CALLS] == ["once@2026-01-01T00:00:30.000Z"]  # the run's stable key
 
 
+def test_listeners_given_at_start_see_the_runs_of_tasks_due_as_they_load(
+    start: Callable[..., Scheduler], recorder: EventRecorder
+) -> None:
+    s = start()
+    s.schedule_once(tasks.record, delay=30.0, task_id="once")
+    s.shutdown()
+    again = start(wall=START + timedelta(hours=5), listeners=[recorder])
+    again.settle()
+    assert recorder.kinds("once") == [EventKind.DUE, EventKind.STARTED, EventKind.COMPLETED]
+
+
+def test_a_listener_given_at_start_is_checked_before_anything_starts(path: Path) -> None:
+    with pytest.raises(TypeError, match="listener must be callable"):
+        Scheduler(store=path, listeners=["not a listener"])  # type: ignore[list-item]
+    Scheduler(store=path).shutdown()  # nothing was left holding the file
+
+
 def test_minted_ids_never_collide_with_stored_ones(start: Callable[..., Scheduler]) -> None:
     s = start()
     first = {s.schedule_once(tasks.noop, delay=60.0).task_id for _ in range(5)}

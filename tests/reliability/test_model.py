@@ -342,6 +342,11 @@ class SchedulerMachine(RuleBasedStateMachine):
             if act.cancel is not None:
                 target = self.model.target(task_id, act.cancel)
                 assert self.s is not None
+                # The model takes each report before the next run starts; the scheduler takes
+                # them as they come. A run of this batch that just failed for the last time ends
+                # its task FAILED only once its report is taken: before that, the task's token
+                # lets a cancel win (and the task ends CANCELLED). Let the scheduler catch up.
+                self.s.stats()
                 cancelled = (target, self.s.cancel(target))
             if act.takes:
                 # Let the scheduler first handle what is already in its mailbox (the reports of

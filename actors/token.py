@@ -135,7 +135,7 @@ def request_stop(claim: Claim, reason: int) -> bool:
     """Ask the run holding ``claim`` to stop, for ``reason`` (any thread); whether this asked it.
 
     ``False`` if it was asked already for this reason, or if the run has ended (its worker's
-    ``end_run``). Calls the run's waker (a coroutine run's
+    ``end_run``, or the scheduler's ``abandon_run``). Calls the run's waker (a coroutine run's
     cancel) outside the lock.
     """
     with _LOCK:
@@ -149,7 +149,7 @@ def request_stop(claim: Claim, reason: int) -> bool:
 
 
 # _LOCK guards every token's _token and _outcome, _WAITERS, and the stop state of every run's
-# claim (stop, ended). One lock for all tokens, and
+# claim (stop, run_ended). One lock for all tokens, and
 # an Event only for a task someone actually waits on, so that a million pending tasks stay
 # small. Every hold is a few dict operations, never a call out.
 _LOCK: Final = threading.Lock()
@@ -181,22 +181,22 @@ class Token:
             self._token = new
             return True
 
-    def end_run(self, claim: Claim | None = None, one_time: bool = False) -> bool:
+    def end_run(self, claim: Claim | None = None) -> bool:
         """Worker, after any run (before reporting it): the run has ended, its report follows.
 
         No stop request lands on ``claim`` after this. A recurring run's token moves to
-        ``RAN``. Returns ``False``, moving nothing, if the scheduler has abandoned the run
-        (``ABANDONED``): the task is a later run's by now, and the worker must not report.
+        ``RAN`` (a one-time run's stays ``TAKEN``: the table has no such move). Returns
+        ``False``, moving nothing, if the scheduler has abandoned the run (``ABANDONED``): the
+        task is a later run's by now, and the worker must not report.
         """
         with _LOCK:
             if claim is not None:
                 if claim.stop & ABANDONED:
                     return False
                 claim.run_ended = True
-            if not one_time:
-                new = _MOVES.get((self._token, Move.END_RUN))
-                if new is not None:
-                    self._token = new
+            new = _MOVES.get((self._token, Move.END_RUN))
+            if new is not None:
+                self._token = new
             return True
 
     @staticmethod

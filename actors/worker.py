@@ -128,7 +128,7 @@ def run_batch(
             try:
                 value, failure, finished_at = _run(run, worker, started_at, clock, call, report)
             finally:  # even if this worker fails now: its task must be able to run again
-                ours = task.end_run(run.claim, run.one_time)
+                ours = task.end_run(run.claim)
             if not ours:  # abandoned while it ran: the task, and this worker's place, are others' now
                 break
             index = _next_claimed(runs, index + 1)

@@ -30,7 +30,7 @@ class TaskToken(Protocol):
     def try_start(self, one_time: bool) -> bool:
         """Claim the right to start a run: ``False`` if the task was cancelled (or has ended)."""
 
-    def end_run(self, claim: Any = None, one_time: bool = False) -> bool:
+    def end_run(self, claim: Any = None) -> bool:
         """Say a run has ended (before reporting it); ``claim`` is the run's. ``False``: do not report it."""
 
 

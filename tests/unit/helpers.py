@@ -216,7 +216,7 @@ class Pool:
         the run's ``end_run`` itself, earlier (to act between the run's end and its report).
         """
         run = self.current.pop(worker)
-        if not ended and not run.task.end_run(run.claim, run.one_time):
+        if not ended and not run.task.end_run(run.claim):
             return run
         following = self._claim_next(worker)
         idle = following is None
@@ -236,7 +236,7 @@ class Pool:
         """Forget everything ``worker`` held (it died; its ``finally`` still ended a recurring run)."""
         run = self.current.pop(worker, None)
         if run is not None:
-            run.task.end_run(run.claim, run.one_time)
+            run.task.end_run(run.claim)
         self.claimed.pop(worker, None)
         self.inbox.pop(worker, None)
 

@@ -266,7 +266,7 @@ def test_an_interrupt_after_the_run_returned_changes_nothing() -> None:
     pool.take()
     run = pool.start(0, now=0.0)
     assert run is not None
-    assert run.task.end_run(run.claim, run.one_time)  # the worker: the run returned, its report follows
+    assert run.task.end_run(run.claim)  # the worker: the run returned, its report follows
     assert table.cancel("a", now=1.0, interrupt=True) is False  # too late: it asked nothing
     assert run.claim.stop == NOT_STOPPED
     table.completed(Completed(0, "a", 1, "value", 1.0, True), now=1.0)
@@ -281,7 +281,7 @@ def test_a_deadline_that_comes_as_the_run_ends_abandons_nothing() -> None:
     run = pool.start(0, now=0.0)
     assert run is not None
     table.tick(now=5.0)  # asked to stop
-    assert run.task.end_run(run.claim, run.one_time)  # the run ends; its report is on its way
+    assert run.task.end_run(run.claim)  # the run ends; its report is on its way
     table.tick(now=8.0)  # the second deadline finds it ended: the worker is not stuck
     assert take(table).abandoned == []
     table.completed(Completed(0, "a", 1, None, 8.0, True), now=8.0)

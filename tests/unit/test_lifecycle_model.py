@@ -721,7 +721,7 @@ class LifecycleMachine(RuleBasedStateMachine):
     def end_run(self, worker: int, outcome: str) -> None:
         run = self.pool.current[worker]
         task = self.model.of(run.task)
-        assert run.task.end_run(run.claim, run.one_time), "a run not abandoned ends as its own"
+        assert run.task.end_run(run.claim), "a run not abandoned ends as its own"
         self.model.end_run(task)
         error: BaseException | None = None
         if outcome == "raise":
@@ -752,7 +752,7 @@ class LifecycleMachine(RuleBasedStateMachine):
         run = self.ghosts.pop(pick % len(self.ghosts))
         token = run.task.token_state
         activity = self.table.activity
-        assert not run.task.end_run(run.claim, run.one_time)
+        assert not run.task.end_run(run.claim)
         assert run.task.token_state is token
         assert not self.table.take_effects()
         assert self.table.activity == activity

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from actors.claim import INTERRUPTED, NOT_STOPPED, TIMED_OUT
+from actors.claim import INTERRUPTED, NOT_STOPPED, TIMED_OUT, Claim
 from actors.effects import RunOutcome
 from actors.errors import MissedRunError, RunCancelled, TaskTimeoutError
 from actors.recurrence import next_cron, next_fixed_delay, next_fixed_rate
@@ -83,9 +83,7 @@ class RunEndings:
         if task is None:
             self._release(now)  # a stale report
             return
-        claim, task.claim = task.claim, None  # (what _reported does, inline: the busiest report)
-        if task.heap_seq is not None:
-            self._heap.remove(task)  # the run's deadline: it has ended
+        claim = self._ended_run(task)  # (not _reported: the busiest report reads the stop only if needed)
         if task.state in FINAL_STATES:
             self._release(now)  # the report may have freed its worker
             return
@@ -203,10 +201,8 @@ class RunEndings:
         started, taken_back = self._dealer.lose(worker)
         self._dealer.requeue(taken_back)
         for task in started:
-            claim, task.claim = task.claim, None
+            claim = self._ended_run(task)
             stop = NOT_STOPPED if claim is None else task.stop_reasons(claim)
-            if task.heap_seq is not None:
-                self._heap.remove(task)  # the run's deadline: the run is over for us
             if task.state not in FINAL_STATES:
                 # An interrupted run ends its task CANCELLED however it ends: lost or abandoned too.
                 self._fail_run(task, error, "", now, interrupted=bool(stop & INTERRUPTED))
@@ -216,10 +212,15 @@ class RunEndings:
         task = self._dealer.report(report.worker, report.task_id, report.run, idle=report.idle)
         if task is None:
             return None, NOT_STOPPED
+        claim = self._ended_run(task)
+        return task, NOT_STOPPED if claim is None else task.stop_reasons(claim)
+
+    def _ended_run(self, task: TaskRecord) -> Claim | None:
+        """``task``'s run is over for the core: take its claim off it (returned) and its deadline out."""
         claim, task.claim = task.claim, None
         if task.heap_seq is not None:
-            self._heap.remove(task)  # the run's deadline: it has ended
-        return task, NOT_STOPPED if claim is None else task.stop_reasons(claim)
+            self._heap.remove(task)  # the run's deadline
+        return claim
 
     def _overdue(self, task: TaskRecord, now: float) -> None:
         """A running task's deadline came: ask the run to stop; at the second deadline, abandon its worker.

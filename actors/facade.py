@@ -97,6 +97,15 @@ STOP_RESERVE: Final = 0.25
 
 _DRAIN: Final = Drain()
 
+OUTBOX_BACKLOG: Final = 1024
+"""Items a caller may leave in the scheduler's outbox before it waits for the scheduler to take
+them (a few milliseconds of the scheduler's work). The wait also lets the other threads have
+the GIL: a thread filling a big schedule would otherwise hold it for whole switch intervals, and
+every hop of a due task (timer, scheduler, worker) would wait one out."""
+
+ROOM_TIMEOUT: Final = 1.0
+"""The longest a caller waits for that (a stuck scheduler must not hang its callers)."""
+
 AnyListener = Callable[[TaskEvent], object] | pykka.ActorRef[Any]
 
 
@@ -107,8 +116,9 @@ class Scheduler:
     a timer thread. Every method may be called from any thread at once, including from a task
     or a listener of this scheduler (``docs/reliability.md`` lists what each does there).
     Tasks run on worker threads, listeners on the bus thread; the caller's thread only
-    builds and sends messages (``schedule_*`` with a minted id and ``TaskHandle.cancel`` never
-    wait for the scheduler).
+    builds and sends messages (``schedule_*`` with a minted id and ``TaskHandle.cancel`` wait
+    for no reply; a caller that has left more than ``OUTBOX_BACKLOG`` items for the scheduler
+    waits until it takes them).
     """
 
     def __init__(
@@ -721,12 +731,26 @@ class Scheduler:
         return TaskHandle(live, self)
 
     def _put(self, item: OutboxItem) -> None:
-        """Put ``item`` in the scheduler's outbox, waking it if the outbox was empty (hold ``_lock``)."""
-        if self._outbox.put(item):
+        """Put ``item`` in the scheduler's outbox, waking it if the outbox was empty (hold ``_lock``).
+
+        A caller that finds more than ``OUTBOX_BACKLOG`` items the scheduler has not taken yet
+        waits until it takes them (at most ``ROOM_TIMEOUT``): backpressure, so that a thread
+        filling a big schedule neither outruns the scheduler nor starves the threads that run
+        due tasks (measured in docs/performance.md, "A million tasks in one process").
+        """
+        outbox = self._outbox
+        if outbox.put(item):
             try:
                 self._ref.tell(_DRAIN)
             except pykka.ActorDeadError as error:
                 raise SchedulerShutdownError("scheduler is shut down") from error
+        if outbox.backlog > OUTBOX_BACKLOG and self._may_wait_for_room():
+            outbox.wait_for_room(OUTBOX_BACKLOG, ROOM_TIMEOUT)
+
+    def _may_wait_for_room(self) -> bool:
+        """Whether the outbox will be drained while this thread waits: not on the scheduler's own."""
+        alive = self._ref.is_alive()
+        return alive and self._threads.role_of(threading.current_thread()) is not Role.SCHEDULER
 
     # -- control and queries ----------------------------------------------------------------
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Final, Generic, TypeVar
 
 T = TypeVar("T")
@@ -34,12 +35,14 @@ class Outbox(Generic[T]):
     append). A ``Drain`` may find nothing: harmless.
     """
 
-    __slots__ = ("_armed", "_items")
+    __slots__ = ("_armed", "_items", "_room")
 
     def __init__(self) -> None:
         """Create an empty outbox (armed: the first put tells the actor)."""
         self._items: list[T] = []
         self._armed = bytearray(_ARMED)
+        self._room = threading.Event()  # cleared while a producer waits for a drain (wait_for_room)
+        self._room.set()
 
     def put(self, item: T) -> bool:
         """Add ``item``; return whether the caller must now tell the actor ``Drain()``."""
@@ -53,9 +56,31 @@ class Outbox(Generic[T]):
             return False
         return True
 
+    @property
+    def backlog(self) -> int:
+        """How many items wait for the actor (any thread; a moment's reading)."""
+        return len(self._items)
+
+    def wait_for_room(self, limit: int, timeout: float) -> bool:
+        """Block until at most ``limit`` items wait, or ``timeout`` seconds; whether there is room.
+
+        For a producer that would otherwise outrun the actor (never the actor's own thread:
+        only its ``drain`` makes room). Items put meanwhile by others count too.
+        """
+        room = self._room
+        while len(self._items) > limit:
+            room.clear()
+            if len(self._items) <= limit:  # a drain came between the test and the clear
+                break
+            if not room.wait(timeout):
+                return False
+        return True
+
     def drain(self) -> list[T]:
         """Take every item put so far, oldest first (the actor's thread only)."""
         self._armed[:] = _ARMED  # first: an item put after the copy below tells the actor again
         items = self._items.copy()
         del self._items[: len(items)]  # only appends happened since the copy, at the end
+        if not self._room.is_set():
+            self._room.set()  # a producer waits for room: there is
         return items

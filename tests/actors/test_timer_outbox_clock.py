@@ -145,6 +145,34 @@ def test_outbox_from_many_threads_delivers_everything_once() -> None:
     assert 1 <= len(wakes) <= len(seen)
 
 
+def test_outbox_wait_for_room_returns_once_the_actor_drains() -> None:
+    box: Outbox[int] = Outbox()
+    for i in range(10):
+        box.put(i)
+    assert box.wait_for_room(10, timeout=WAIT)  # room enough: at once
+    waited = threading.Event()
+
+    def producer() -> None:
+        assert box.wait_for_room(4, timeout=WAIT)
+        waited.set()
+
+    thread = threading.Thread(target=producer)
+    thread.start()
+    assert not waited.wait(0.05)  # no drain, no room (a bounded check that it does wait)
+    assert box.drain() == list(range(10))
+    assert waited.wait(WAIT)
+    thread.join(WAIT)
+    assert box.backlog == 0
+
+
+def test_outbox_wait_for_room_gives_up_after_its_timeout() -> None:
+    box: Outbox[int] = Outbox()
+    box.put(1)
+    box.put(2)
+    assert box.wait_for_room(1, timeout=0.01) is False
+    assert box.drain() == [1, 2]  # nothing lost
+
+
 def test_outbox_no_item_is_left_without_a_drain_to_deliver_it() -> None:
     """The actor drains only when told (a mailbox); once the producers stop and the told drains
     are handled, nothing is left behind: an item either rode on a drain or its put told one.

@@ -731,7 +731,7 @@ class Scheduler:
         return TaskHandle(live, self)
 
     def _put(self, item: OutboxItem) -> None:
-        """Put ``item`` in the scheduler's outbox, waking it if the outbox was empty (hold ``_lock``).
+        """Put ``item`` in the scheduler's outbox, telling it ``Drain`` if the put says so (hold ``_lock``).
 
         A caller that finds more than ``OUTBOX_BACKLOG`` items the scheduler has not taken yet
         waits until it takes them (at most ``ROOM_TIMEOUT``): backpressure, so that a thread

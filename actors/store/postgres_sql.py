@@ -14,7 +14,7 @@ The read functions run on the connection they are given, on the caller's thread.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
 import psycopg
 from psycopg.rows import TupleRow
@@ -23,10 +23,16 @@ from actors.store.protocol import RunRecord, StoredTask
 
 # The row-building helpers are backend-neutral (a tuple in TASK_COLUMNS order in, a
 # StoredTask out, repeated text shared); they live with the SQLite store, which came first.
-from actors.store.sqlite_rows import RUN_COLUMNS, TASK_COLUMNS, task_from_row
-from actors.store.sqlite_rows import _build_task as build_task
+from actors.store.sqlite_rows import (
+    RUN_COLUMNS,
+    TASK_COLUMNS,
+    check_limit,
+    collect_tasks,
+    run_records,
+    task_from_row,
+)
 
-__all__ = ["RUN_COLUMNS", "TASK_COLUMNS", "task_from_row"]
+__all__ = ["RUN_COLUMNS", "TASK_COLUMNS", "collect_tasks", "task_from_row"]
 
 Connection = psycopg.Connection[TupleRow]
 
@@ -272,8 +278,6 @@ REFERENCES: Final = """
     SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint,
            ARRAY(SELECT DISTINCT fn_ref FROM task WHERE change >= %s AND status = 'scheduled')"""
 
-_FETCH_ROWS: Final = 4096  # rows per fetch: bounds the transient tuples while loading
-
 
 def get_task(db: Connection, task_id: str) -> StoredTask | None:
     """Return the row of ``task_id``, or ``None``."""
@@ -292,39 +296,12 @@ def read_tasks(db: Connection, *, include_terminal: bool) -> list[StoredTask]:
         return collect_tasks(cursor)
 
 
-def collect_tasks(cursor: psycopg.Cursor[TupleRow]) -> list[StoredTask]:
-    """Build the tasks of an executed cursor's rows (in ``TASK_COLUMNS`` order), sharing text."""
-    shared: dict[Any, Any] = {}  # one table per call: nothing outlives the load but the rows
-    share = shared.setdefault
-    tasks: list[StoredTask] = []
-    append = tasks.append
-    while rows := cursor.fetchmany(_FETCH_ROWS):
-        for row in rows:
-            append(build_task(row, share))
-    return tasks
-
-
 def read_runs(db: Connection, task_id: str | None, limit: int) -> list[RunRecord]:
     """Return up to ``limit`` ledger rows, newest first, of ``task_id`` or of every task."""
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-        raise ValueError(f"limit must be an int >= 0, got {limit!r}")
+    check_limit(limit)
     if task_id is None:
-        rows = db.execute(_RUNS, (limit,)).fetchall()
-    else:
-        rows = db.execute(_RUNS_OF_TASK, (task_id, limit)).fetchall()
-    return [
-        RunRecord(
-            task_id=of_task,
-            task_seq=task_seq,
-            run=run,
-            due=due,
-            started=started,
-            finished=finished,
-            outcome=outcome,
-            error=error,
-        )
-        for of_task, task_seq, run, due, started, finished, outcome, error in rows
-    ]
+        return run_records(db.execute(_RUNS, (limit,)).fetchall())
+    return run_records(db.execute(_RUNS_OF_TASK, (task_id, limit)).fetchall())
 
 
 def read_high_water(db: Connection) -> int:

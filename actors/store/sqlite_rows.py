@@ -1,14 +1,16 @@
 """The SQLite store's reads: its queries and the conversion of rows to plain data.
 
-Shared by the store and the read-only inspector. Each function runs on the connection it is
-given, on the caller's thread; a query sees the data committed when it started.
+Shared by the store and the read-only inspector, and the conversions (``collect_tasks``,
+``run_records``) by the PostgreSQL store, whose rows have the same columns. Each function runs
+on the connection it is given, on the caller's thread; a query sees the data committed when
+it started.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
-from typing import Any, Final
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Final, Protocol
 
 from actors.store.protocol import RunRecord, StoredTask
 from messages.frozen import slot_setters
@@ -112,7 +114,19 @@ def read_tasks(db: sqlite3.Connection, *, include_terminal: bool) -> list[Stored
 
     One statement, so one read snapshot, fetched in chunks.
     """
-    cursor = db.execute(_ALL_TASKS if include_terminal else _LIVE_TASKS)
+    return collect_tasks(db.execute(_ALL_TASKS if include_terminal else _LIVE_TASKS))
+
+
+class RowCursor(Protocol):
+    """An executed cursor (sqlite3's or psycopg's) whose rows are fetched in chunks."""
+
+    def fetchmany(self, size: int = ..., /) -> Sequence[Any]:
+        """Return up to ``size`` more rows (none at the end)."""
+        ...
+
+
+def collect_tasks(cursor: RowCursor) -> list[StoredTask]:
+    """Build the tasks of an executed cursor's rows (in ``TASK_COLUMNS`` order), sharing text."""
     shared: dict[object, object] = {}  # one table per call: nothing outlives the load but the rows
     share = shared.setdefault
     tasks: list[StoredTask] = []
@@ -125,12 +139,20 @@ def read_tasks(db: sqlite3.Connection, *, include_terminal: bool) -> list[Stored
 
 def read_runs(db: sqlite3.Connection, task_id: str | None, limit: int) -> list[RunRecord]:
     """Return up to ``limit`` ledger rows, newest first, of ``task_id`` or of every task."""
+    check_limit(limit)
+    if task_id is None:
+        return run_records(db.execute(_RUNS, (limit,)).fetchall())
+    return run_records(db.execute(_RUNS_OF_TASK, (task_id, limit)).fetchall())
+
+
+def check_limit(limit: object) -> None:
+    """Refuse a ledger ``limit`` that is not an int >= 0 (``ValueError``)."""
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
         raise ValueError(f"limit must be an int >= 0, got {limit!r}")
-    if task_id is None:
-        rows = db.execute(_RUNS, (limit,)).fetchall()
-    else:
-        rows = db.execute(_RUNS_OF_TASK, (task_id, limit)).fetchall()
+
+
+def run_records(rows: Iterable[Sequence[Any]]) -> list[RunRecord]:
+    """The ledger rows (in ``RUN_COLUMNS`` order) as ``RunRecord``s."""
     return [
         RunRecord(
             task_id=of_task,

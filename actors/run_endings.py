@@ -28,7 +28,7 @@ from actors.task_state import (
     move_to,
 )
 from actors.token import TAKEN, request_stop
-from messages import Completed, EventKind, Failed, FixedDelay, FixedRate, Skipped, Started
+from messages import Completed, EventKind, Failed, FixedDelay, FixedRate, Skipped, Started, TaskEvent
 
 if TYPE_CHECKING:
     from actors.dealer import Dealer
@@ -60,20 +60,43 @@ class RunEndings:
         def _release(self, now: float) -> None: ...
         def _finish(self, task: TaskRecord, state: State, at: float, outcome: object) -> None: ...
         def _detach(self, task: TaskRecord) -> bool: ...
-        def _emit(
-            self,
-            kind: EventKind,
-            task: TaskRecord,
-            at: float,
-            run: int | None,
-            *,
-            error: BaseException | None = None,
-            traceback: str | None = None,
-            value: object = None,
-            final: bool = False,
-            retrying: bool = False,
-            attempt: int | None = None,
-        ) -> None: ...
+
+    def _emit(
+        self,
+        kind: EventKind,
+        task: TaskRecord,
+        at: float,
+        run: int | None,
+        *,
+        error: BaseException | None = None,
+        traceback: str | None = None,
+        value: object = None,
+        final: bool = False,
+        retrying: bool = False,
+        attempt: int | None = None,
+    ) -> None:
+        """Publish ``kind`` for ``task`` as an effect (both halves of the timetable publish)."""
+        if (
+            attempt is None
+        ):  # the attempt due (DUE) or running (STARTED, TIMED_OUT...), or that ran (retrying)
+            failures = task.failures
+            attempt = 1 if failures is None else failures.attempt - retrying
+        self._effects.events.append(
+            TaskEvent(
+                kind=kind,
+                task_id=task.task_id,
+                name=task.label(),
+                at=at,
+                run=run,
+                due_at=task.due_at if run is not None else None,
+                error=error,
+                traceback=traceback,
+                value=value,
+                final=final,
+                attempt=attempt,
+                retrying=retrying,
+            )
+        )
 
     # -- reports ----------------------------------------------------------------------------
 

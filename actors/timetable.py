@@ -590,41 +590,5 @@ class Timetable(RunEndings):
         task.claim = None
         return True
 
-    def _emit(
-        self,
-        kind: EventKind,
-        task: TaskRecord,
-        at: float,
-        run: int | None,
-        *,
-        error: BaseException | None = None,
-        traceback: str | None = None,
-        value: object = None,
-        final: bool = False,
-        retrying: bool = False,
-        attempt: int | None = None,
-    ) -> None:
-        if (
-            attempt is None
-        ):  # the attempt due (DUE) or running (STARTED, TIMED_OUT...), or that ran (retrying)
-            failures = task.failures
-            attempt = 1 if failures is None else failures.attempt - retrying
-        self._effects.events.append(
-            TaskEvent(
-                kind=kind,
-                task_id=task.task_id,
-                name=task.label(),
-                at=at,
-                run=run,
-                due_at=task.due_at if run is not None else None,
-                error=error,
-                traceback=traceback,
-                value=value,
-                final=final,
-                attempt=attempt,
-                retrying=retrying,
-            )
-        )
-
 
 __all__ = ["Timetable"]

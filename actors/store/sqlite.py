@@ -22,13 +22,14 @@ what that changed is measured in docs/performance.md, "The SQLite store's tail")
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Final, Literal, Self, TypeVar
 
@@ -307,7 +308,9 @@ class SQLiteStore:
 
     # -- running a call on this thread's connection ------------------------------------------
 
-    def _read(self, op: str, work: Callable[[sqlite3.Connection], T]) -> T:
+    @contextlib.contextmanager
+    def _connection(self) -> Iterator[sqlite3.Connection]:
+        """This thread's connection, held for one call (``StoreError`` if the store is not open)."""
         connections = self._connections
         if connections is None:
             raise StoreError(f"{self._location}: the store is not open")
@@ -316,33 +319,29 @@ class SQLiteStore:
             db = slot.db
             if db is None:
                 raise StoreError(f"{self._location}: the store is closed")
+            yield db
+
+    def _read(self, op: str, work: Callable[[sqlite3.Connection], T]) -> T:
+        with self._connection() as db:
             try:
                 return work(db)
             except sqlite3.Error as error:
                 raise StoreError(f"{self._location}: {op} failed: {error}") from error
 
     def _write(self, op: str, work: Callable[[sqlite3.Connection], T], rows: int = 1) -> T:
-        connections = self._connections
-        if connections is None:
-            raise StoreError(f"{self._location}: the store is not open")
-        slot = connections.get()
-        with slot.lock:
-            db = slot.db
-            if db is None:
-                raise StoreError(f"{self._location}: the store is closed")
-            with self._write_lock:
-                try:
-                    db.execute("BEGIN IMMEDIATE")
-                    result = work(db)
-                    db.execute("COMMIT")
-                    self._after_commit(rows)
-                except sqlite3.Error as error:
-                    self._rollback(db)
-                    raise StoreError(f"{self._location}: {op} failed: {error}") from error
-                except BaseException:  # DuplicateTaskError, KeyboardInterrupt: nothing is kept
-                    self._rollback(db)
-                    raise
-                return result
+        with self._connection() as db, self._write_lock:
+            try:
+                db.execute("BEGIN IMMEDIATE")
+                result = work(db)
+                db.execute("COMMIT")
+                self._after_commit(rows)
+            except sqlite3.Error as error:
+                self._rollback(db)
+                raise StoreError(f"{self._location}: {op} failed: {error}") from error
+            except BaseException:  # DuplicateTaskError, KeyboardInterrupt: nothing is kept
+                self._rollback(db)
+                raise
+            return result
 
     def _after_commit(self, rows: int) -> None:
         # Under _write_lock. Asking costs a Condition round trip, so ask every so often.

@@ -50,13 +50,10 @@ from actors.store.protocol import (
 )
 from actors.store.sqlite_checkpoint import Checkpointer
 from actors.store.sqlite_connections import ThreadConnections
-from actors.store.sqlite_reader import SQLiteReader, check_sqlite_version, connect_read_only
+from actors.store.sqlite_reader import SQLiteReader, SQLiteReads, check_sqlite_version, connect_read_only
 from actors.store.sqlite_rows import (
     TASK_COLUMNS,
     get_task,
-    read_high_water,
-    read_runs,
-    read_tasks,
     task_from_row,
 )
 from actors.store.sqlite_schema import prepare, read_version
@@ -123,7 +120,7 @@ def _check_bound(name: str, value: object) -> int:
     return value
 
 
-class SQLiteStore:
+class SQLiteStore(SQLiteReads):
     """The ``Store`` protocol on one SQLite file: the durable tasks of one scheduler.
 
     Threads: ``open`` and ``close`` from the thread that owns the store (``close`` may also
@@ -476,26 +473,6 @@ class SQLiteStore:
             return range(high - count + 1, high + 1)
 
         return self._write("reserve_minted", work)
-
-    def minted_high_water(self) -> int:
-        """Return the highest number reserved for minted ids. Any thread."""
-        return self._read("minted_high_water", read_high_water)
-
-    def get(self, task_id: str) -> StoredTask | None:
-        """Return the row of ``task_id`` (live or terminal), or ``None``. Any thread."""
-        return self._read("get", lambda db: get_task(db, task_id))
-
-    def load(self) -> list[StoredTask]:
-        """Return every live task, in ``seq`` order. Any thread (the scheduler's, at start)."""
-        return self._read("load", lambda db: read_tasks(db, include_terminal=False))
-
-    def tasks(self, *, include_terminal: bool = True) -> list[StoredTask]:
-        """Return the stored tasks in ``seq`` order. Any thread."""
-        return self._read("tasks", lambda db: read_tasks(db, include_terminal=include_terminal))
-
-    def runs(self, task_id: str | None = None, *, limit: int = 100) -> list[RunRecord]:
-        """Return up to ``limit`` ledger rows, newest first. Any thread."""
-        return self._read("runs", lambda db: read_runs(db, task_id, limit))
 
 
 if TYPE_CHECKING:  # mypy checks here that the classes implement the protocols

@@ -51,7 +51,40 @@ def connect_read_only(path: str, location: str, timeout: float) -> sqlite3.Conne
         raise StoreError(f"{location} cannot be opened: {error}") from error
 
 
-class SQLiteReader:
+class SQLiteReads:
+    """The reads of a store file, for any class that runs a read on a connection (``_read``).
+
+    Shared by the store and the reader: each call runs on the connection ``_read`` gives it,
+    on the caller's thread, and sees what was committed when it started.
+    """
+
+    __slots__ = ()
+
+    def _read(self, op: str, work: Callable[[sqlite3.Connection], T]) -> T:
+        raise NotImplementedError
+
+    def get(self, task_id: str) -> StoredTask | None:
+        """Return the row of ``task_id`` (live or terminal), or ``None``."""
+        return self._read("get", lambda db: get_task(db, task_id))
+
+    def load(self) -> list[StoredTask]:
+        """Return every live task, in ``seq`` order (a scheduler's, at start)."""
+        return self._read("load", lambda db: read_tasks(db, include_terminal=False))
+
+    def tasks(self, *, include_terminal: bool = True) -> list[StoredTask]:
+        """Return the stored tasks in ``seq`` order, with the kept terminal ones by default."""
+        return self._read("tasks", lambda db: read_tasks(db, include_terminal=include_terminal))
+
+    def runs(self, task_id: str | None = None, *, limit: int = 100) -> list[RunRecord]:
+        """Return up to ``limit`` ledger rows, newest first."""
+        return self._read("runs", lambda db: read_runs(db, task_id, limit))
+
+    def minted_high_water(self) -> int:
+        """Return the highest number reserved for minted ids."""
+        return self._read("minted_high_water", read_high_water)
+
+
+class SQLiteReader(SQLiteReads):
     """A read-only view of a store file, for a ``status`` command: the ``StoreReader`` protocol.
 
     It takes no lock and cannot write (the file is opened read-only), so it works while a
@@ -98,26 +131,6 @@ class SQLiteReader:
             return work(db)
         except sqlite3.Error as error:
             raise StoreError(f"{self._location}: {op} failed: {error}") from error
-
-    def get(self, task_id: str) -> StoredTask | None:
-        """Return the row of ``task_id`` (live or terminal), or ``None``."""
-        return self._read("get", lambda db: get_task(db, task_id))
-
-    def load(self) -> list[StoredTask]:
-        """Return every live task, in ``seq`` order."""
-        return self._read("load", lambda db: read_tasks(db, include_terminal=False))
-
-    def tasks(self, *, include_terminal: bool = True) -> list[StoredTask]:
-        """Return the stored tasks in ``seq`` order."""
-        return self._read("tasks", lambda db: read_tasks(db, include_terminal=include_terminal))
-
-    def runs(self, task_id: str | None = None, *, limit: int = 100) -> list[RunRecord]:
-        """Return up to ``limit`` ledger rows, newest first."""
-        return self._read("runs", lambda db: read_runs(db, task_id, limit))
-
-    def minted_high_water(self) -> int:
-        """Return the highest number reserved for minted ids."""
-        return self._read("minted_high_water", read_high_water)
 
     def close(self) -> None:
         """Close the connection. Idempotent."""

@@ -24,6 +24,7 @@ from actors.errors import DuplicateTaskError, SchedulerShutdownError, WorkerLost
 from actors.event_bus import EventBus
 from actors.minting import IdMint
 from actors.outbox import Outbox
+from actors.parked import Parcel
 from actors.process_slot import ProcessSlot
 from actors.process_worker import ProcessWorkerActor
 from actors.shared_node import SharedNode
@@ -72,7 +73,7 @@ from messages import (
 
 logger = logging.getLogger(__name__)
 
-OutboxItem = TaskRecord | Cancelled | Report
+OutboxItem = TaskRecord | Parcel | Cancelled | Report
 """What reaches the scheduler through its outbox, in the order it was put: new tasks (minted
 ids) and handles' cancels from callers, and the workers' reports. One outbox, so that the
 order between them is the order they happened in (a task that cancels another while it runs
@@ -184,6 +185,7 @@ class SchedulerActor(LibraryActor):
         self._takers: dict[type, Callable[[Any, float], object]] = {
             Completed: lambda report, now: core.completed(report, now=now),
             TaskRecord: self._add,
+            Parcel: self._park,
             Failed: lambda report, now: core.failed(report, now=now),
             Skipped: lambda report, now: core.skipped(report, now=now),
             Started: lambda report, now: core.started(report),
@@ -365,7 +367,7 @@ class SchedulerActor(LibraryActor):
 
         Replies the store's error if the commit failed (the task is cancelled here all the same).
         """
-        task = self._core.tasks.get(task_id)
+        task = self._core.record(task_id)  # a parked task is unparked: it is being cancelled
         if self._shared is not None and (task is None or task.store_seq is not None):
             # The store decides, whichever node holds the task.
             cancelled, event = self._shared.cancel(
@@ -385,7 +387,7 @@ class SchedulerActor(LibraryActor):
     def _add_by_id(self, task: TaskRecord, if_exists: str, definition: object, now: float) -> object:
         """Add a task with a caller-chosen id, as ``if_exists`` says; reply as ``AddTask`` documents."""
         core = self._core
-        live = core.tasks.get(task.task_id)
+        live = core.record(task.task_id)
         try:
             if live is not None and if_exists == "keep":
                 return live
@@ -412,6 +414,12 @@ class SchedulerActor(LibraryActor):
             self._core.refuse(task, now=now)
             return False
         return True
+
+    def _park(self, parcel: Parcel, now: float) -> None:
+        try:
+            self._core.park(parcel, now=now)
+        except SchedulerShutdownError as error:  # the facade stops sending before shutdown: not expected
+            logger.warning("tasks refused: %s", error)
 
     def _take(self, item: OutboxItem, now: float) -> None:
         """Handle one item from the outbox: a report, a new task, or a handle's cancel."""

@@ -206,7 +206,7 @@ class SharedNode:
                 if core.closed:
                     refused.append(lease)
                     continue
-                if lease.task.task_id in core.tasks:  # a memory task of this node has that id
+                if core.has(lease.task.task_id):  # a memory task of this node has that id
                     logger.warning(
                         "claimed task %r has the id of a memory task here; left to other nodes",
                         lease.task.task_id,

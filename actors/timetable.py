@@ -36,6 +36,7 @@ from actors.errors import (
     SchedulerShutdownError,
     UnknownTaskError,
 )
+from actors.parked import Parcel, ParkedTasks
 from actors.run_endings import RunEndings
 from actors.task_record import Failures, TaskRecord
 from actors.task_state import (
@@ -103,7 +104,10 @@ class Timetable(RunEndings):
             tasks if tasks is not None else {}
         )  # live, in scheduling order
         self._tasks_view: Mapping[TaskId, TaskRecord] = MappingProxyType(self._tasks)
-        self._heap = DueHeap(self._tasks)  # pending tasks by due time
+        # Tasks of schedule_many wait parked, as plain data, until they need a record (they
+        # are live, but not in _tasks); actors/parked.py says why.
+        self._parked = ParkedTasks()
+        self._heap = DueHeap(self._tasks, self._parked.entries)  # pending tasks by due time
         self._dealer = Dealer(workers, processes)  # due tasks, idle workers, batches
         self._history: OrderedDict[TaskId, TaskRecord] = OrderedDict()  # finished records, oldest first
         self._history_limit = history
@@ -168,7 +172,7 @@ class Timetable(RunEndings):
         """
         if self.closed:
             raise SchedulerShutdownError(f"scheduler is shut down; task {task.task_id!r} rejected")
-        if task.task_id in self._tasks:
+        if task.task_id in self._tasks or task.task_id in self._parked:
             raise DuplicateTaskError(f"a live task already has id {task.task_id!r}")
         self._tasks[task.task_id] = task
         if task.spec.after:
@@ -190,7 +194,11 @@ class Timetable(RunEndings):
         if self.closed:
             raise SchedulerShutdownError("scheduler is shut down; loaded tasks rejected")
         ids = {task.task_id for task in tasks}
-        if len(ids) != len(tasks) or not ids.isdisjoint(self._tasks):
+        if (
+            len(ids) != len(tasks)
+            or not ids.isdisjoint(self._tasks)
+            or not ids.isdisjoint(self._parked.entries)
+        ):
             raise DuplicateTaskError("loaded tasks repeat an id, or have the id of a live task")
         live = self._tasks
         for task in tasks:
@@ -199,6 +207,21 @@ class Timetable(RunEndings):
                 self._plan_on_wall(task)
         self._heap.push_many(tasks, [task.due_at for task in tasks])  # type: ignore[arg-type]
         self._release(now)
+
+    def park(self, parcel: Parcel, *, now: float) -> None:
+        """Own the one-time tasks of a ``schedule_many`` parcel, parked until they are needed.
+
+        Their ids are new (minted). A task already due is handed to a worker at once, as ``add``.
+
+        Raises:
+            SchedulerShutdownError: the timetable was shut down (nothing changes).
+        """
+        if self.closed:
+            raise SchedulerShutdownError(f"scheduler is shut down; {len(parcel.task_ids)} tasks rejected")
+        seqs = self._heap.push_parked(parcel.task_ids, parcel.due_at)
+        self._parked.park(parcel, seqs)
+        if parcel.due_at and min(parcel.due_at) <= now and not self._deferred:
+            self._release(now)
 
     def replace(self, live: TaskRecord, new: TaskRecord, *, now: float) -> None:
         """Give the live task ``live`` the definition of ``new``, keeping its counters and token.
@@ -253,7 +276,7 @@ class Timetable(RunEndings):
         progress is also asked to stop (``True`` if it was not asked already): a one-time
         task so interrupted ends ``CANCELLED`` however its run ends.
         """
-        task = self._tasks.get(task_id)
+        task = self.record(task_id)
         if task is None:
             return False
         signalled = interrupt and task.interrupt()
@@ -331,6 +354,7 @@ class Timetable(RunEndings):
         """
         self.closed = True
         deferred, self._deferred = self._deferred, True  # hand the workers nothing more
+        self._unpark_to_end()
         for task in self._tasks.values():
             task.heap_seq = None  # the heap is emptied at once below, not entry by entry
         self._heap.clear()
@@ -359,9 +383,10 @@ class Timetable(RunEndings):
         (its token taken) ends ``FAILED`` with ``error``: its outcome will never be known.
         Every other live task ends ``CANCELLED``. Returns how many tasks were still live.
         """
-        live = len(self._tasks)
+        live = self.live_count
         self.closed = True
         deferred, self._deferred = self._deferred, True
+        self._unpark_to_end()
         for task in self._tasks.values():
             task.heap_seq = None
         self._heap.clear()
@@ -390,8 +415,16 @@ class Timetable(RunEndings):
 
     @property
     def tasks(self) -> Mapping[TaskId, TaskRecord]:
-        """The live tasks by id (read-only; changed only by the core's thread)."""
+        """The live tasks that have a record, by id (read-only; changed only by the core's thread).
+
+        Parked tasks (``schedule_many``) are live too but not here until they need a record:
+        ``has`` and ``record`` count them.
+        """
         return self._tasks_view
+
+    def has(self, task_id: TaskId) -> bool:
+        """Whether ``task_id`` is a live task (parked or not)."""
+        return task_id in self._tasks or task_id in self._parked
 
     def info(self, task_id: TaskId, *, wall_offset: float | None = None) -> TaskInfo:
         """Return a snapshot of a live task, or the final state of a task in the history.
@@ -405,8 +438,13 @@ class Timetable(RunEndings):
         return info
 
     def record(self, task_id: TaskId, *, finished: bool = False) -> TaskRecord | None:
-        """The live task ``task_id``'s record; with ``finished``, a finished one in the history will do."""
+        """The live task ``task_id``'s record; with ``finished``, a finished one in the history will do.
+
+        A parked task is unparked: it gets its record for good (a handle will share it).
+        """
         task = self._tasks.get(task_id)
+        if task is None:
+            task = self._unpark(task_id, waiting=True)
         if task is None and finished:
             task = self._history.get(task_id)
         return task
@@ -416,15 +454,20 @@ class Timetable(RunEndings):
         task = self._tasks.get(task_id)
         if task is not None:
             return task.snapshot(running=self._dealer.is_current(task), wall_offset=wall_offset)
+        task = self._parked.peek(task_id)
+        if task is not None:
+            return task.snapshot(wall_offset=wall_offset)
         task = self._history.get(task_id)
         return task.snapshot() if task is not None else None
 
     def infos(self, *, wall_offset: float | None = None) -> list[TaskInfo]:
-        """Return a snapshot of every live task, in scheduling order."""
+        """Return a snapshot of every live task, in scheduling order (parked tasks last, in theirs)."""
         is_current = self._dealer.is_current
-        return [
+        infos = [
             task.snapshot(running=is_current(task), wall_offset=wall_offset) for task in self._tasks.values()
         ]
+        infos.extend(task.snapshot(wall_offset=wall_offset) for task in self._parked.peek_all())
+        return infos
 
     def next_due(self) -> float | None:
         """Return the earliest due time of a pending task, or ``None`` if none is pending."""
@@ -455,7 +498,7 @@ class Timetable(RunEndings):
     @property
     def live_count(self) -> int:
         """Tasks that are not yet terminal."""
-        return len(self._tasks)
+        return len(self._tasks) + len(self._parked)
 
     # -- internals --------------------------------------------------------------------------
 
@@ -483,7 +526,10 @@ class Timetable(RunEndings):
         queue = self._dealer.queue
         want_due = self._want_due
         for task_id in self._heap.pop_due(now):
-            task = tasks[task_id]
+            task = tasks.get(task_id)
+            if task is None:  # a parked task: it gets its record now
+                task = self._unpark(task_id, waiting=False)
+                assert task is not None  # the heap yields only live entries
             if task.state is HANDED or task.state is CANCELLING:
                 self._overdue(task, now)  # not a due time: a running task's deadline
                 continue
@@ -508,6 +554,30 @@ class Timetable(RunEndings):
             self._heap.remove(task)
         self._finish(task, CANCELLED, now, None)
         self._release(now)  # a take-back may have left a worker idle
+
+    def _unpark(self, task_id: TaskId, *, waiting: bool) -> TaskRecord | None:
+        """Give a parked task its record, in the table from now on; ``None`` if it is not parked."""
+        task = self._parked.take(task_id, waiting=waiting)
+        if task is not None:
+            self._tasks[task_id] = task
+        return task
+
+    def _unpark_to_end(self) -> None:
+        """The scheduler is stopping: give the parked tasks that must end visibly their records.
+
+        Each parked task ends ``CANCELLED``. Nobody holds its record (a handle would have
+        unparked it) and nothing waits for it, so one needs a record only to be published
+        (someone listens for ``CANCELLED``) or kept in the history; the rest are just dropped,
+        which for a million tasks takes a moment instead of seconds.
+        """
+        ids = self._parked.ids()
+        if not self._want_cancelled:
+            kept = ids[max(0, len(ids) - self._history_limit) :] if self._history_limit else []
+            self.activity += len(ids) - len(kept)
+            ids = kept
+        for task_id in ids:
+            self._unpark(task_id, waiting=True)
+        self._parked.clear()
 
     def _plan_on_wall(self, task: TaskRecord) -> None:
         """Track a wall-clock task, and place its due time on the clock as the core sees it now.

@@ -7,8 +7,9 @@ because every scheduled task pays for it.
 from __future__ import annotations
 
 import inspect
+import math
 import types
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any, Final, NamedTuple
 
@@ -251,6 +252,34 @@ def once_due_at(clock: Clock, delay: float | None, at: float | datetime | None) 
     else:
         due_at = require_finite("at", at)
     return require_finite("due time", due_at)
+
+
+def check_bulk(delays: object, args: object) -> tuple[list[float], list[tuple[Any, ...]] | None]:
+    """Check ``schedule_many``'s delays and per-task arguments; return them as lists.
+
+    Raises:
+        TypeError: ``delays`` or ``args`` is not an iterable (a str is not one); a delay is
+            not a number; an item of ``args`` is not a tuple. The message gives its index.
+        ValueError: a delay is NaN or infinite; ``args`` has another length than ``delays``.
+    """
+    if isinstance(delays, str | bytes) or not isinstance(delays, Iterable):
+        raise TypeError(f"delays must be an iterable of numbers of seconds, got {delays!r}")
+    times = list(delays)
+    total = sum(times) if all(type(delay) is float for delay in times) else math.nan
+    if total - total != 0.0:  # not all floats, or one is not finite (or the sum overflowed): look closer
+        times = [require_finite(f"delays[{index}]", delay) for index, delay in enumerate(times)]
+    if args is None:
+        return times, None
+    if isinstance(args, str | bytes) or not isinstance(args, Iterable):
+        raise TypeError(f"args must be an iterable of tuples, one per delay, got {args!r}")
+    arguments = list(args)
+    if len(arguments) != len(times):
+        raise ValueError(f"args has {len(arguments)} items for {len(times)} delays: give one tuple per delay")
+    if not all(type(each) is tuple for each in arguments):  # else look closer (a named tuple will do)
+        for index, each in enumerate(arguments):
+            if not isinstance(each, tuple):
+                raise TypeError(f"args[{index}] must be a tuple, got {each!r}")
+    return times, arguments
 
 
 def check_callable(fn: Callable[..., object]) -> None:

@@ -111,6 +111,15 @@ class Adapter(ABC):
     def schedule_at_fixed_rate(self, fn: Task, interval: float) -> Any:
         """Run ``fn`` at ``t0 + k*interval`` for k = 1, 2, ...; return a token."""
 
+    def schedule_many(self, fn: Task, delays: list[float]) -> None:
+        """Run ``fn`` once after each of ``delays`` seconds: the peer's bulk call, if it has one.
+
+        Peers without one call ``schedule_once`` for each (their bulk rate is their per-call rate).
+        """
+        schedule = self.schedule_once
+        for delay in delays:
+            schedule(fn, delay)
+
     @abstractmethod
     def cancel(self, token: Any) -> bool:
         """Cancel the task behind ``token``; True if it was still pending."""
@@ -701,6 +710,9 @@ class OursAdapter(Adapter):
 
     def schedule_once(self, fn: Task, delay: float) -> Any:
         return self._s.schedule_once(fn, delay=delay)
+
+    def schedule_many(self, fn: Task, delays: list[float]) -> None:
+        self._s.schedule_many(fn, delays)
 
     def schedule_at_fixed_rate(self, fn: Task, interval: float) -> Any:
         return self._s.schedule_at_fixed_rate(fn, interval, initial_delay=interval)

@@ -1,7 +1,9 @@
 """The ``million`` workload (issue 16): one thread fills the schedule with a million tasks.
 
 One thread schedules N one-time tasks due in 1-2 hours (one shared function, no arguments:
-those are the user's) while a probe, a one-time task due every 10 ms that schedules the next
+those are the user's), one call per task, or (case "bulk") with the peer's bulk call
+(``Adapter.schedule_many``: ours is ``Scheduler.schedule_many``, the others have none and
+call once per task), while a probe, a one-time task due every 10 ms that schedules the next
 one when it runs, records how late it starts. Figures: the time until the scheduler holds
 all N (ours: ``settle()`` returned), the objects the garbage collector tracks per pending
 task and the resident memory per task once it does, one full collection then, and the
@@ -77,9 +79,12 @@ def _type_counts() -> collections.Counter[str]:
 
 
 def measure_million(
-    adapter: Adapter, n: int, probe_interval: float, seed: int, timeout: float
+    adapter: Adapter, n: int, probe_interval: float, seed: int, timeout: float, *, bulk: bool = False
 ) -> Measurement:
-    """Fill the schedule with N one-time tasks from one thread while a 10 ms probe runs."""
+    """Fill the schedule with N one-time tasks from one thread while a 10 ms probe runs.
+
+    ``bulk``: in one call of the peer's bulk form instead of one call per task.
+    """
     rng = random.Random(seed)
     delays = [FAR_S + rng.random() * FAR_S for _ in range(n)]
     schedule = adapter.schedule_once
@@ -92,8 +97,11 @@ def measure_million(
         base = time.monotonic()
         probe.start(base)
         start = time.perf_counter()
-        for delay in delays:
-            schedule(_noop, delay)
+        if bulk:
+            adapter.schedule_many(_noop, delays)
+        else:
+            for delay in delays:
+                schedule(_noop, delay)
         adapter.absorb(timeout)
         fill_s = time.perf_counter() - start
         filled_at = time.monotonic() - base
@@ -143,8 +151,8 @@ def million_cases(cfg: Config) -> list[Case]:
     return [
         Case(
             "million",
-            f"n={n:,}",
-            {"n": n, "probe_interval_s": cfg.probe_interval_s},
+            f"n={n:,}{', bulk' if bulk else ''}",
+            {"n": n, "probe_interval_s": cfg.probe_interval_s, "bulk": bulk},
             pending=n,
             repeats=cfg.repeats_for(n),
             units={
@@ -168,7 +176,9 @@ def million_cases(cfg: Config) -> list[Case]:
                 probe_interval=cfg.probe_interval_s,
                 seed=cfg.seed,
                 timeout=max(120.0, n / 2_000),
+                bulk=bulk,
             ),
             child_args=("--quick",) if cfg.quick else (),
         )
+        for bulk in (False, True)
     ]

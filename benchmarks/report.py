@@ -306,7 +306,7 @@ def _plot_probe(results: Sequence[Result], path: Path) -> Path:
         ax.set_ylim(floor, max(1.0, top) * 2)
         filled = r.metrics.get("fill_s", math.nan)
         ax.set_title(
-            f"{r.peer}: {r.params['n']:,} tasks held after {filled:.1f} s; "
+            f"{r.peer} ({r.case}): {r.params['n']:,} tasks held after {filled:.1f} s; "
             f"probe late p99 {r.metrics.get('p99_ms', math.nan):.0f} ms, "
             f"max {r.metrics.get('max_ms', math.nan):.0f} ms",
             fontsize=10,

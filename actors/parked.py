@@ -1,0 +1,147 @@
+"""Parked tasks: one-time tasks scheduled in bulk, kept as plain data until they are needed.
+
+Part of the pure core (see ``actors/timetable.py``).
+
+A ``TaskRecord`` is an object the garbage collector tracks, and a full collection visits every
+one: with a million pending records each collection stops every thread for longer than the
+textbook heap's (docs/performance.md, "A million tasks in one process"). A task of
+``Scheduler.schedule_many`` therefore waits as a *parked entry* instead, a tuple
+``(seq, batch number, due_at, args)`` in ``ParkedTasks``. What its batch shares (function,
+keyword arguments, name, options) is kept once, in its ``Batch``, which the entry names by
+number. So an entry holds only numbers and the task's arguments: when those are plain data
+too (numbers, strings, tuples of them) CPython stops tracking the tuple at its first
+collection, and a million parked tasks cost the collector almost nothing and never start a
+full collection as they are scheduled.
+
+A parked task becomes an ordinary record (``take``) when the core needs one: when it comes
+due, when it is cancelled, when a caller asks for its handle, or at shutdown. To answer a
+query the core builds a record to look at (``peek``) and leaves the task parked.
+
+The due heap (``actors/due_heap.py``) holds parked tasks' entries beside the others; an entry
+is live while the task is parked under the same ``seq``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from actors.task_record import TaskRecord, TaskSpec
+
+__all__ = ["Batch", "Parcel", "ParkedTasks"]
+
+ParkedEntry = tuple[int, int, float, tuple[Any, ...]]
+"""A parked task: ``(seq of its heap entry, its batch's number, due_at, args)``."""
+
+
+class Batch:
+    """What the tasks of one ``schedule_many`` call share (immutable once handed over)."""
+
+    __slots__ = ("fn", "kwargs", "name", "number", "parked", "spec")
+
+    def __init__(
+        self, fn: Callable[..., object], kwargs: Mapping[str, Any], name: str, spec: TaskSpec
+    ) -> None:
+        """Describe a batch (the facade, on the caller's thread); the core numbers it."""
+        self.fn = fn
+        self.kwargs = kwargs
+        self.name = name
+        self.spec = spec
+        self.number: int | None = None  # set by ParkedTasks when its first parcel arrives
+        self.parked = 0  # its tasks still parked (the core's count); at 0 the batch is dropped
+
+
+class Parcel:
+    """Part of a batch on its way to the scheduler (an outbox item): ids, due times, arguments.
+
+    ``args`` is ``None`` when every task of the parcel takes none.
+    """
+
+    __slots__ = ("args", "batch", "due_at", "task_ids")
+
+    def __init__(
+        self, batch: Batch, task_ids: list[str], due_at: list[float], args: list[tuple[Any, ...]] | None
+    ) -> None:
+        """Pack ``task_ids[i]`` due at ``due_at[i]`` with ``args[i]``; the lists are the parcel's own."""
+        self.batch = batch
+        self.task_ids = task_ids
+        self.due_at = due_at
+        self.args = args
+
+
+class ParkedTasks:
+    """The parked tasks by id. Owned by the core's thread; not thread-safe."""
+
+    __slots__ = ("_batches", "_numbers", "entries")
+
+    def __init__(self) -> None:
+        """Start with none."""
+        self.entries: dict[str, ParkedEntry] = {}  # read by the due heap to tell live entries
+        self._batches: dict[int, Batch] = {}
+        self._numbers = itertools.count()
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def __contains__(self, task_id: object) -> bool:
+        return task_id in self.entries
+
+    def ids(self) -> list[str]:
+        """The parked tasks' ids, in the order they were parked (a copy)."""
+        return list(self.entries)
+
+    def clear(self) -> None:
+        """Forget every parked task (they have ended without records)."""
+        self.entries.clear()
+        self._batches.clear()
+
+    def park(self, parcel: Parcel, seqs: list[int]) -> None:
+        """Park the tasks of ``parcel``, whose heap entries carry ``seqs`` (the ids are new)."""
+        batch = parcel.batch
+        if batch.number is None:
+            batch.number = next(self._numbers)
+            self._batches[batch.number] = batch
+        number = batch.number
+        args = parcel.args if parcel.args is not None else itertools.repeat(())
+        self.entries.update(
+            zip(
+                parcel.task_ids,
+                zip(seqs, itertools.repeat(number), parcel.due_at, args, strict=False),
+                strict=True,
+            )
+        )
+        batch.parked += len(parcel.task_ids)
+
+    def take(self, task_id: str, *, waiting: bool) -> TaskRecord | None:
+        """Unpark a task: return its new record (``None`` if it is not parked).
+
+        ``waiting``: its heap entry is still in the heap, and the record now waits on it; else
+        the entry has just been taken out (it came due).
+        """
+        entry = self.entries.pop(task_id, None)
+        if entry is None:
+            return None
+        seq, number, due_at, args = entry
+        batch = self._batches[number]
+        batch.parked -= 1
+        if not batch.parked:
+            del self._batches[number]  # its function and arguments are let go
+        task = TaskRecord(task_id, batch.fn, args, batch.kwargs, due_at, batch.name, batch.spec)
+        task.heap_seq = seq if waiting else None
+        return task
+
+    def peek(self, task_id: str) -> TaskRecord | None:
+        """A record showing the parked task ``task_id``, which stays parked (``None``: not parked)."""
+        entry = self.entries.get(task_id)
+        return None if entry is None else self._shown(task_id, entry)
+
+    def peek_all(self) -> Iterator[TaskRecord]:
+        """Records showing every parked task, in the order they were parked."""
+        for task_id, entry in self.entries.items():
+            yield self._shown(task_id, entry)
+
+    def _shown(self, task_id: str, entry: ParkedEntry) -> TaskRecord:
+        _, number, due_at, args = entry
+        batch = self._batches[number]
+        return TaskRecord(task_id, batch.fn, args, batch.kwargs, due_at, batch.name, batch.spec)

@@ -95,6 +95,18 @@ class DueHeap:
         self._live += len(seqs)
         return seqs
 
+    def adopt(self, entries: list[tuple[float, int, str]]) -> None:
+        """Take ``entries`` made elsewhere, with seqs ``0 .. len-1`` (a store's load, before any push).
+
+        ``entries`` is in heap order already (``heapq.heappush``: a heapify of a million here
+        would hold the GIL for a tenth of a second). Every entry is live: its task is parked
+        (``actors/parked.py``). The list becomes the heap.
+        """
+        assert not self._heap, "entries are adopted into an empty heap only"
+        self._heap = entries
+        self._live += len(entries)
+        self._seq = itertools.count(len(entries))
+
     def remove(self, task: Waiting) -> None:
         """Stop ``task`` waiting (its entry goes stale); rebuild if stale entries now dominate."""
         task.heap_seq = None

@@ -25,9 +25,11 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable
+from heapq import heappush
 from typing import Any, Final
 
 from actors.effects import RunOutcome
+from actors.parked import Batch, ParkedTasks
 from actors.references import LazyReference, parse_reference, resolve
 from actors.retry import Retry
 from actors.store.protocol import RunRecord, StoredStatus, StoredTask, TaskDefinition, TaskUpdate
@@ -37,7 +39,7 @@ from actors.validation import is_coroutine_function
 from messages import Cron, FixedDelay, FixedRate
 from messages.commands import EMPTY_KWARGS
 
-__all__ = ["definition", "load", "load_all", "run_record", "task_update"]
+__all__ = ["LoadedTasks", "definition", "load", "run_record", "task_update"]
 
 _STORED_STATUS: Final[dict[State, StoredStatus]] = {
     COMPLETED: "completed",
@@ -100,21 +102,61 @@ def run_record(outcome: RunOutcome, *, wall_offset: float) -> RunRecord:
     )
 
 
-def load_all(rows: list[StoredTask], *, wall_offset: float) -> list[TaskRecord]:
-    """Rebuild the records of a store's live tasks, in order, emptying ``rows`` as it goes.
+class LoadedTasks:
+    """A store's live tasks as they are read back (the caller's thread, before the scheduler starts).
 
-    Each row is dropped once its record is built, so a large load never holds a row and a
-    record for every task at once: the garbage collector walks half as many objects while a
-    schedule is read back, and the peak memory is lower.
+    ``take`` is given the rows a part at a time (``LoadsInParts``) or all at once. A one-time
+    task that is due at a clock time and has no failures on record is *parked*
+    (``actors/parked.py``): an untracked tuple of its row's values in ``parked``, with its heap
+    entry in ``due``, until it comes due, is cancelled or a handle is asked for; only then is
+    it decoded into a record. Every other task is rebuilt as a record at once (``records``).
+    So loading a million one-time tasks leaves the garbage collector next to nothing to visit,
+    and the stored rows of one part are dropped before the next part is read.
     """
-    functions: dict[str, tuple[Callable[..., object], bool]] = {}
-    records: list[TaskRecord] = []
-    append = records.append
-    rows.reverse()  # pop from the end: O(1) each, and the rows come out in their order
-    pop = rows.pop
-    while rows:
-        append(load(pop(), wall_offset=wall_offset, functions=functions))
-    return records
+
+    def __init__(self, *, wall_offset: float) -> None:
+        """Read back on the clock whose wall-clock offset (wall time minus clock time) is ``wall_offset``."""
+        self.records: list[TaskRecord] = []
+        self.parked = ParkedTasks()
+        self.due: list[tuple[float, int, str]] = []  # the parked tasks' heap entries (a heap), seq = count
+        self._wall_offset = wall_offset
+        self._functions: dict[str, tuple[Callable[..., object], bool]] = {}
+        # One batch per definition (reference, trigger, options): None when its tasks are not parked.
+        self._batches: dict[tuple[str, str, str], Batch | None] = {}
+
+    def take(self, rows: list[StoredTask]) -> None:
+        """Take some rows, in ``seq`` order: a record for some, a parked entry for the others."""
+        offset = self._wall_offset
+        due = self.due
+        put = self.parked.put
+        for row in rows:
+            batch = self._batch_of(row)
+            if batch is None or row.failure_count or row.consecutive_failures or row.last_error is not None:
+                self.records.append(load(row, wall_offset=offset, functions=self._functions))
+                continue
+            due_wall = row.next_due if row.next_due is not None else offset  # unknown: due now
+            due_at = due_wall - offset
+            seq = len(due)
+            entry = (seq, batch.number, due_at, row.args_json)
+            put(
+                row.task_id,
+                (*entry, row.seq, due_wall, row.run_count, row.last_outcome, row.kwargs_json),
+                batch,
+            )
+            heappush(due, (due_at, seq, row.task_id))  # a heap as it grows: no long heapify at start
+
+    def _batch_of(self, row: StoredTask) -> Batch | None:
+        key = (row.fn_ref, row.trigger_json, row.options_json)
+        if key in self._batches:
+            return self._batches[key]
+        fn, coroutine = _function(row.fn_ref, self._functions)
+        spec, name = _decode(row.trigger_json, row.options_json, row.fn_ref, self._wall_offset, coroutine)
+        batch = None
+        if spec.trigger is None and not spec.on_wall:
+            batch = Batch(fn, EMPTY_KWARGS, name, spec, _arguments)
+            self.parked.register(batch)
+        self._batches[key] = batch
+        return batch
 
 
 def load(
@@ -132,14 +174,7 @@ def load(
     run fails with the ``ImportError``.
     ``record`` is the class to build (a subclass of ``TaskRecord``, for a shared store's claims).
     """
-    known = functions.get(row.fn_ref)
-    if known is None:
-        try:
-            fn: Callable[..., object] = resolve(row.fn_ref)
-        except (ImportError, TypeError, ValueError):
-            fn = LazyReference(row.fn_ref)  # each run raises the ImportError, as a failed run
-        known = functions[row.fn_ref] = (fn, is_coroutine_function(fn))
-    fn, coroutine = known
+    fn, coroutine = _function(row.fn_ref, functions)
     spec, name = _decode(row.trigger_json, row.options_json, row.fn_ref, wall_offset, coroutine)
     next_due = row.next_due
     due_wall = next_due if next_due is not None else wall_offset  # unknown: due now, at once
@@ -266,6 +301,29 @@ def _retry(stored: dict[str, Any] | None) -> Retry | None:
         key: stored[key] for key in ("attempts", "delay", "backoff", "max_delay", "jitter") if key in stored
     }
     return Retry(**options, on=tuple(kinds) or (Exception,))
+
+
+def _function(
+    fn_ref: str, functions: dict[str, tuple[Callable[..., object], bool]]
+) -> tuple[Callable[..., object], bool]:
+    """The function a reference names, and whether it is ``async def``, imported once per load.
+
+    A reference that no longer imports does not stop the load: the task keeps it, and each
+    run fails with the ``ImportError``.
+    """
+    known = functions.get(fn_ref)
+    if known is None:
+        try:
+            fn: Callable[..., object] = resolve(fn_ref)
+        except (ImportError, TypeError, ValueError):
+            fn = LazyReference(fn_ref)  # each run raises the ImportError, as a failed run
+        known = functions[fn_ref] = (fn, is_coroutine_function(fn))
+    return known
+
+
+def _arguments(args_json: str, kwargs_json: str) -> tuple[tuple[Any, ...], Any]:
+    """A stored task's arguments, from their JSON text (a parked task's, as it gets its record)."""
+    return _args(args_json), _kwargs(kwargs_json)
 
 
 def _args(text: str) -> tuple[Any, ...]:

@@ -22,7 +22,7 @@ from actors import stepping
 from actors.base import stop_quietly
 from actors.clock import Clock, MonotonicClock
 from actors.cron import CronSchedule
-from actors.durable import definition, json_arguments, load_all
+from actors.durable import LoadedTasks, definition, json_arguments
 from actors.errors import (
     DuplicateTaskError,
     SchedulerShutdownError,
@@ -41,7 +41,7 @@ from actors.scheduler import OutboxItem, SchedulerActor
 from actors.shared_clock import DatabaseClock
 from actors.shared_node import SharedNode, is_shared
 from actors.shared_tasks import SharedTasks
-from actors.store import Store, open_store
+from actors.store import LoadsInParts, Store, open_store
 from actors.task_record import (
     INLINE,
     PLAIN,
@@ -201,7 +201,9 @@ class Scheduler:
                 self._clock = DatabaseClock.over(self._clock, self._store)
                 node = SharedNode(self._store, self._clock, workers=workers + processes, history=history)
                 self._shared_tasks = SharedTasks(node)
-            loaded = [] if node is not None else self._load()  # shared: tasks stay in the store
+            loaded = (
+                LoadedTasks(wall_offset=0.0) if node is not None else self._load()
+            )  # shared: in the store
         except BaseException:
             if self._store is not None:
                 self._store.close()
@@ -229,7 +231,9 @@ class Scheduler:
             stopped=self._stopped,
             live=live,
             store=None if node is not None else self._store,
-            loaded=loaded,
+            loaded=loaded.records,
+            parked=loaded.parked,
+            due=loaded.due,
             shared=node,
             hung_grace=float(hung_grace),
             subscriptions=subscriptions,
@@ -256,11 +260,15 @@ class Scheduler:
         for thread, _ in self._threads.threads():
             join(thread, deadline)
 
-    def _load(self) -> list[TaskRecord]:
-        """Read the store's live tasks back as records (caller's thread, before the actors start)."""
-        if self._store is None:
-            return []
-        return load_all(self._store.load(), wall_offset=self._wall_offset())
+    def _load(self) -> LoadedTasks:
+        """Read the store's live tasks back (caller's thread, before the actors start)."""
+        loaded = LoadedTasks(wall_offset=self._wall_offset())
+        store: object = self._store
+        if isinstance(store, LoadsInParts):
+            store.load_parts(loaded.take)  # a part is taken before the next is read
+        elif self._store is not None:
+            loaded.take(self._store.load())
+        return loaded
 
     def _wall_offset(self) -> float:
         """Wall-clock time (UTC epoch seconds) minus clock time, now."""

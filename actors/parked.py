@@ -13,6 +13,11 @@ too (numbers, strings, tuples of them) CPython stops tracking the tuple at its f
 collection, and a million parked tasks cost the collector almost nothing and never start a
 full collection as they are scheduled.
 
+A store's one-time tasks are parked the same way as a scheduler starts (``actors/durable.py``,
+``LoadedTasks``): their entries also carry what the store keeps of each, their arguments stay
+JSON text until they get their record, and the loader builds the entries and their heap
+entries itself, so that nothing is built twice (the ``Timetable`` is made with them).
+
 A parked task becomes an ordinary record (``take``) when the core needs one: when it comes
 due, when it is cancelled, when a caller asks for its handle, or at shutdown. To answer a
 query the core builds a record to look at (``peek``) and leaves the task parked.
@@ -25,35 +30,51 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, Final
 
 from actors.task_record import TaskRecord, TaskSpec
 
 __all__ = ["Batch", "Parcel", "ParkedTasks"]
 
-ParkedEntry = tuple[int, int, float, tuple[Any, ...]]
-"""A parked task: ``(seq of its heap entry, its batch's number, due_at, args)``."""
+ParkedEntry = tuple[Any, ...]
+"""A parked task: ``(seq of its heap entry, its batch's number, due_at, args)``. A stored task's
+has its arguments as JSON text, then ``store_seq, due_wall, run_count, last_outcome, kwargs_json``."""
+
+Decode = Callable[[str, str], tuple[tuple[Any, ...], Mapping[str, Any]]]
+"""Turns a stored task's ``args_json`` and ``kwargs_json`` into its arguments."""
+
+_MEMORY_ENTRY: Final = 4
+"""The length of a ``schedule_many`` task's entry (a stored task's is longer)."""
 
 
 class Batch:
-    """What the tasks of one ``schedule_many`` call share (immutable once handed over)."""
+    """What the tasks of one ``schedule_many`` call share, or the stored tasks of one definition.
 
-    __slots__ = ("fn", "kwargs", "name", "number", "parked", "spec")
+    Immutable once handed over. ``decode`` is set for stored tasks (their ``kwargs`` are their own).
+    """
+
+    __slots__ = ("decode", "fn", "kwargs", "name", "number", "parked", "spec")
 
     def __init__(
-        self, fn: Callable[..., object], kwargs: Mapping[str, Any], name: str, spec: TaskSpec
+        self,
+        fn: Callable[..., object],
+        kwargs: Mapping[str, Any],
+        name: str,
+        spec: TaskSpec,
+        decode: Decode | None = None,
     ) -> None:
-        """Describe a batch (the facade, on the caller's thread); the core numbers it."""
+        """Describe a batch (its creator, before handing it over); the core numbers it."""
         self.fn = fn
         self.kwargs = kwargs
         self.name = name
         self.spec = spec
+        self.decode = decode
         self.number: int | None = None  # set by ParkedTasks when its first parcel arrives
         self.parked = 0  # its tasks still parked (the core's count); at 0 the batch is dropped
 
 
 class Parcel:
-    """Part of a batch on its way to the scheduler (an outbox item): ids, due times, arguments.
+    """Part of a ``schedule_many`` batch on its way to the core (an outbox item).
 
     ``args`` is ``None`` when every task of the parcel takes none.
     """
@@ -87,9 +108,21 @@ class ParkedTasks:
     def __contains__(self, task_id: object) -> bool:
         return task_id in self.entries
 
-    def ids(self) -> list[str]:
-        """The parked tasks' ids, in the order they were parked (a copy)."""
-        return list(self.entries)
+    def ids(self, *, stored: bool) -> list[str]:
+        """The ids of the parked tasks from a store (``stored``) or of the others, in parking order."""
+        return [task_id for task_id, entry in self.entries.items() if (len(entry) > _MEMORY_ENTRY) is stored]
+
+    def register(self, batch: Batch) -> int:
+        """Number ``batch`` (once) and keep it while it has parked tasks; return its number."""
+        if batch.number is None:
+            batch.number = next(self._numbers)
+            self._batches[batch.number] = batch
+        return batch.number
+
+    def put(self, task_id: str, entry: ParkedEntry, batch: Batch) -> None:
+        """Park one task of the registered ``batch`` (a store's loader: the entry is made, seq included)."""
+        self.entries[task_id] = entry
+        batch.parked += 1
 
     def clear(self) -> None:
         """Forget every parked task (they have ended without records)."""
@@ -99,18 +132,10 @@ class ParkedTasks:
     def park(self, parcel: Parcel, seqs: list[int]) -> None:
         """Park the tasks of ``parcel``, whose heap entries carry ``seqs`` (the ids are new)."""
         batch = parcel.batch
-        if batch.number is None:
-            batch.number = next(self._numbers)
-            self._batches[batch.number] = batch
-        number = batch.number
+        number = self.register(batch)
         args = parcel.args if parcel.args is not None else itertools.repeat(())
-        self.entries.update(
-            zip(
-                parcel.task_ids,
-                zip(seqs, itertools.repeat(number), parcel.due_at, args, strict=False),
-                strict=True,
-            )
-        )
+        entries = zip(seqs, itertools.repeat(number), parcel.due_at, args, strict=False)
+        self.entries.update(zip(parcel.task_ids, entries, strict=True))
         batch.parked += len(parcel.task_ids)
 
     def take(self, task_id: str, *, waiting: bool) -> TaskRecord | None:
@@ -122,13 +147,13 @@ class ParkedTasks:
         entry = self.entries.pop(task_id, None)
         if entry is None:
             return None
-        seq, number, due_at, args = entry
+        task = self._shown(task_id, entry)
+        task.heap_seq = entry[0] if waiting else None
+        number = entry[1]
         batch = self._batches[number]
         batch.parked -= 1
         if not batch.parked:
             del self._batches[number]  # its function and arguments are let go
-        task = TaskRecord(task_id, batch.fn, args, batch.kwargs, due_at, batch.name, batch.spec)
-        task.heap_seq = seq if waiting else None
         return task
 
     def peek(self, task_id: str) -> TaskRecord | None:
@@ -142,6 +167,16 @@ class ParkedTasks:
             yield self._shown(task_id, entry)
 
     def _shown(self, task_id: str, entry: ParkedEntry) -> TaskRecord:
-        _, number, due_at, args = entry
-        batch = self._batches[number]
-        return TaskRecord(task_id, batch.fn, args, batch.kwargs, due_at, batch.name, batch.spec)
+        """The record of a parked task, as it would be unparked now."""
+        batch = self._batches[entry[1]]
+        if len(entry) == _MEMORY_ENTRY:
+            return TaskRecord(task_id, batch.fn, entry[3], batch.kwargs, entry[2], batch.name, batch.spec)
+        _, _, due_at, args_json, store_seq, due_wall, run_count, last_outcome, kwargs_json = entry
+        assert batch.decode is not None  # a stored task's batch decodes its arguments
+        args, kwargs = batch.decode(args_json, kwargs_json)
+        task = TaskRecord(task_id, batch.fn, args, kwargs, due_at, batch.name, batch.spec)
+        task.store_seq = store_seq
+        task.due_wall = due_wall
+        task.run_count = run_count
+        task.last_outcome = last_outcome
+        return task

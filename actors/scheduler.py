@@ -24,7 +24,7 @@ from actors.errors import DuplicateTaskError, SchedulerShutdownError, WorkerLost
 from actors.event_bus import EventBus
 from actors.minting import IdMint
 from actors.outbox import Outbox
-from actors.parked import Parcel
+from actors.parked import Parcel, ParkedTasks
 from actors.process_slot import ProcessSlot
 from actors.process_worker import ProcessWorkerActor
 from actors.shared_node import SharedNode
@@ -114,6 +114,8 @@ class SchedulerActor(LibraryActor):
         live: dict[str, TaskRecord] | None = None,
         store: Store | None = None,
         loaded: list[TaskRecord] | None = None,
+        parked: ParkedTasks | None = None,
+        due: list[tuple[float, int, str]] | None = None,
         shared: SharedNode | None = None,
         hung_grace: float = 5.0,
         subscriptions: list[Subscribe] | None = None,
@@ -140,6 +142,8 @@ class SchedulerActor(LibraryActor):
             store: Where durable tasks live (opened already); this actor writes their runs'
                 outcomes, and closes it when it stops.
             loaded: The live tasks read from ``store``, to own from the start.
+            parked: The one-time tasks read from ``store`` and kept parked (``actors/parked.py``).
+            due: The heap entries of ``parked`` (``Timetable.adopt_parked``).
             shared: This scheduler's part in a shared store (``actors/shared_node.py``): it
                 runs claimed durable tasks, one run per claim, and saves their outcomes.
             hung_grace: Seconds a run past its ``timeout`` gets, once asked to stop, before its
@@ -155,7 +159,12 @@ class SchedulerActor(LibraryActor):
         self._bus = bus
         self._own_bus = bus is None
         self._core = Timetable(
-            workers=workers, processes=processes, history=history, tasks=live, hung_grace=hung_grace
+            workers=workers,
+            processes=processes,
+            history=history,
+            tasks=live,
+            hung_grace=hung_grace,
+            parked=parked,
         )
         self._pool_size = workers
         # One slot per process worker, made here: killing a child must not wait for its worker.
@@ -168,6 +177,7 @@ class SchedulerActor(LibraryActor):
         self._stopped = stopped
         self._store = store
         self._loaded = loaded or []
+        self._due = due or []
         self._shared = shared
         if shared is not None:
             self._core.durable_runs_once = True  # a claimed task goes back to the store after its run
@@ -217,21 +227,31 @@ class SchedulerActor(LibraryActor):
                 self._started.set_exception(error)
             self.stop()
             return
-        if self._loaded:
-            try:
-                self._observe_wall_offset()
-                self._core.add_many(self._loaded, now=self._clock.now())
-            except Exception as error:
-                logger.exception("scheduler could not take the tasks loaded from its store")
-                if self._started is not None:
-                    self._started.set_exception(error)
-                self.stop()
-                return
-            self._loaded = []
-            self._carry_out_all()
-            self._after_message()
+        if (self._loaded or self._due) and not self._take_loaded():
+            return
         if self._started is not None:
             self._started.set_result(None)
+
+    def _take_loaded(self) -> bool:
+        """Own the tasks read from the store (on start); whether that worked (else the actor stops)."""
+        try:
+            self._observe_wall_offset()
+            now = self._clock.now()
+            with self._core.batch(now=now):  # what is due already is handed out once, at the end
+                if self._due:
+                    self._core.adopt_parked(self._due, now=now)  # before any other push
+                if self._loaded:
+                    self._core.add_many(self._loaded, now=now)
+        except Exception as error:
+            logger.exception("scheduler could not take the tasks loaded from its store")
+            if self._started is not None:
+                self._started.set_exception(error)
+            self.stop()
+            return False
+        self._loaded, self._due = [], []
+        self._carry_out_all()
+        self._after_message()
+        return True
 
     def on_stop(self) -> None:
         """End every live task, then stop the timer, the workers and the bus (scheduler thread).

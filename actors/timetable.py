@@ -77,6 +77,7 @@ class Timetable(RunEndings):
         history: int = 10_000,
         tasks: dict[TaskId, TaskRecord] | None = None,
         hung_grace: float = 5.0,
+        parked: ParkedTasks | None = None,
     ) -> None:
         """Start empty and idle, keeping ``history`` finished tasks.
 
@@ -88,7 +89,8 @@ class Timetable(RunEndings):
 
         ``tasks`` is the (empty) dict to keep the live tasks in, for an owner that lets
         another thread read it (the facade cancels by id with one lookup); only the
-        timetable ever writes it.
+        timetable ever writes it. ``parked``: the tasks a store's loader parked
+        (``actors/durable.py``), which wait once their heap entries come (``adopt_parked``).
         """
         if workers < 1:
             raise ValueError(f"workers must be at least 1, got {workers!r}")
@@ -106,7 +108,7 @@ class Timetable(RunEndings):
         self._tasks_view: Mapping[TaskId, TaskRecord] = MappingProxyType(self._tasks)
         # Tasks of schedule_many wait parked, as plain data, until they need a record (they
         # are live, but not in _tasks); actors/parked.py says why.
-        self._parked = ParkedTasks()
+        self._parked = parked if parked is not None else ParkedTasks()
         self._heap = DueHeap(self._tasks, self._parked.entries)  # pending tasks by due time
         self._dealer = Dealer(workers, processes)  # due tasks, idle workers, batches
         self._history: OrderedDict[TaskId, TaskRecord] = OrderedDict()  # finished records, oldest first
@@ -222,6 +224,20 @@ class Timetable(RunEndings):
         self._parked.park(parcel, seqs)
         if parcel.due_at and min(parcel.due_at) <= now and not self._deferred:
             self._release(now)
+
+    def adopt_parked(self, due: list[tuple[float, int, str]], *, now: float) -> None:
+        """Make the tasks parked by a store's loader wait: ``due`` are their heap entries (at start, first).
+
+        ``due`` holds ``(due_at, seq, task_id)`` in heap order, with seqs counting from 0 (the list
+        becomes the heap), one per task of the ``parked`` this timetable was made with.
+
+        Raises:
+            SchedulerShutdownError: the timetable was shut down (nothing changes).
+        """
+        if self.closed:
+            raise SchedulerShutdownError("scheduler is shut down; loaded tasks rejected")
+        self._heap.adopt(due)
+        self._release(now)
 
     def replace(self, live: TaskRecord, new: TaskRecord, *, now: float) -> None:
         """Give the live task ``live`` the definition of ``new``, keeping its counters and token.
@@ -565,12 +581,14 @@ class Timetable(RunEndings):
     def _unpark_to_end(self) -> None:
         """The scheduler is stopping: give the parked tasks that must end visibly their records.
 
-        Each parked task ends ``CANCELLED``. Nobody holds its record (a handle would have
-        unparked it) and nothing waits for it, so one needs a record only to be published
-        (someone listens for ``CANCELLED``) or kept in the history; the rest are just dropped,
-        which for a million tasks takes a moment instead of seconds.
+        Each parked task ends ``CANCELLED``, or, from a store, stays there (it would end
+        ``DETACHED``, which publishes nothing and leaves no history). Nobody holds its record (a
+        handle would have unparked it) and nothing waits for it, so one needs a record only to
+        be published (someone listens for ``CANCELLED``) or kept in the history; the rest are
+        just dropped, which for a million tasks takes a moment instead of seconds.
         """
-        ids = self._parked.ids()
+        self.activity += len(self._parked.ids(stored=True))
+        ids = self._parked.ids(stored=False)
         if not self._want_cancelled:
             kept = ids[max(0, len(ids) - self._history_limit) :] if self._history_limit else []
             self.activity += len(ids) - len(kept)

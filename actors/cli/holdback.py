@@ -9,14 +9,14 @@ cancelled load with their next run far away, and the runner replaces or cancels 
 after the start. Nothing of this is written to the store: it changes only what ``load``
 returns, and a replace gives the task a new due time anyway.
 
-Threads: ``load`` is called once by the ``Scheduler`` constructor, on the runner's main thread.
+Threads: ``load_parts`` is called once by the ``Scheduler`` constructor, on the runner's main thread.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import Final
 
 from actors.store import SQLiteStore, StoredTask
@@ -34,9 +34,19 @@ class HoldBackStore(SQLiteStore):
         super().__init__(path)
         self._hold = frozenset(hold)
 
-    def load(self) -> list[StoredTask]:
-        """Return every live task, those held back due at ``FAR_AWAY`` (on the caller's thread)."""
-        return [
-            dataclasses.replace(task, next_due=FAR_AWAY) if task.task_id in self._hold else task
-            for task in super().load()
-        ]
+    def load_parts(self, take: Callable[[list[StoredTask]], object]) -> None:
+        """Hand every live task to ``take``, those held back due at ``FAR_AWAY`` (on the caller's thread).
+
+        ``load`` reads through this too.
+        """
+        hold = self._hold
+
+        def take_held_back(tasks: list[StoredTask]) -> None:
+            take(
+                [
+                    dataclasses.replace(task, next_due=FAR_AWAY) if task.task_id in hold else task
+                    for task in tasks
+                ]
+            )
+
+        super().load_parts(take_held_back)

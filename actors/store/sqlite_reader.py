@@ -16,7 +16,7 @@ from typing import Final, Self, TypeVar
 
 from actors.errors import StoreError
 from actors.store.protocol import RunRecord, StoredTask
-from actors.store.sqlite_rows import get_task, read_high_water, read_runs, read_tasks
+from actors.store.sqlite_rows import get_task, read_high_water, read_live_parts, read_runs, read_tasks
 from actors.store.sqlite_schema import SCHEMA_VERSION, read_version
 
 __all__ = ["MIN_SQLITE", "SQLiteReader", "check_sqlite_version", "connect_read_only"]
@@ -69,7 +69,13 @@ class SQLiteReads:
 
     def load(self) -> list[StoredTask]:
         """Return every live task, in ``seq`` order (a scheduler's, at start)."""
-        return self._read("load", lambda db: read_tasks(db, include_terminal=False))
+        tasks: list[StoredTask] = []
+        self.load_parts(tasks.extend)
+        return tasks
+
+    def load_parts(self, take: Callable[[list[StoredTask]], object]) -> None:
+        """Hand every live task to ``take``, in ``seq`` order, a part at a time (``LoadsInParts``)."""
+        self._read("load", lambda db: read_live_parts(db, take))
 
     def tasks(self, *, include_terminal: bool = True) -> list[StoredTask]:
         """Return the stored tasks in ``seq`` order, with the kept terminal ones by default."""

@@ -9,7 +9,7 @@ it started.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Final, Protocol
 
 from actors.store.protocol import RunRecord, StoredTask
@@ -29,6 +29,7 @@ _RUNS: Final = f"SELECT {RUN_COLUMNS} FROM run ORDER BY id DESC LIMIT ?"
 _RUNS_OF_TASK: Final = f"SELECT {RUN_COLUMNS} FROM run WHERE task_id = ? ORDER BY id DESC LIMIT ?"
 _HIGH_WATER: Final = "SELECT minted_high_water FROM store_meta WHERE id = 1"
 
+_SHORT_TEXT: Final = 2  # arguments this short ("[]": none) are shared; longer ones rarely repeat
 _FETCH_ROWS: Final = 4096  # rows per fetch: bounds the transient tuples while loading
 
 (
@@ -88,7 +89,7 @@ def _build_task(row: tuple[Any, ...], share: _Share) -> StoredTask:
     _SET_TASK_ID(task, task_id)
     _SET_SEQ(task, seq)
     _SET_FN_REF(task, share(fn_ref, fn_ref))
-    _SET_ARGS(task, args_json)
+    _SET_ARGS(task, share(args_json, args_json) if len(args_json) <= _SHORT_TEXT else args_json)
     _SET_KWARGS(task, share(kwargs_json, kwargs_json))
     _SET_TRIGGER(task, share(trigger_json, trigger_json))
     _SET_OPTIONS(task, share(options_json, options_json))
@@ -117,6 +118,12 @@ def read_tasks(db: sqlite3.Connection, *, include_terminal: bool) -> list[Stored
     return collect_tasks(db.execute(_ALL_TASKS if include_terminal else _LIVE_TASKS))
 
 
+def read_live_parts(db: sqlite3.Connection, take: Callable[[list[StoredTask]], object]) -> None:
+    """Hand the live tasks to ``take`` in ``seq`` order, one fetched chunk at a time (one read snapshot)."""
+    for part in task_parts(db.execute(_LIVE_TASKS)):
+        take(part)
+
+
 class RowCursor(Protocol):
     """An executed cursor (sqlite3's or psycopg's) whose rows are fetched in chunks."""
 
@@ -127,14 +134,18 @@ class RowCursor(Protocol):
 
 def collect_tasks(cursor: RowCursor) -> list[StoredTask]:
     """Build the tasks of an executed cursor's rows (in ``TASK_COLUMNS`` order), sharing text."""
+    tasks: list[StoredTask] = []
+    for part in task_parts(cursor):
+        tasks.extend(part)
+    return tasks
+
+
+def task_parts(cursor: RowCursor) -> Iterator[list[StoredTask]]:
+    """The tasks of an executed cursor's rows, one fetched chunk at a time, sharing text across them."""
     shared: dict[object, object] = {}  # one table per call: nothing outlives the load but the rows
     share = shared.setdefault
-    tasks: list[StoredTask] = []
-    append = tasks.append
     while rows := cursor.fetchmany(_FETCH_ROWS):
-        for row in rows:
-            append(_build_task(row, share))
-    return tasks
+        yield [_build_task(row, share) for row in rows]
 
 
 def read_runs(db: sqlite3.Connection, task_id: str | None, limit: int) -> list[RunRecord]:

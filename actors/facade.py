@@ -818,7 +818,8 @@ class Scheduler:
                     stored, _ = self._store.add(definition(task, *row, wall_offset=self._wall_offset()))
                     task.store_seq = stored.seq
                 self._put(task)
-            self._make_room(OUTBOX_BACKLOG)
+            if self._outbox.backlog > OUTBOX_BACKLOG:  # tested here: the common case costs no call
+                self._make_room(OUTBOX_BACKLOG)
             return TaskHandle(task, self)
         task.task_id = check_task_id(task_id)
         plan = None if row is None else definition(task, *row, wall_offset=self._wall_offset())

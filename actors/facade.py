@@ -964,7 +964,11 @@ class Scheduler:
         return info
 
     def tasks(self) -> list[TaskInfo]:
-        """Return a snapshot of every live (not yet finished) task, in scheduling order."""
+        """Return a snapshot of every live (not yet finished) task, in scheduling order.
+
+        Tasks of ``schedule_many`` (and one-time tasks loaded from a store) that are still parked
+        come after the others, in their own order.
+        """
         infos: list[TaskInfo] = self._query(QueryTasks())
         if self._shared_tasks is not None:  # durable tasks: the store's rows, whichever node runs them
             stored = self._shared_tasks.infos()

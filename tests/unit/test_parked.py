@@ -189,3 +189,23 @@ def test_parked_entries_of_plain_data_are_not_tracked_by_the_collector() -> None
     table.park(parcel(ids, [float(i + 1) for i in range(n)], [(i, "x") for i in range(n)]), now=0.0)
     gc.collect()
     assert len(gc.get_objects()) - before < n * 0.01
+
+
+def test_a_heap_adopts_entries_in_heap_order_and_counts_on_from_them() -> None:
+    parked: dict[str, tuple[int, ...]] = {"a": (0,), "b": (1,)}
+    tasks: dict[str, Task] = {}
+    heap = DueHeap(tasks, parked)
+    heap.adopt([(1.0, 1, "b"), (2.0, 0, "a")])  # a valid heap: b is due first
+    assert (len(heap), heap.next_due()) == (2, 1.0)
+    tasks["c"] = Task("c")
+    heap.push(tasks["c"], 1.0)
+    assert tasks["c"].heap_seq == 2  # after the adopted seqs: it comes after b at the same time
+    assert list(heap.pop_due(5.0)) == ["b", "c", "a"]
+
+
+class Task:
+    __slots__ = ("heap_seq", "task_id")
+
+    def __init__(self, task_id: str) -> None:
+        self.task_id = task_id
+        self.heap_seq: int | None = None

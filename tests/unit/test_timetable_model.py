@@ -9,6 +9,11 @@ reporting) one step at a time, so that anything may happen in the gaps, and chec
 choice: batches go only to idle workers, hold only due runs in FIFO order, are at most
 ``BATCH`` long, and while any worker is idle no due run waits.
 
+Some tasks are *parked* (``Timetable.park``, as ``schedule_many`` sends them): they have no
+record until the timetable makes one (they come due, are cancelled by id, or a caller asks for
+the record), and the model only learns the record when it shows (``adopt``). Until then they
+are listed after the others, and a caller cannot revoke their token.
+
 Every task has a token. A caller may revoke any task's token at any step
 (``TaskHandle.cancel``); the ``Cancelled`` report reaches the timetable later, at a step of its
 own (or inside a batch), so every interleaving with claims, starts, reports, cancels, lost
@@ -30,7 +35,8 @@ from actors.dealer import BATCH
 from actors.due_heap import COMPACT_MIN_STALE
 from actors.effects import Effects
 from actors.errors import DuplicateTaskError, SchedulerShutdownError, WorkerLostError
-from actors.task_record import TaskRecord
+from actors.parked import Batch, Parcel
+from actors.task_record import PLAIN, TaskRecord
 from actors.timetable import Timetable
 from messages import (
     Cancelled,
@@ -45,7 +51,7 @@ from messages import (
     Started,
     TaskStatus,
 )
-from tests.unit.helpers import ALL_KINDS, Pool, make, take, traceback_of
+from tests.unit.helpers import ALL_KINDS, Pool, make, noop, take, traceback_of
 
 IDS = ["a", "b", "c", "d", "e", "f"]
 TERMINAL = {"completed", "failed", "cancelled"}
@@ -99,17 +105,30 @@ class Model:
         self.events: list[Event] = []
         self.closed = False
         self.counter = itertools.count()
+        self.table_order = itertools.count()  # where a task with a record stands in the table
 
     # -- queries
 
     def live(self) -> list[dict[str, Any]]:
-        return [t for t in self.tasks if t["state"] in LIVE]
+        """The live tasks in the table's order: those with records as they got them, then the parked."""
+        live = [t for t in self.tasks if t["state"] in LIVE]
+        return sorted((t for t in live if not t["parked"]), key=lambda t: t["order"]) + [
+            t for t in live if t["parked"]
+        ]
 
     def live_task(self, task_id: str) -> dict[str, Any] | None:
         return next((t for t in self.live() if t["id"] == task_id), None)
 
     def of(self, record: object) -> dict[str, Any]:
+        assert record is not None
         return next(t for t in self.tasks if t["record"] is record)
+
+    def adopt(self, record: TaskRecord) -> None:
+        """The timetable made the record of a parked task: the model takes it (and its place)."""
+        task = next((t for t in self.tasks if t["parked"] and t["id"] == record.task_id), None)
+        if task is not None and not any(t["record"] is record for t in self.tasks):
+            task["record"], task["parked"] = record, False
+            task["order"] = next(self.table_order)
 
     def live_of(self, record: object) -> dict[str, Any] | None:
         task = self.of(record)
@@ -189,7 +208,9 @@ class Model:
             task["fifo"] = next(self.counter)
             self.emit(EventKind.DUE, task, now, task["runs"] + 1)
 
-    def schedule(self, task_id: str, trigger: Any, max_failures: int | None) -> str | dict[str, Any]:
+    def schedule(
+        self, task_id: str, trigger: Any, max_failures: int | None, *, parked: bool = False
+    ) -> str | dict[str, Any]:
         if self.closed:
             return "shutdown"
         if self.live_task(task_id) is not None:
@@ -208,6 +229,8 @@ class Model:
             "slot": 0,
             "token": "free",
             "outcome": None,
+            "parked": parked,
+            "order": None if parked else next(self.table_order),
         }
         self.tasks.append(task)
         self.push(task, first)
@@ -320,7 +343,7 @@ class Model:
         for task in taken_back:
             self.revoke(task)
             self.end(task, "cancelled", now)
-        for task in self.live():
+        for task in self.live():  # the table's order: the parked ones get their records last
             if task["state"] != "cancelling" and self.revoke(task) in ("free", *IN_FLIGHT, "revoked"):
                 self.end_cancelled(task, now, mid_run=True, claimed=id(task["record"]) in claimed)
             # else: a worker started its one-time run (it took the token): it finishes as usual
@@ -398,6 +421,8 @@ class TimetableMachine(RuleBasedStateMachine):
         """Take the Timetable's effects, check them against the model, hand runs to the pool."""
         self.model.release(self.now)
         effects = take(self.table)
+        for record in [*self.table.tasks.values(), *(r for r, _ in effects.finished)]:
+            self.model.adopt(record)  # parked tasks the timetable has made records for
         if earlier is not None:
             for record, outcome in earlier.finished:
                 record.finish(outcome)
@@ -501,10 +526,45 @@ class TimetableMachine(RuleBasedStateMachine):
         self.add(task_id, trigger, max_failures)
         self.apply()
 
+    @rule(
+        ids=st.lists(st.sampled_from(IDS), min_size=1, max_size=3, unique=True),
+        offsets=st.lists(st.sampled_from([-1, 0, 1, 2, 4]), min_size=3, max_size=3),
+    )
+    def park(self, ids: list[str], offsets: list[int]) -> None:
+        """Tasks of ``schedule_many`` arrive: one-time, parked (their ids are new: minted)."""
+        ids = [task_id for task_id in ids if self.model.live_task(task_id) is None]
+        if not ids:
+            return
+        due_at = [self.now + offset for offset in offsets[: len(ids)]]
+        parcel = Parcel(Batch(noop, {}, "noop", PLAIN), ids, due_at, None)
+        if self.model.closed:
+            with pytest.raises(SchedulerShutdownError):
+                self.table.park(parcel, now=self.now)
+            return
+        for task_id, due in zip(ids, due_at, strict=True):
+            self.model.schedule(task_id, Once(due), None, parked=True)
+            self.seen_ids.add(task_id)
+        self.table.park(parcel, now=self.now)
+        self.apply()
+
+    @rule(task_id=st.sampled_from(IDS))
+    def ask_record(self, task_id: str) -> None:
+        """A caller asks for a task's record (``Scheduler.handle``): a parked one gets it now."""
+        task = self.model.live_task(task_id)
+        record = self.table.record(task_id)
+        if task is None:
+            assert record is None
+            return
+        assert record is not None
+        if task["parked"]:
+            self.model.adopt(record)
+        assert task["record"] is record
+        self.apply()
+
     @rule(task_id=st.sampled_from([*IDS, "unknown"]))
     def cancel(self, task_id: str) -> None:
         task = self.model.live_task(task_id)
-        claimed = task is not None and self.is_claimed(task["record"])
+        claimed = task is not None and task["record"] is not None and self.is_claimed(task["record"])
         expected = self.model.cancel(task_id, self.now, claimed=claimed)
         assert self.table.cancel(task_id, now=self.now) is expected
         self.apply()
@@ -518,9 +578,9 @@ class TimetableMachine(RuleBasedStateMachine):
         elif among == "claimed":
             records = [self.pool.claimed[w].task for w in sorted(self.pool.claimed)]
         elif among == "live":
-            records = [t["record"] for t in self.model.live()]
+            records = [t["record"] for t in self.model.live() if t["record"] is not None]
         else:
-            records = [t["record"] for t in self.model.tasks]
+            records = [t["record"] for t in self.model.tasks if t["record"] is not None]
         if not records:
             return
         task = self.model.of(records[pick % len(records)])
@@ -712,7 +772,7 @@ class TimetableMachine(RuleBasedStateMachine):
     def same_tasks(self) -> None:
         live = self.model.live()
         assert [info.task_id for info in self.table.infos()] == [t["id"] for t in live]
-        assert dict(self.table.tasks) == {t["id"]: t["record"] for t in live}
+        assert dict(self.table.tasks) == {t["id"]: t["record"] for t in live if not t["parked"]}
         assert self.table.live_count == len(live)
         heads = {id(runs[0].task) for w in range(self.workers) if (runs := self.pool.holding(w))}
         for task_id in self.seen_ids | {"unknown"}:
@@ -750,6 +810,9 @@ class TimetableMachine(RuleBasedStateMachine):
     def same_tokens(self) -> None:
         for task in self.model.tasks:
             record: TaskRecord = task["record"]
+            if record is None:
+                assert task["parked"], task["id"]
+                continue
             assert record.token_state.name.lower() == task["token"], task["id"]
             if task["token"] == "finished":
                 assert record.outcome == task["outcome"]

@@ -149,6 +149,20 @@ def test_memory_tasks_stay_on_their_node(node: Node) -> None:
     assert local.cancel()
 
 
+def test_schedule_many_keeps_its_tasks_on_the_node_and_cancels_them_there(node: Node) -> None:
+    a, b = node("a"), node("b")
+    ran: list[int] = []
+    soon, later = a.schedule_many(ran.append, [0.0, 60.0], args=[(1,), (2,)])
+    a.settle()
+    assert ran == [1]
+    assert a.info(soon).status is TaskStatus.COMPLETED
+    assert later in {i.task_id for i in a.tasks()}
+    assert later not in {i.task_id for i in b.tasks()}
+    assert b.cancel(later) is False  # not b's, and not in the store
+    assert a.cancel(later) is True
+    assert a.info(later).status is TaskStatus.CANCELLED
+
+
 # -- cancels -------------------------------------------------------------------------------------
 
 

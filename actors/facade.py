@@ -400,10 +400,10 @@ class Scheduler:
         (numbers, strings, tuples of them): each waits as a tuple, not as a record
         (docs/performance.md, "A million tasks in one process"). Each task is an ordinary
         one-time task from then on: it runs on a worker thread, ``cancel``, ``info``,
-        ``handle`` and ``tasks`` take its id, and events name it. The ids are minted (``"task-<n>"``), in the order of ``delays``; ``args``
-        gives each task its positional arguments (default: none), and every task shares
-        ``fn``, ``kwargs``, ``name`` and the options (``misfire_grace``, ``timeout``, ``retry``:
-        as for ``schedule_once``).
+        ``handle`` and ``tasks`` take its id, and events name it. The ids are minted
+        (``"task-<n>"``), in the order of ``delays``; ``args`` gives each task its positional
+        arguments (default: none), and every task shares ``fn``, ``kwargs``, ``name`` and the
+        options (``misfire_grace``, ``timeout``, ``retry``: as for ``schedule_once``).
 
         Returns ids, not handles: a million handles would be a million more objects to keep.
         ``handle(task_id)`` gives one. The tasks are kept in memory only, even on a scheduler

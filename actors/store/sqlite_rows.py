@@ -30,6 +30,7 @@ _RUNS_OF_TASK: Final = f"SELECT {RUN_COLUMNS} FROM run WHERE task_id = ? ORDER B
 _HIGH_WATER: Final = "SELECT minted_high_water FROM store_meta WHERE id = 1"
 
 _SHORT_TEXT: Final = 2  # arguments this short ("[]": none) are shared; longer ones rarely repeat
+_PART_ROWS: Final = 512  # rows per part of a scheduler's load (read_live_parts says why)
 _FETCH_ROWS: Final = 4096  # rows per fetch: bounds the transient tuples while loading
 
 (
@@ -119,8 +120,14 @@ def read_tasks(db: sqlite3.Connection, *, include_terminal: bool) -> list[Stored
 
 
 def read_live_parts(db: sqlite3.Connection, take: Callable[[list[StoredTask]], object]) -> None:
-    """Hand the live tasks to ``take`` in ``seq`` order, one fetched chunk at a time (one read snapshot)."""
-    for part in task_parts(db.execute(_LIVE_TASKS)):
+    """Hand the live tasks to ``take`` in ``seq`` order, one fetched chunk at a time (one read snapshot).
+
+    Small parts: a part's rows die once it is taken, and the fewer of them a collection finds
+    alive, the fewer the collector moves to its oldest generation, where each such move
+    counts towards the next full collection (measured at 1M: 35 full collections with parts
+    of 4,096 rows, 28 with 512).
+    """
+    for part in task_parts(db.execute(_LIVE_TASKS), _PART_ROWS):
         take(part)
 
 
@@ -140,11 +147,11 @@ def collect_tasks(cursor: RowCursor) -> list[StoredTask]:
     return tasks
 
 
-def task_parts(cursor: RowCursor) -> Iterator[list[StoredTask]]:
-    """The tasks of an executed cursor's rows, one fetched chunk at a time, sharing text across them."""
+def task_parts(cursor: RowCursor, size: int = _FETCH_ROWS) -> Iterator[list[StoredTask]]:
+    """The tasks of an executed cursor's rows, ``size`` at a time, sharing text across them."""
     shared: dict[object, object] = {}  # one table per call: nothing outlives the load but the rows
     share = shared.setdefault
-    while rows := cursor.fetchmany(_FETCH_ROWS):
+    while rows := cursor.fetchmany(size):
         yield [_build_task(row, share) for row in rows]
 
 

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import CancelledError
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -30,54 +29,9 @@ from actors import (
 from messages import EventKind, TaskStatus
 from tests.conftest import EventRecorder
 from tests.durable import tasks
+from tests.durable.files import START, ledger, stored
 
-START = datetime(2026, 1, 1, tzinfo=UTC)
 RECORD = "tests.durable.tasks:record"
-
-
-@pytest.fixture
-def path(tmp_path: Path) -> Path:
-    return tmp_path / "schedule.db"
-
-
-@pytest.fixture(autouse=True)
-def clear_calls() -> Iterator[None]:
-    tasks.CALLS.clear()
-    yield
-    tasks.CALLS.clear()
-
-
-@pytest.fixture
-def start(path: Path) -> Iterator[Callable[..., Scheduler]]:
-    """Start schedulers on ``path`` (each with a FakeClock at ``wall``); all shut down afterwards."""
-    made: list[Scheduler] = []
-
-    def make(wall: datetime = START, **kwargs: Any) -> Scheduler:
-        kwargs.setdefault("store", path)
-        scheduler = Scheduler(workers=2, clock=FakeClock(1000.0, wall_start=wall), **kwargs)
-        made.append(scheduler)
-        return scheduler
-
-    yield make
-    for scheduler in made:
-        scheduler.shutdown(timeout=10)
-
-
-def stored(path: Path) -> dict[str, Any]:
-    """Every task row of the file, by id (read as the status command does: no lock)."""
-    reader = SQLiteStore.inspect(path)
-    try:
-        return {row.task_id: row for row in reader.tasks()}
-    finally:
-        reader.close()
-
-
-def ledger(path: Path) -> list[Any]:
-    reader = SQLiteStore.inspect(path)
-    try:
-        return list(reversed(reader.runs(limit=1000)))
-    finally:
-        reader.close()
 
 
 # -- what a durable task may be -----------------------------------------------------------------

@@ -7,57 +7,20 @@ parked task (runs, arguments, counters, cancel, handles, shutdown) is what a loa
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import CancelledError
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from actors import FakeClock, Scheduler, SQLiteStore
+from actors import Scheduler, SQLiteStore
 from actors.cli.holdback import FAR_AWAY, HoldBackStore
 from actors.store import LoadsInParts, StoredTask
 from messages import EventKind, TaskStatus
 from tests.conftest import EventRecorder
 from tests.durable import tasks
-
-START = datetime(2026, 1, 1, tzinfo=UTC)
-
-
-@pytest.fixture
-def path(tmp_path: Path) -> Path:
-    return tmp_path / "schedule.db"
-
-
-@pytest.fixture(autouse=True)
-def clear_calls() -> Iterator[None]:
-    tasks.CALLS.clear()
-    yield
-    tasks.CALLS.clear()
-
-
-@pytest.fixture
-def start(path: Path) -> Iterator[Callable[..., Scheduler]]:
-    made: list[Scheduler] = []
-
-    def make(wall: datetime = START, **kwargs: Any) -> Scheduler:
-        kwargs.setdefault("store", path)
-        scheduler = Scheduler(workers=2, clock=FakeClock(1000.0, wall_start=wall), **kwargs)
-        made.append(scheduler)
-        return scheduler
-
-    yield make
-    for scheduler in made:
-        scheduler.shutdown(timeout=10)
-
-
-def rows(path: Path) -> dict[str, StoredTask]:
-    reader = SQLiteStore.inspect(path)
-    try:
-        return {row.task_id: row for row in reader.tasks()}
-    finally:
-        reader.close()
+from tests.durable.files import START, stored
 
 
 def test_a_parked_stored_task_runs_with_its_json_arguments_at_its_time(
@@ -84,7 +47,7 @@ def test_parked_tasks_come_due_in_order_and_their_ends_are_stored(
     s = start()
     s.advance(5.0)
     assert [call[1] for call in tasks.CALLS] == [(1,), (2,), (0,)]
-    assert {task_id: row.status for task_id, row in rows(path).items()} == dict.fromkeys(
+    assert {task_id: row.status for task_id, row in stored(path).items()} == dict.fromkeys(
         ["t0", "t1", "t2"], "completed"
     )
 
@@ -98,7 +61,7 @@ def test_cancel_by_id_of_a_parked_task_is_committed(
     s = start()
     s.subscribe(recorder)
     assert s.cancel("job") is True
-    assert rows(path)["job"].status == "cancelled"
+    assert stored(path)["job"].status == "cancelled"
     s.advance(20.0)
     assert tasks.CALLS == []
     recorder.wait_for(lambda events: [e.kind for e in events] == [EventKind.CANCELLED])
@@ -114,7 +77,7 @@ def test_shutdown_leaves_parked_tasks_in_the_store(start: Callable[..., Schedule
     second.shutdown()
     with pytest.raises(Exception, match="stays in the store"):
         held.result(timeout=5)
-    assert {row.task_id for row in rows(path).values() if row.status == "scheduled"} == {"kept", "other"}
+    assert {row.task_id for row in stored(path).values() if row.status == "scheduled"} == {"kept", "other"}
     third = start()
     assert sorted(info.task_id for info in third.tasks()) == ["kept", "other"]
 

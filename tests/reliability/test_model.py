@@ -1,7 +1,8 @@
 """Model check: the ``Scheduler`` facade (FakeClock, one worker) against a small reference model.
 
 Hypothesis drives random sequences of ``schedule_*`` (all three kinds, minted and explicit
-ids), ``cancel``, ``advance``, ``settle`` and listener (un)subscriptions. Each task follows a
+ids, and ``schedule_many``, whose tasks wait parked and are listed last until they come due),
+``cancel``, ``advance``, ``settle`` and listener (un)subscriptions. Each task follows a
 script drawn with it: per run, it may cancel a task (itself or another) from inside the run,
 take fake time (``clock.advance`` inside the task) and raise (``Exception``, ``SystemExit``,
 ``KeyboardInterrupt``). After every step the scheduler is settled and compared with the model:
@@ -99,6 +100,8 @@ class MTask:
     consecutive: int = 0
     last_error: ErrorSig = None
     final: tuple[tuple[object, ...], object] | None = None  # (info, value) once terminal
+    parked: bool = False  # a schedule_many task that has not come due yet: listed last
+    order: int = 0  # where ``tasks()`` lists it once it is not parked
 
     def info(self) -> tuple[object, ...]:
         waiting = self.state in (PENDING, READY)
@@ -129,11 +132,23 @@ class Model:
         self.ids: list[str] = []  # every accepted id, in order (targets of in-task cancels)
         self.minted = 0
         self._seq = 0
+        self._order = 0
         self.closed = False
 
     def next_seq(self) -> int:
         self._seq += 1
         return self._seq
+
+    def next_order(self) -> int:
+        self._order += 1
+        return self._order
+
+    def listed(self) -> list[MTask]:
+        """The live tasks as ``tasks()`` lists them: those with records, then the parked ones."""
+        live = list(self.live.values())
+        return sorted((t for t in live if not t.parked), key=lambda t: t.order) + [
+            t for t in live if t.parked
+        ]
 
     def target(self, task_id: str, cancel: str | int) -> str:
         return task_id if cancel == "self" else self.ids[int(cancel) % len(self.ids)]
@@ -142,7 +157,17 @@ class Model:
 
     def schedule(self, task: MTask) -> None:
         self.live[task.task_id] = task
+        task.order = self.next_order()
         if task.due_at <= self.now:
+            self.release()
+            self.pump()
+
+    def schedule_many(self, tasks: list[MTask]) -> None:
+        """Tasks of one ``schedule_many`` call: all are added, then what is due is released."""
+        for task in tasks:
+            task.parked = True
+            self.live[task.task_id] = task
+        if any(task.due_at <= self.now for task in tasks):
             self.release()
             self.pump()
 
@@ -173,7 +198,7 @@ class Model:
 
     def shutdown(self) -> None:
         self.closed = True
-        for task in list(self.live.values()):
+        for task in self.listed():  # the table's order: parked tasks get their records last
             if task.state in (PENDING, READY):
                 self.finish(task, CANCELLED, None)
 
@@ -185,6 +210,9 @@ class Model:
             key=lambda t: (t.due_at, t.seq),
         )
         for task in due:
+            if task.parked:  # it gets its record now, and its place in the table after the others
+                task.parked = False
+                task.order = self.next_order()
             task.state = READY
             self.ready.append(task)
             self.emit(EventKind.DUE, task, self.now, task.run_count + 1)
@@ -417,6 +445,43 @@ class SchedulerMachine(RuleBasedStateMachine):
         else:
             self._schedule("schedule_once", explicit, name, script, delay=delay)
 
+    @precondition(lambda self: len(self.model.live) < MAX_LIVE - 2 and not self.model.closed)
+    @rule(
+        name=names,
+        task_scripts=st.lists(scripts, min_size=1, max_size=3),
+        delays=st.lists(quarters(-4, 24), min_size=3, max_size=3),
+    )
+    def schedule_many(self, name: str | None, task_scripts: list[list[Act]], delays: list[float]) -> None:
+        s, model = self.s, self.model
+        assert s is not None
+        delays = delays[: len(task_scripts)]
+        ids = [f"task-{model.minted + 1 + i}" for i in range(len(task_scripts))]
+        jobs = {
+            task_id: self._job(task_id, script) for task_id, script in zip(ids, task_scripts, strict=True)
+        }
+
+        def bulk(task_id: str) -> tuple[str, int]:
+            result: tuple[str, int] = jobs[task_id]()
+            return result
+
+        tasks = [
+            MTask(
+                task_id=task_id,
+                name=name if name is not None else bulk.__qualname__,
+                trigger=Once(model.now + delay),
+                script=script,
+                max_failures=None,
+                due_at=model.now + delay,
+                seq=model.next_seq(),
+            )
+            for task_id, script, delay in zip(ids, task_scripts, delays, strict=True)
+        ]
+        model.minted += len(ids)
+        model.ids.extend(ids)  # before the call: a due task may run before it returns
+        model.schedule_many(tasks)
+        assert s.schedule_many(bulk, delays, args=[(task_id,) for task_id in ids], name=name) == ids
+        s.settle()
+
     @precondition(lambda self: len(self.model.live) < MAX_LIVE and not self.model.closed)
     @rule(
         explicit=ids,
@@ -531,7 +596,7 @@ class SchedulerMachine(RuleBasedStateMachine):
         for sub in self.subs:
             window = self.main.events[sub.start : sub.end]
             assert sub.listener.events == [e for e in window if e.kind in sub.kinds]
-        assert [norm_info(i) for i in s.tasks()] == [t.info() for t in model.live.values()]
+        assert [norm_info(i) for i in s.tasks()] == [t.info() for t in model.listed()]
         for task_id in {*model.ids, "unknown"}:
             expected = model.find(task_id)
             if expected is None:

@@ -201,9 +201,7 @@ class Scheduler:
                 self._clock = DatabaseClock.over(self._clock, self._store)
                 node = SharedNode(self._store, self._clock, workers=workers + processes, history=history)
                 self._shared_tasks = SharedTasks(node)
-            loaded = (
-                LoadedTasks(wall_offset=0.0) if node is not None else self._load()
-            )  # shared: in the store
+            loaded = self._load(shared=node is not None)
         except BaseException:
             if self._store is not None:
                 self._store.close()
@@ -260,9 +258,14 @@ class Scheduler:
         for thread, _ in self._threads.threads():
             join(thread, deadline)
 
-    def _load(self) -> LoadedTasks:
-        """Read the store's live tasks back (caller's thread, before the actors start)."""
+    def _load(self, *, shared: bool) -> LoadedTasks:
+        """Read the store's live tasks back (caller's thread, before the actors start).
+
+        ``shared``: the store is shared, and its tasks stay in it (nodes claim their runs): none is read.
+        """
         loaded = LoadedTasks(wall_offset=self._wall_offset())
+        if shared:
+            return loaded
         store: object = self._store
         if isinstance(store, LoadsInParts):
             store.load_parts(loaded.take)  # a part is taken before the next is read
@@ -426,7 +429,7 @@ class Scheduler:
         TaskOptions(name, None, THREADS, misfire_grace, "error", False, timeout, retry).check(
             self._processes, self._store is not None
         )
-        times, arguments = check_bulk(delays, args)
+        due_at, arguments = check_bulk(delays, args, now=self._clock.now())
         coroutine = makes_coroutine(target)
         spec = PLAIN
         if misfire_grace is not None or timeout is not None or retry is not None or coroutine:
@@ -434,12 +437,6 @@ class Scheduler:
                 None, None, THREADS, misfire_grace, timeout=timeout, retry=retry, coroutine=coroutine
             )
         batch = Batch(target, checked, name or default_name(target), spec)
-        now = self._clock.now()
-        due_at = [now + delay for delay in times]
-        total = sum(due_at)
-        if total - total != 0.0:  # a due time the clock cannot hold (or the sum overflowed): find it
-            for index, due in enumerate(due_at):
-                require_finite(f"due time of delays[{index}]", due)
         ids: list[TaskId] = []
         for start in range(0, len(due_at), PARCEL_SIZE):
             end = start + PARCEL_SIZE

@@ -108,9 +108,9 @@ class ParkedTasks:
     def __contains__(self, task_id: object) -> bool:
         return task_id in self.entries
 
-    def ids(self, *, stored: bool) -> list[str]:
-        """The ids of the parked tasks from a store (``stored``) or of the others, in parking order."""
-        return [task_id for task_id, entry in self.entries.items() if (len(entry) > _MEMORY_ENTRY) is stored]
+    def memory_ids(self) -> list[str]:
+        """The ids of the parked tasks of ``schedule_many`` (not from a store), in parking order."""
+        return [task_id for task_id, entry in self.entries.items() if len(entry) == _MEMORY_ENTRY]
 
     def register(self, batch: Batch) -> int:
         """Number ``batch`` (once) and keep it while it has parked tasks; return its number."""

@@ -587,8 +587,8 @@ class Timetable(RunEndings):
         be published (someone listens for ``CANCELLED``) or kept in the history; the rest are
         just dropped, which for a million tasks takes a moment instead of seconds.
         """
-        self.activity += len(self._parked.ids(stored=True))
-        ids = self._parked.ids(stored=False)
+        ids = self._parked.memory_ids()
+        self.activity += len(self._parked) - len(ids)  # the stored ones, left to their store
         if not self._want_cancelled:
             kept = ids[max(0, len(ids) - self._history_limit) :] if self._history_limit else []
             self.activity += len(ids) - len(kept)

@@ -7,7 +7,6 @@ because every scheduled task pays for it.
 from __future__ import annotations
 
 import inspect
-import math
 import types
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
@@ -254,32 +253,42 @@ def once_due_at(clock: Clock, delay: float | None, at: float | datetime | None) 
     return require_finite("due time", due_at)
 
 
-def check_bulk(delays: object, args: object) -> tuple[list[float], list[tuple[Any, ...]] | None]:
-    """Check ``schedule_many``'s delays and per-task arguments; return them as lists.
+def check_bulk(
+    delays: object, args: object, *, now: float
+) -> tuple[list[float], list[tuple[Any, ...]] | None]:
+    """Check ``schedule_many``'s delays and per-task arguments; return the due times and the arguments.
 
     Raises:
         TypeError: ``delays`` or ``args`` is not an iterable (a str is not one); a delay is
             not a number; an item of ``args`` is not a tuple. The message gives its index.
-        ValueError: a delay is NaN or infinite; ``args`` has another length than ``delays``.
+        ValueError: a delay, or the due time it makes from ``now``, is NaN or infinite;
+            ``args`` has another length than ``delays``.
     """
     if isinstance(delays, str | bytes) or not isinstance(delays, Iterable):
         raise TypeError(f"delays must be an iterable of numbers of seconds, got {delays!r}")
     times = list(delays)
-    total = sum(times) if all(type(delay) is float for delay in times) else math.nan
-    if total - total != 0.0:  # not all floats, or one is not finite (or the sum overflowed): look closer
+    if not all(type(delay) is float for delay in times):
         times = [require_finite(f"delays[{index}]", delay) for index, delay in enumerate(times)]
+    due_at = [now + delay for delay in times]
+    total = sum(due_at)
+    if total - total != 0.0:  # one is not finite (or only the sum overflowed): look closer
+        for index, (delay, due) in enumerate(zip(times, due_at, strict=True)):
+            require_finite(f"delays[{index}]", delay)
+            require_finite(f"due time of delays[{index}]", due)
     if args is None:
-        return times, None
+        return due_at, None
     if isinstance(args, str | bytes) or not isinstance(args, Iterable):
         raise TypeError(f"args must be an iterable of tuples, one per delay, got {args!r}")
     arguments = list(args)
-    if len(arguments) != len(times):
-        raise ValueError(f"args has {len(arguments)} items for {len(times)} delays: give one tuple per delay")
+    if len(arguments) != len(due_at):
+        raise ValueError(
+            f"args has {len(arguments)} items for {len(due_at)} delays: give one tuple per delay"
+        )
     if not all(type(each) is tuple for each in arguments):  # else look closer (a named tuple will do)
         for index, each in enumerate(arguments):
             if not isinstance(each, tuple):
                 raise TypeError(f"args[{index}] must be a tuple, got {each!r}")
-    return times, arguments
+    return due_at, arguments
 
 
 def check_callable(fn: Callable[..., object]) -> None:

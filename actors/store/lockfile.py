@@ -61,47 +61,46 @@ class LockState:
 def lock_state(path: str) -> LockState:
     """Say whether the lock file ``path`` is held, without taking it (any thread).
 
-    A missing lock file is not held. Linux lists every ``flock`` in ``/proc/locks``, by the
-    file's device and inode; without that list the answer is ``held=None``.
+    A missing lock file is not held. Linux lists every ``flock`` in ``/proc/locks`` with the
+    file's device and inode, and the holder's pid. A lock on the file's inode counts if the
+    device matches too, or if its pid is the one the holder wrote in the file (on an overlay
+    file system the listed device is not the one ``stat`` gives). Without that list the
+    answer is ``held=None``.
     """
     try:
-        info = os.stat(path)
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except FileNotFoundError:
         return LockState(held=False)
     except OSError:
         return LockState(held=None)
     try:
-        with open(_PROC_LOCKS, encoding="ascii", errors="replace") as listing:
-            held = any(_is_flock_of(line, info) for line in listing)
-    except OSError:
-        return LockState(held=None)
-    if not held:
-        return LockState(held=False)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return LockState(held=True)
-    try:
-        return LockState(held=True, pid=_read_pid(fd))
+        info, pid = os.fstat(fd), _read_pid(fd)
     finally:
         os.close(fd)
+    try:
+        with open(_PROC_LOCKS, encoding="ascii", errors="replace") as listing:
+            locks = [lock for line in listing if (lock := _flock_of(line)) is not None]
+    except OSError:
+        return LockState(held=None)
+    device = (os.major(info.st_dev), os.minor(info.st_dev))
+    held = any(
+        inode == info.st_ino and (lock_device == device or (pid is not None and lock_pid == pid))
+        for lock_pid, lock_device, inode in locks
+    )
+    return LockState(held=True, pid=pid) if held else LockState(held=False)
 
 
-def _is_flock_of(line: str, info: os.stat_result) -> bool:
-    # "1: FLOCK  ADVISORY  WRITE 4242 fe:00:2146457 0 EOF"; a waiter's line has "->" after the
-    # number. The device is major:minor in hex, the inode in decimal.
+def _flock_of(line: str) -> tuple[int, tuple[int, int], int] | None:
+    # "1: FLOCK  ADVISORY  WRITE 4242 fe:00:2146457 0 EOF" as (pid, (major, minor), inode); a
+    # waiter's line has "->" after the number. The device is in hex, the inode in decimal.
     fields = line.split()
     if len(fields) < 6 or fields[1] != "FLOCK":
-        return False
+        return None
     try:
         major, minor, inode = fields[5].split(":")
-        return (int(major, 16), int(minor, 16), int(inode)) == (
-            os.major(info.st_dev),
-            os.minor(info.st_dev),
-            info.st_ino,
-        )
+        return int(fields[4]), (int(major, 16), int(minor, 16)), int(inode)
     except ValueError:
-        return False
+        return None
 
 
 class LockFile:

@@ -50,13 +50,13 @@ def status(jobfile: str | None, store: str | None, now: datetime | None = None) 
     live = sum(task.live for task in tasks)
     holder = lock_state(lock_path_of(str(path)))
     print(f"{shown_path(path)}: {len(tasks)} task(s), {live} live; times in {now:%Z} (UTC{now:%z})")
-    print(f"{shown_path(path)}: {holder_line(holder)}")
+    print(f"{shown_path(path)}: {_holder_line(holder)}")
     rows = [row_from_stored(task) for task in tasks]
     print(table_text(rows, now, maybe_running=holder.held is not False))
     return exits.OK
 
 
-def holder_line(holder: LockState) -> str:
+def _holder_line(holder: LockState) -> str:
     """Say whether a scheduler holds the store, and so what a past due time means."""
     if holder.held is None:
         return "whether a scheduler holds it cannot be told on this system"

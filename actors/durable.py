@@ -72,6 +72,9 @@ def task_update(task: TaskRecord) -> TaskUpdate:
     status = _STORED_STATUS.get(task.state, "scheduled")
     failures = task.failures or Failures()
     error = failures.last_error
+    # A task loaded from the store has its stored error text only (as its last_traceback):
+    # written back as it was, so a later success does not erase the last failed run's error.
+    error_text = failures.last_traceback if error is None else _error_text(error)
     return TaskUpdate(
         task_id=task.task_id,
         seq=task.store_seq,
@@ -80,7 +83,7 @@ def task_update(task: TaskRecord) -> TaskUpdate:
         run_count=task.run_count,
         failure_count=failures.count,
         consecutive_failures=failures.consecutive,
-        last_error=None if error is None else _error_text(error),
+        last_error=error_text,
         last_outcome=task.last_outcome,
     )
 

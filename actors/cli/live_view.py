@@ -12,12 +12,13 @@ from collections.abc import Sequence
 from datetime import datetime
 from types import TracebackType
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from actors.cli.rows import COLUMNS, JobRow, cells
+from actors.cli.rows import COLUMNS, NEEDED_COLUMNS, JobRow, cells, fit_columns, split_next_run
 
 __all__ = ["ConsoleHandler", "LiveView", "render"]
 
@@ -31,19 +32,44 @@ _STATUS_STYLES = {
 _OUTCOME_STYLES = {"completed": "green", "failed": "red", "missed": "yellow"}
 
 
-def render(rows: Sequence[JobRow], now: datetime, title: str) -> Table:
-    """Return the status table of ``rows`` as seen at ``now`` (aware, in the zone to show)."""
+def render(rows: Sequence[JobRow], now: datetime, title: str, width: int | None = None) -> Table:
+    """Return the status table of ``rows`` as seen at ``now`` (aware, in the zone to show).
+
+    ``width``: the terminal's columns. Where the table does not fit, the columns a user needs
+    (``NEEDED_COLUMNS``) stay whole and the others are left out, as ``fit_columns`` decides;
+    the title names those left out. ``None``: every column.
+    """
+    texts = [list(cells(row, now)) for row in rows]
+    if width is None:
+        widths = dict.fromkeys(COLUMNS, 0)
+    else:
+        widths = fit_columns(texts, width, measure=cell_len)
+        next_run = COLUMNS.index("next run")
+        for row_texts in texts:
+            if cell_len(row_texts[next_run]) > widths["next run"]:
+                row_texts[next_run] = split_next_run(row_texts[next_run])
+    hidden = [column for column in COLUMNS if column not in widths]
+    if hidden:
+        title = f"{title} · hidden: {', '.join(hidden)}"
     table = Table(title=title, title_justify="left", expand=False)
-    for column in COLUMNS:
-        right = column in ("runs", "failures")
-        table.add_column(column, justify="right" if right else "left", no_wrap=column != "last error")
-    for row in rows:
-        texts = [Text(cell) for cell in cells(row, now)]
-        texts[2].stylize(_STATUS_STYLES.get(row.status, ""))
-        texts[6].stylize(_OUTCOME_STYLES.get(row.last_outcome or "", ""))
+    for column, column_width in widths.items():
+        # Each at the width chosen: the status and trigger whole or not at all, the last error
+        # wrapped in what is left, a needed value folded onto a second line rather than cut.
+        table.add_column(
+            column,
+            justify="right" if column in ("runs", "failures") else "left",
+            width=column_width or None,
+            no_wrap=column not in (*NEEDED_COLUMNS, "last error"),
+            overflow="fold",
+        )
+    indexes = [COLUMNS.index(column) for column in widths]
+    for row, row_texts in zip(rows, texts, strict=True):
+        styled = [Text(cell) for cell in row_texts]
+        styled[2].stylize(_STATUS_STYLES.get(row.status, ""))
+        styled[6].stylize(_OUTCOME_STYLES.get(row.last_outcome or "", ""))
         if row.failures:
-            texts[5].stylize("red")
-        table.add_row(*texts)
+            styled[5].stylize("red")
+        table.add_row(*(styled[index] for index in indexes))
     return table
 
 
@@ -72,8 +98,8 @@ class LiveView:
         self._live = Live(console=self.console, auto_refresh=False, transient=False)
 
     def update(self, rows: Sequence[JobRow], now: datetime, title: str) -> None:
-        """Draw the table of ``rows`` now (main thread)."""
-        self._live.update(render(rows, now, title), refresh=True)
+        """Draw the table of ``rows`` now, to the terminal's width as it is now (main thread)."""
+        self._live.update(render(rows, now, title, self.console.width), refresh=True)
 
     def __enter__(self) -> LiveView:
         """Start drawing (hides the cursor until ``__exit__``)."""

@@ -19,7 +19,7 @@ from actors.cli.board import Board
 from actors.cli.fingerprints import fingerprints_path, read_fingerprints, write_fingerprints
 from actors.cli.jobfile import JobFile, JobSpec
 from actors.cli.reconcile import Held, fingerprints_of, reconcile
-from actors.cli.rows import JobRow, describe_spec, one_line, row_from_stored
+from actors.cli.rows import JobRow, describe_spec, last_error, one_line, row_from_stored
 from actors.errors import StoreError, UnknownTaskError
 from actors.facade import Scheduler
 from actors.store import SQLiteStore, StoredTask
@@ -84,9 +84,6 @@ class JobService:
 
     def _row(self, spec: JobSpec, info: TaskInfo) -> JobRow:
         last = self.board.last(spec.job_id)
-        error = last.error if last is not None else None
-        if error is None and info.last_error is not None:
-            error = f"{type(info.last_error).__name__}: {info.last_error}"
         return JobRow(
             task_id=spec.job_id,
             trigger=describe_spec(spec),
@@ -95,7 +92,7 @@ class JobService:
             runs=info.run_count,
             failures=info.failure_count,
             last_outcome=None if last is None else last.outcome,
-            last_error=one_line(error),
+            last_error=last_error(info.last_error, info.last_traceback),
         )
 
     def _ended_info(self, task_id: str) -> TaskInfo | None:

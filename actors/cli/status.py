@@ -1,6 +1,8 @@
 """``status (JOBFILE | --store PATH)``: print every task in a store, and exit.
 
-It reads the store read-only and takes no lock, so it works while a ``run`` holds the store.
+It reads the store read-only and takes no lock, so it works while a ``run`` holds the store;
+it says whether one does (asking the lock without taking it), because that decides what a
+past due time means: a held store's task may be running now, an unheld one's is overdue.
 Threads: the caller's.
 """
 
@@ -15,6 +17,7 @@ from actors.cli.jobfile import load_jobfile
 from actors.cli.rows import row_from_stored, shown_path, table_text
 from actors.errors import JobFileError, StoreError
 from actors.store import SQLiteStore
+from actors.store.lockfile import LockState, lock_path_of, lock_state
 
 __all__ = ["status"]
 
@@ -45,6 +48,19 @@ def status(jobfile: str | None, store: str | None, now: datetime | None = None) 
         print(f"{error}{hint}", file=sys.stderr)
         return exits.FAILURE
     live = sum(task.live for task in tasks)
+    holder = lock_state(lock_path_of(str(path)))
     print(f"{shown_path(path)}: {len(tasks)} task(s), {live} live; times in {now:%Z} (UTC{now:%z})")
-    print(table_text([row_from_stored(task) for task in tasks], now))
+    print(f"{shown_path(path)}: {_holder_line(holder)}")
+    rows = [row_from_stored(task) for task in tasks]
+    print(table_text(rows, now, maybe_running=holder.held is not False))
     return exits.OK
+
+
+def _holder_line(holder: LockState) -> str:
+    """Say whether a scheduler holds the store, and so what a past due time means."""
+    if holder.held is None:
+        return "whether a scheduler holds it cannot be told on this system"
+    if holder.held:
+        who = "a scheduler" if holder.pid is None else f"a scheduler (process {holder.pid})"
+        return f"held by {who}: it runs the tasks; a task due a while ago may be running"
+    return "no scheduler holds it: nothing runs until one starts"

@@ -10,6 +10,10 @@ The lock file is never deleted: deleting it would let two processes lock two dif
 files of the same name. It must be on a local file system (``flock`` over NFS is emulated
 with byte-range locks, and not everywhere).
 
+Whether a lock is held can be asked without taking it (``lock_state``, for ``status``): on
+Linux the kernel lists every ``flock`` in ``/proc/locks``. Elsewhere the answer is "cannot
+tell": trying the lock, even for an instant, could refuse a scheduler starting then.
+
 A forked child inherits the descriptor, and with it the lock: if the parent then died, the
 child (a process-pool worker, say) would keep the store locked. So each child closes its
 inherited copies at once (``os.register_at_fork``), which leaves the parent's lock intact.
@@ -23,13 +27,80 @@ import logging
 import os
 import threading
 import weakref
-from typing import Final
+from dataclasses import dataclass
+from typing import Final, final
 
 from actors.errors import StoreError, StoreLockedError
 
 logger = logging.getLogger(__name__)
 
 _PID_BYTES: Final = 32
+_PROC_LOCKS: Final = "/proc/locks"
+
+
+def lock_path_of(store_path: str) -> str:
+    """Return the lock file of a store file: ``<file>.lock``, beside the real file however it is spelt."""
+    return os.path.realpath(store_path) + ".lock"
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class LockState:
+    """Whether a lock file is held, as ``lock_state`` found out.
+
+    Attributes:
+        held: ``True`` while a holder (a live scheduler) has it, ``False`` if nobody does,
+            ``None`` where this system cannot tell without taking it.
+        pid: The holder's process id as it wrote it in the file, if it is held and readable.
+    """
+
+    held: bool | None
+    pid: int | None = None
+
+
+def lock_state(path: str) -> LockState:
+    """Say whether the lock file ``path`` is held, without taking it (any thread).
+
+    A missing lock file is not held. Linux lists every ``flock`` in ``/proc/locks`` with the
+    file's device and inode, and the holder's pid. A lock on the file's inode counts if the
+    device matches too, or if its pid is the one the holder wrote in the file (on an overlay
+    file system the listed device is not the one ``stat`` gives). Without that list the
+    answer is ``held=None``.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return LockState(held=False)
+    except OSError:
+        return LockState(held=None)
+    try:
+        info, pid = os.fstat(fd), _read_pid(fd)
+    finally:
+        os.close(fd)
+    try:
+        with open(_PROC_LOCKS, encoding="ascii", errors="replace") as listing:
+            locks = [lock for line in listing if (lock := _flock_of(line)) is not None]
+    except OSError:
+        return LockState(held=None)
+    device = (os.major(info.st_dev), os.minor(info.st_dev))
+    held = any(
+        inode == info.st_ino and (lock_device == device or (pid is not None and lock_pid == pid))
+        for lock_pid, lock_device, inode in locks
+    )
+    return LockState(held=True, pid=pid) if held else LockState(held=False)
+
+
+def _flock_of(line: str) -> tuple[int, tuple[int, int], int] | None:
+    # "1: FLOCK  ADVISORY  WRITE 4242 fe:00:2146457 0 EOF" as (pid, (major, minor), inode); a
+    # waiter's line has "->" after the number. The device is in hex, the inode in decimal.
+    fields = line.split()
+    if len(fields) < 6 or fields[1] != "FLOCK":
+        return None
+    try:
+        major, minor, inode = fields[5].split(":")
+        return int(fields[4]), (int(major, 16), int(minor, 16)), int(inode)
+    except ValueError:
+        return None
 
 
 class LockFile:

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Final, Literal, Self, TypeVar
 
 from actors.errors import DuplicateTaskError, StoreError
 from actors.store.fair_lock import FairLock
-from actors.store.lockfile import LockFile
+from actors.store.lockfile import LockFile, lock_path_of
 from actors.store.protocol import (
     LIVE_STATUS,
     IfExists,
@@ -218,7 +218,7 @@ class SQLiteStore(SQLiteReads):
                     read_version(reader, self._location)
                 finally:
                     reader.close()
-            lock = LockFile(self._path + ".lock")
+            lock = LockFile(lock_path_of(self._path))
             lock.acquire(self._location)
             connections = ThreadConnections(self._connect, self._location)
             try:

@@ -33,3 +33,10 @@ def slow(seconds: float) -> None:
     logger.warning("slow started")
     time.sleep(seconds)
     logger.warning("slow finished")
+
+
+def fails_once() -> None:
+    """Fail on the second run only: the runs after it succeed."""
+    run = current_run().run
+    if run == 2:
+        raise RuntimeError(f"failed once, on run {run}")

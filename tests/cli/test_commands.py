@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from tests.cli.helpers import cli, write_jobfile
+from actors.store import SQLiteStore, TaskDefinition
+from tests.cli.helpers import Service, cli, write_jobfile
 
 GOOD = """
 [scheduler]
@@ -185,3 +189,48 @@ def test_the_console_script_is_the_same_program(tmp_path: Path) -> None:
     assert usage.returncode == 0, usage.stderr
     assert usage.stdout.startswith("usage: pykka-taskscheduler "), usage.stdout
     assert "python -m actors" not in usage.stdout
+
+
+needs_proc_locks = pytest.mark.skipif(
+    not Path("/proc/locks").exists(), reason="whether a lock is held is known from /proc/locks (Linux)"
+)
+
+
+@needs_proc_locks
+def test_status_of_a_store_no_scheduler_holds_says_so_and_shows_past_due_times_as_overdue(
+    tmp_path: Path,
+) -> None:
+    with SQLiteStore(tmp_path / "jobs.db") as store:
+        store.add(
+            TaskDefinition(
+                task_id="nightly",
+                fn_ref="tasks:tick",
+                args_json="[]",
+                kwargs_json="{}",
+                trigger_json='{"rate": 60.0, "anchor": 0.0}',
+                options_json="{}",
+                next_due=time.time() - 200,
+            )
+        )
+    result = cli("status", "--store", "jobs.db", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[1] == "jobs.db: no scheduler holds it: nothing runs until one starts"
+    assert re.match(r"nightly +every 1m +scheduled +\d\d:\d\d:\d\d \(overdue by 3m\) +0 +0 ", lines[3]), lines
+
+
+@needs_proc_locks
+def test_status_says_which_process_holds_the_store_while_a_run_does(tmp_path: Path) -> None:
+    write_jobfile(tmp_path, '[jobs.tick]\nfn = "tasks:tick"\nevery = "10s"\n')
+    with Service("jobs.toml", "--no-status", cwd=tmp_path) as service:
+        service.expect(r"INFO running 1 job\(s\) from jobs.toml")
+        held = cli("status", "jobs.toml", cwd=tmp_path)
+        service.send(signal.SIGTERM)
+        assert service.wait() == 0
+    assert held.returncode == 0, held.stderr
+    assert held.stdout.splitlines()[1] == (
+        f"jobs.db: held by a scheduler (process {service.process.pid}): it runs the tasks; "
+        "a task due a while ago may be running"
+    )
+    after = cli("status", "jobs.toml", cwd=tmp_path)
+    assert after.stdout.splitlines()[1] == "jobs.db: no scheduler holds it: nothing runs until one starts"

@@ -10,14 +10,20 @@ import pytest
 from actors.cli.fingerprints import fingerprints_path, read_fingerprints, write_fingerprints
 from actors.cli.jobfile import parse_duration, parse_jobfile
 from actors.cli.rows import (
+    COLUMNS,
+    NEEDED_COLUMNS,
     JobRow,
+    cells,
     describe_spec,
     describe_stored_trigger,
+    fit_columns,
     format_duration,
     format_next_run,
+    last_error,
     table_text,
     until,
 )
+from actors.errors import RemoteRunError
 
 NOW = datetime(2026, 5, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -33,11 +39,19 @@ def test_durations_are_written_as_the_job_file_writes_them(seconds: float, text:
 
 @pytest.mark.parametrize(
     ("after", "text"),
-    [(0.2, "due now"), (-30, "due now"), (12, "in 12s"), (250, "in 4m"), (3 * 3600 + 300, "in 3h 5m"),
-     (7200, "in 2h"), (2 * 86400 + 3600, "in 2d 1h")],
+    [(0.2, "due now"), (-0.6, "due now"), (12, "in 12s"), (250, "in 4m"), (3 * 3600 + 300, "in 3h 5m"),
+     (7200, "in 2h"), (2 * 86400 + 3600, "in 2d 1h"), (-30, "overdue by 30s"), (-200, "overdue by 3m"),
+     (-2 * 86400, "overdue by 2d")],
 )  # fmt: skip
 def test_until_is_coarse(after: float, text: str) -> None:
     assert until(NOW + timedelta(seconds=after), NOW) == text
+
+
+def test_a_past_due_time_of_a_store_a_scheduler_holds_is_due_ago_not_overdue() -> None:
+    # Read from outside, the store does not say whether the run is under way.
+    assert until(NOW - timedelta(seconds=200), NOW, maybe_running=True) == "due 3m ago"
+    assert until(NOW - timedelta(seconds=0.5), NOW, maybe_running=True) == "due now"
+    assert format_next_run(NOW - timedelta(seconds=200), NOW) == "11:56:40 (overdue by 3m)"
 
 
 def test_next_run_shows_the_time_of_day_today_and_the_date_otherwise() -> None:
@@ -76,6 +90,45 @@ def test_the_plain_table_pads_its_columns() -> None:
         "tick    every 10s  scheduled  12:00:05 (in 5s)  12    0         completed     -",
         "poller  delay 30s  running    -                 3     1         failed        ConnectionError: no",
     ]
+
+
+def test_the_last_error_is_one_line_of_type_and_message_whether_from_the_exception_or_the_store() -> None:
+    assert last_error(RuntimeError("no data")) == "RuntimeError: no data"
+    assert last_error(text="RuntimeError: no data") == "RuntimeError: no data"
+    assert last_error(text="Traceback (most recent call last):\n  ...\nRuntimeError: no data\n") == (
+        "RuntimeError: no data"
+    )
+    assert last_error(RemoteRunError("ValueError: on node b")) == "ValueError: on node b"
+    assert last_error(None, None) is None
+
+
+def _row(task_id: str, next_run: datetime | None, error: str | None = None) -> JobRow:
+    return JobRow(
+        task_id, "cron 0 9 * * MON-FRI (Europe/Berlin)", "scheduled", next_run, 12, 3, "failed", error
+    )
+
+
+def test_a_narrow_table_keeps_the_needed_columns_whole_and_leaves_the_others_out_first() -> None:
+    rows = [
+        _row("nightly-report", NOW + timedelta(days=2), "ConnectionError: queue 'orders' did not answer"),
+        _row("heartbeat", NOW + timedelta(seconds=5)),
+    ]
+    lines = [cells(row, NOW) for row in rows]
+    narrow = fit_columns(lines, 80)
+    assert tuple(narrow) == NEEDED_COLUMNS
+    assert narrow["id"] == len("nightly-report")
+    assert narrow["next run"] == len("2026-05-03 12:00 (in 2d)")
+    assert narrow["last outcome"] == len("last outcome")
+    assert 1 + sum(width + 3 for width in narrow.values()) <= 80
+    # A little wider: the status whole, then the last error (wrapped in what is left).
+    assert tuple(fit_columns(lines, 100)) == ("id", "status", "next run", "runs", "failures", "last outcome")
+    medium = fit_columns(lines, 120)
+    assert tuple(medium) == ("id", "status", "next run", "runs", "failures", "last outcome", "last error")
+    assert 20 <= medium["last error"] < len(rows[0].last_error or "")
+    wide = fit_columns(lines, 200)
+    assert tuple(wide) == COLUMNS
+    assert wide["last error"] == len(rows[0].last_error or "")
+    assert 1 + sum(width + 3 for width in wide.values()) <= 200
 
 
 def test_fingerprints_round_trip_and_a_damaged_file_counts_as_none(tmp_path: Path) -> None:

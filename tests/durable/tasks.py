@@ -40,3 +40,9 @@ def append_key(path: str) -> None:
         os.write(fd, line)
     finally:
         os.close(fd)
+
+
+def fail_on_second_run() -> None:
+    run = current_run().run
+    if run == 2:
+        raise RuntimeError(f"failed on run {run}")

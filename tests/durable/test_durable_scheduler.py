@@ -186,6 +186,25 @@ def test_a_restart_loads_every_live_task_with_its_counters_and_next_due_time(
     assert again.info("once").status is TaskStatus.COMPLETED
 
 
+def test_the_last_failed_runs_error_stays_stored_after_later_successes_and_a_restart(
+    start: Callable[..., Scheduler], path: Path
+) -> None:
+    s = start()
+    s.schedule_at_fixed_rate(tasks.fail_on_second_run, 10.0, task_id="sync")
+    s.advance(35.0)
+    runs = s.info("sync").run_count
+    assert runs >= 3  # the failed run 2, and a success after it
+    assert s.info("sync").failure_count == 1
+    s.shutdown()
+    assert stored(path)["sync"].last_error == "RuntimeError: failed on run 2"
+    again = start(wall=START + timedelta(seconds=35))  # the failure is known from the store only
+    again.advance(20.0)
+    assert again.info("sync").run_count > runs  # later runs succeeded in this process too
+    again.shutdown()
+    final = stored(path)["sync"]
+    assert (final.last_outcome, final.last_error) == ("completed", "RuntimeError: failed on run 2")
+
+
 def test_a_task_due_while_nothing_ran_is_due_at_once_after_a_restart(start: Callable[..., Scheduler]) -> None:
     s = start()
     s.schedule_once(tasks.record, delay=30.0, task_id="once")

@@ -10,6 +10,7 @@ import pytest
 
 from actors.errors import StoreError, StoreLockedError
 from actors.store import SQLiteStore
+from actors.store.lockfile import LockState, lock_path_of, lock_state
 from tests.store.helpers import definition, spawn
 
 
@@ -92,3 +93,24 @@ def test_a_forked_child_neither_uses_the_store_nor_keeps_it_locked(tmp_path: Pat
     finally:
         holder.kill()
         holder.communicate(timeout=10)  # closes the pipes: the child reads EOF and exits
+
+
+def test_whether_the_lock_is_held_can_be_asked_without_taking_it(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    lock = lock_path_of(str(path))
+    assert lock_state(lock) == LockState(held=False)  # no lock file yet
+    holder = spawn("hold", str(path))
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline() == f"held {holder.pid}\n"
+        if not Path("/proc/locks").exists():
+            assert lock_state(lock) == LockState(held=None)
+            return
+        assert lock_state(lock) == LockState(held=True, pid=holder.pid)
+        assert lock_state(lock) == LockState(held=True, pid=holder.pid)  # asking took nothing
+    finally:
+        holder.communicate(timeout=10)
+    assert holder.returncode == 0
+    assert lock_state(lock) == LockState(held=False)  # the file stays, the lock is gone
+    with SQLiteStore(path):  # and it is free to take
+        assert lock_state(lock) == LockState(held=True, pid=os.getpid())

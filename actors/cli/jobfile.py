@@ -45,7 +45,7 @@ from actors.cli.jobkeys import (
 from actors.cron import check_cron, next_fires
 from actors.errors import JobFileError
 from actors.references import check_json_arguments
-from actors.task_record import PROCESSES
+from actors.task_record import PROCESSES, THREADS
 
 __all__ = [
     "JOB_KEYS",
@@ -404,6 +404,11 @@ def _check_options(values: dict[str, Any], where: str, context: _Context, proble
     if values.get("durable") is True and not context.stored:
         memory = show(MEMORY_STORE)
         problems.append(f"{where}: key 'durable': true needs a store, and [scheduler] store is {memory}")
+    # The defaults written out are the same job as the defaults left out (and fingerprint alike).
+    if values.get("executor") == THREADS:
+        values["executor"] = None
+    if values.get("durable") is True and context.stored:
+        values["durable"] = None
 
 
 def _check_json(values: dict[str, Any], where: str, problems: list[str]) -> None:

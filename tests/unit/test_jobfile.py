@@ -230,6 +230,15 @@ def test_every_key_of_any_type_is_read_or_refused_naming_the_key(value: str) -> 
         assert not problems or any(f"key {key!r}" in line for line in problems), (key, value, problems)
 
 
+@pytest.mark.parametrize("value", EVERY_TYPE)
+def test_every_key_of_a_retry_table_of_any_type_is_read_or_refused_naming_it(value: str) -> None:
+    for key in ("attempts", "delay", "backoff", "max_delay", "jitter", "on"):
+        problems = _problems_if_any(f'[jobs.a]\nfn = "t:f"\nevery = 1\nretry = {{ {key} = {value} }}\n')
+        assert all(line.startswith(f"jobs.toml: job 'a': key 'retry': {key}: ") for line in problems), (
+            problems
+        )
+
+
 def _problems_if_any(text: str) -> list[str]:
     try:
         parse_jobfile(text, "jobs.toml")
@@ -685,6 +694,12 @@ def test_a_job_without_the_newer_keys_keeps_the_fingerprint_earlier_versions_rec
     assert b.fingerprint() == "f22d0225394696b0bb5303a277ff1930e189e8f01647c401ed4eb38d1566fef4"
 
 
+def test_durable_true_with_a_store_is_the_default_written_out() -> None:
+    stored = '[jobs.a]\nfn = "t:f"\nevery = 1\n'
+    assert parse_jobfile(stored + "durable = true\n", "jobs.toml") == parse_jobfile(stored, "jobs.toml")
+    assert parse_jobfile(stored + "durable = false\n", "jobs.toml") != parse_jobfile(stored, "jobs.toml")
+
+
 def test_an_unchanged_job_has_the_same_fingerprint() -> None:
     first, second = (parse_jobfile(COMPLETE, "jobs.toml") for _ in range(2))
     assert [s.fingerprint() for s in first.jobs] == [s.fingerprint() for s in second.jobs]
@@ -701,6 +716,15 @@ def test_an_unchanged_job_has_the_same_fingerprint() -> None:
         (
             'fn = "t:f"\nevery = 1\nkwargs = { a = 1, b = 2 }\n',
             'fn = "t:f"\nevery = 1\nkwargs = { b = 2, a = 1 }\n',
+        ),
+        ('fn = "t:f"\nevery = 1\n', 'fn = "t:f"\nevery = 1\nexecutor = "thread"\n'),
+        (
+            'fn = "t:f"\nevery = 1\nretry = {}\n',
+            'fn = "t:f"\nevery = 1\nretry = { attempts = 3, delay = "1s" }\n',
+        ),
+        (
+            'fn = "t:f"\nevery = 1\nretry = { on = "OSError" }\n',
+            'fn = "t:f"\nevery = 1\nretry = { on = ["builtins:OSError"] }\n',
         ),
     ],
 )
@@ -721,6 +745,10 @@ def test_spelling_that_changes_nothing_keeps_the_fingerprint(before: str, after:
         ('fn = "t:f"\ncron = "@daily"\n', 'fn = "t:f"\ncron = "@daily"\ntz = "Europe/Berlin"\n'),
         ('fn = "t:f"\nevery = 1\n', 'fn = "t:f"\nevery = 1\ninitial_delay = 0\n'),
         ('fn = "t:f"\nevery = 1\n', 'fn = "t:f"\nevery = 1\nmisfire_grace = "1m"\n'),
+        ('fn = "t:f"\nevery = 1\n', 'fn = "t:f"\nevery = 1\ntimeout = "1m"\n'),
+        ('fn = "t:f"\nevery = 1\n', 'fn = "t:f"\nevery = 1\nretry = {}\n'),
+        ('fn = "t:f"\nevery = 1\nretry = {}\n', 'fn = "t:f"\nevery = 1\nretry = { attempts = 4 }\n'),
+        ('fn = "t:f"\nevery = 1\nretry = {}\n', 'fn = "t:f"\nevery = 1\nretry = { on = "OSError" }\n'),
     ],
 )
 def test_a_changed_definition_changes_the_fingerprint(before: str, after: str) -> None:

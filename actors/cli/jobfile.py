@@ -260,10 +260,8 @@ def _parse(text: str, path: str | Path) -> tuple[JobFile | None, list[str]]:
         where = _nesting_position(text)
         return None, [f"{label}: {where}arrays or tables nested hundreds deep, too deep to read "
                       f"(a value may be nested {MAX_NESTING} deep)"]  # fmt: skip
-    except ValueError:  # an integer longer than int() reads from text (4300 digits)
-        where = _long_integer_position(text)
-        return None, [f"{label}: {where}an integer of thousands of digits: "
-                      "TOML integers are 64-bit, -2^63 to 2^63-1"]  # fmt: skip
+    except ValueError as error:  # an integer longer than int() reads from text (4300 digits)
+        return None, [_long_integer_problem(label, text, error)]
     absolute = Path(path).absolute()
     problems: list[str] = []
     for name, value in document.items():
@@ -523,9 +521,11 @@ def _nesting_position(text: str) -> str:
     return ""
 
 
-def _long_integer_position(text: str) -> str:
+def _long_integer_problem(label: str, text: str, error: ValueError) -> str:
     match = _LONG_INTEGER.search(text)
-    if match is None:
-        return ""
+    if match is None:  # tomllib raised it for another reason: say what it said
+        return f"{label}: not valid TOML: {error}"
     line = text.count("\n", 0, match.start()) + 1
-    return f"line {line}: "
+    return (
+        f"{label}: line {line}: an integer of thousands of digits: TOML integers are 64-bit, -2^63 to 2^63-1"
+    )

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from actors.cli import exits
-from actors.cli.jobkeys import DURATION_FORMS, parse_duration
+from actors.cli.jobkeys import parse_duration, show
 from actors.cli.logs import LEVELS
 from actors.validation import MAX_WORKERS
 
@@ -95,10 +95,12 @@ def parser() -> argparse.ArgumentParser:
 
 def parse_duration_argument(text: str) -> float:
     """Read a command-line duration: seconds, or the job file's forms (argparse type)."""
+    value = float(text) if _is_number(text) else text
     try:
-        return parse_duration(float(text) if _is_number(text) else text)
-    except (TypeError, ValueError):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a duration ({DURATION_FORMS})") from None
+        return parse_duration(value)
+    except ValueError as error:  # its message starts with the value as the job file writes it
+        reason = str(error).removeprefix(show(value))
+        raise argparse.ArgumentTypeError(f"{text!r}{reason}") from None
 
 
 def _positive_duration(text: str) -> float:

@@ -60,6 +60,7 @@ __all__ = [
     "load_jobfile",
     "parse_duration",
     "parse_jobfile",
+    "stored_argument_problems",
     "trigger_problems",
 ]
 
@@ -240,6 +241,21 @@ def trigger_problems(jobfile: JobFile, now: datetime, label: str | None = None) 
             describe_next_runs(spec, now, 1)
         except (ValueError, OverflowError) as error:
             problems.append(f"{label or jobfile.path.name}: job {spec.job_id!r}: key {spec.kind!r}: {error}")
+    return problems
+
+
+def stored_argument_problems(jobfile: JobFile, label: str) -> list[str]:
+    """Return one line per job whose ``args``/``kwargs`` the store cannot keep as JSON.
+
+    For a store given after the file was read (``run --store``); the file's own store is
+    checked with its rules.
+    """
+    problems: list[str] = []
+    if jobfile.store is not None:
+        for spec in jobfile.jobs:
+            if spec.durable is not False:
+                values = {"args": spec.args, "kwargs": spec.kwargs}
+                _check_json(values, f"{label}: job {spec.job_id!r}", problems)
     return problems
 
 

@@ -32,7 +32,7 @@ from typing import Final, Literal
 from actors.cli import exits, logs
 from actors.cli.board import Board
 from actors.cli.holdback import HoldBackStore
-from actors.cli.jobfile import JobFile, check_jobfile
+from actors.cli.jobfile import JobFile, check_jobfile, stored_argument_problems
 from actors.cli.rows import shown_path
 from actors.cli.service import JobService, event_listener, to_hold_back
 from actors.errors import JobFileError, SchedulerError, SchedulerStartError, StoreError, StoreLockedError
@@ -192,6 +192,9 @@ def _load(options: RunOptions) -> JobFile:
     if options.store is not None:
         store = None if options.store == ":memory:" else Path(options.store).expanduser().absolute()
         jobfile = replace(jobfile, store=store)
+        problems = stored_argument_problems(jobfile, options.jobfile)
+        if problems:
+            raise JobFileError(problems)
     if options.workers is not None:
         jobfile = replace(jobfile, workers=options.workers)
     return jobfile

@@ -198,6 +198,18 @@ def test_a_hostile_job_file_is_a_clean_message_and_exit_2(tmp_path: Path, text: 
     assert all(len(line) < 400 for line in result.stderr.splitlines())
 
 
+def test_run_with_a_store_refuses_arguments_json_cannot_keep_as_check_does(tmp_path: Path) -> None:
+    write_jobfile(
+        tmp_path,
+        '[scheduler]\nstore = ":memory:"\n[jobs.tick]\nfn = "tasks:tick"\nevery = "1s"\n'
+        "args = [1979-05-27]\n",
+    )
+    result = cli("run", "jobs.toml", "--store", "elsewhere.db", "--for", "5", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.startswith("jobs.toml: job 'tick': key 'args': args[0] is a date"), result.stderr
+    assert not (tmp_path / "elsewhere.db").exists()
+
+
 def test_a_missing_job_file_is_exit_2(tmp_path: Path) -> None:
     result = cli("run", "nowhere.toml", cwd=tmp_path)
     assert result.returncode == 2

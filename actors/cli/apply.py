@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, TypedDict
 
 from actors.cli.jobfile import JobSpec
 from actors.cli.reconcile import Decision
 from actors.facade import Scheduler
 from actors.handles import TaskHandle
+from actors.retry import Retry
+from actors.task_record import THREADS
 
 __all__ = ["carry_out", "schedule_job"]
 
@@ -29,29 +31,50 @@ def schedule_job(scheduler: Scheduler, spec: JobSpec, if_exists: Literal["error"
     """Schedule ``spec`` under its id (``if_exists="replace"``: give a live task this definition).
 
     Raises:
-        whatever the ``schedule_*`` call raises (``StoreError``, ``SchedulerShutdownError``, ...).
+        whatever the ``schedule_*`` call raises (``StoreError``, ``SchedulerShutdownError``, ...);
+        ``ImportError``, ``TypeError``: ``retry`` names an exception class that does not import.
     """
     fn, args, kwargs, task_id = spec.fn, spec.args, dict(spec.kwargs), spec.job_id
-    grace, failures = spec.misfire_grace, spec.max_consecutive_failures
+    options = _options(spec)
+    grace = spec.misfire_grace
     if spec.every is not None:
         return scheduler.schedule_at_fixed_rate(
             fn, spec.every, spec.initial_delay or 0.0, args=args, kwargs=kwargs, task_id=task_id,
-            max_consecutive_failures=failures, misfire_grace=grace, if_exists=if_exists,
+            max_consecutive_failures=spec.max_consecutive_failures, misfire_grace=grace, if_exists=if_exists,
+            **options,
         )  # fmt: skip
     if spec.delay is not None:
         return scheduler.schedule_with_fixed_delay(
             fn, spec.delay, spec.initial_delay or 0.0, args=args, kwargs=kwargs, task_id=task_id,
-            max_consecutive_failures=failures, misfire_grace=grace, if_exists=if_exists,
+            max_consecutive_failures=spec.max_consecutive_failures, misfire_grace=grace, if_exists=if_exists,
+            **options,
         )  # fmt: skip
     if spec.cron is not None:
         return scheduler.schedule_cron(
             fn, spec.cron, spec.tz or "UTC", args=args, kwargs=kwargs, task_id=task_id,
-            max_consecutive_failures=failures, misfire_grace=grace, if_exists=if_exists,
+            max_consecutive_failures=spec.max_consecutive_failures, misfire_grace=grace, if_exists=if_exists,
+            **options,
         )  # fmt: skip
     assert spec.at is not None
     return scheduler.schedule_once(
-        fn, at=spec.at, args=args, kwargs=kwargs, task_id=task_id, misfire_grace=grace, if_exists=if_exists
-    )
+        fn, at=spec.at, args=args, kwargs=kwargs, task_id=task_id, misfire_grace=grace, if_exists=if_exists,
+        **options,
+    )  # fmt: skip
+
+
+class _Options(TypedDict):
+    """The options every ``schedule_*`` call of a job takes alike."""
+
+    executor: str
+    durable: bool | None
+    timeout: float | None
+    retry: Retry | None
+
+
+def _options(spec: JobSpec) -> _Options:
+    retry = None if spec.retry is None else spec.retry.to_retry()
+    executor = spec.executor or THREADS
+    return _Options(executor=executor, durable=spec.durable, timeout=spec.timeout, retry=retry)
 
 
 def carry_out(scheduler: Scheduler, decisions: Sequence[Decision]) -> None:

@@ -1,7 +1,8 @@
 """``check JOBFILE``: validate a job file without running anything, and show when each job runs.
 
-It parses, imports every ``fn`` and checks that it is callable, checks every trigger, then
-prints each job with its next three run times in its zone and in UTC. Threads: the caller's.
+It parses, imports every ``fn`` and checks that it is callable and takes the job's arguments,
+checks every trigger (all in one pass: every problem is reported), then prints each job with
+its next three run times in its zone and in UTC. Threads: the caller's.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import sys
 from datetime import UTC, datetime, tzinfo
 
 from actors.cli import exits
-from actors.cli.jobfile import JobFile, JobSpec, describe_next_runs, import_problems, load_jobfile
+from actors.cli.jobfile import JobFile, JobSpec, check_jobfile, describe_next_runs, trigger_problems
 from actors.cli.rows import describe_spec, format_duration, shown_path
 from actors.errors import JobFileError
 from actors.zones import resolve_zone
@@ -28,29 +29,15 @@ def check(path: str, now: datetime | None = None) -> int:
     """
     now = now or datetime.now(UTC)
     try:
-        jobfile = load_jobfile(path)
-        problems = import_problems(jobfile) + trigger_problems(jobfile, now)
-        lines = [] if problems else [line for spec in jobfile.jobs for line in _describe(spec, jobfile, now)]
+        jobfile = check_jobfile(path, now)
     except JobFileError as error:
-        problems = error.problems
-    if problems:
-        print("\n".join(problems), file=sys.stderr)
+        print("\n".join(error.problems), file=sys.stderr)
         return exits.BAD_INPUT
+    lines = [line for spec in jobfile.jobs for line in _describe(spec, jobfile, now)]
     store = ":memory: (nothing kept)" if jobfile.store is None else shown_path(jobfile.store)
     print(f"{path}: valid: {len(jobfile.jobs)} job(s), {jobfile.workers} workers, store {store}")
     print("\n".join(lines))
     return exits.OK
-
-
-def trigger_problems(jobfile: JobFile, now: datetime) -> list[str]:
-    """Return one line per job whose trigger gives no next run at all (a cron that never fires)."""
-    problems = []
-    for spec in jobfile.jobs:
-        try:
-            describe_next_runs(spec, now, 1)
-        except ValueError as error:
-            problems.append(f"{jobfile.path.name}: job {spec.job_id!r}: key {spec.kind!r}: {error}")
-    return problems
 
 
 def _describe(spec: JobSpec, jobfile: JobFile, now: datetime) -> list[str]:
@@ -58,6 +45,7 @@ def _describe(spec: JobSpec, jobfile: JobFile, now: datetime) -> list[str]:
     header = f"{spec.job_id}: {describe_spec(spec)}"
     if spec.initial_delay:
         header += f", first after {format_duration(spec.initial_delay)}"
+    header += "".join(f", {option}" for option in _options(spec))
     lines = [f"{header}: {spec.fn}"]
     runs = describe_next_runs(spec, now, NEXT_RUNS)
     if not runs:
@@ -68,6 +56,25 @@ def _describe(spec: JobSpec, jobfile: JobFile, now: datetime) -> list[str]:
             f"  {local:%Y-%m-%d %H:%M:%S %z} ({_zone_label(spec, zone)})  =  {utc:%Y-%m-%d %H:%M:%S} UTC"
         )
     return lines
+
+
+def _options(spec: JobSpec) -> list[str]:
+    """The options a job sets beside its trigger, in words (``timeout 30s``, ``in a process``...)."""
+    options = []
+    if spec.timeout is not None:
+        options.append(f"timeout {format_duration(spec.timeout)}")
+    if spec.retry is not None:
+        retry = spec.retry
+        on = ", ".join(reference.removeprefix("builtins:") for reference in retry.on)
+        options.append(
+            f"retry: {retry.attempts} attempts, {format_duration(retry.delay)} then x{retry.backoff:g} "
+            f"(at most {format_duration(retry.max_delay)}, jitter {retry.jitter:g}), on {on}"
+        )
+    if spec.executor == "process":
+        options.append("in a process")
+    if spec.durable is False:
+        options.append("memory only")
+    return options
 
 
 def _zone(spec: JobSpec, jobfile: JobFile) -> tzinfo:

@@ -3,10 +3,12 @@
 ``load_jobfile(path)`` reads one file and returns a ``JobFile``, or raises ``JobFileError``
 listing *every* problem found, one line each, each naming the file, the job and the key. The
 rules for each key are data, in ``actors/cli/jobkeys.py``: a new key is one entry there, its
-converter, and (for a job key) a field of the same name on ``JobSpec``.
+converter, and (for a job key) a field of the same name on ``JobSpec``. ``check_jobfile`` adds
+what needs the code and a clock (``import_problems``, ``trigger_problems``), in the same pass:
+the ``check`` command and ``run``'s start both use it.
 
 Nothing here reads a clock (``describe_next_runs`` takes ``now``) or imports user code, except
-``import_problems``, whose whole point is to try.
+``import_problems`` (and ``check_jobfile``), whose whole point is to try.
 """
 
 from __future__ import annotations
@@ -25,20 +27,25 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final, cast, final
 
+from actors.cli.jobcode import code_problems
 from actors.cli.jobkeys import (
     JOB_KEYS,
+    MAX_NESTING,
     MEMORY_STORE,
     SCHEDULER_KEYS,
     TRIGGERS,
     Key,
     Kind,
+    RetrySpec,
     parse_duration,
     show,
+    value_problem,
     wrong_type,
 )
 from actors.cron import check_cron, next_fires
 from actors.errors import JobFileError
-from actors.references import check_json_arguments, resolve
+from actors.references import check_json_arguments
+from actors.task_record import PROCESSES, THREADS
 
 __all__ = [
     "JOB_KEYS",
@@ -46,15 +53,23 @@ __all__ = [
     "JobFile",
     "JobSpec",
     "Key",
+    "RetrySpec",
+    "check_jobfile",
     "describe_next_runs",
     "import_problems",
     "load_jobfile",
     "parse_duration",
     "parse_jobfile",
+    "stored_argument_problems",
+    "trigger_problems",
 ]
 
 _RESERVED_ID: Final = re.compile(r"task-\d+")  # the ids the scheduler mints (actors.facade)
 _TOML_POSITION: Final = re.compile(r"(.*) \(at (line (\d+), column \d+|end of document)\)")
+_LONG_INTEGER: Final = re.compile(r"[0-9][0-9_]{4300,}")  # more digits than int() reads from text
+_ADDED_LATER: Final = frozenset({"timeout", "retry", "executor", "durable"})
+"""``JobSpec`` fields newer than the first fingerprints: left out of the digest while unset, so
+that a job written before they existed keeps its fingerprint (and an ended one-time job stays ended)."""
 
 
 @final
@@ -78,6 +93,10 @@ class JobSpec:
         max_consecutive_failures: Stop the job after this many failed runs in a row (``None``: never).
         misfire_grace: How late a run may start before it is skipped (``None``: the scheduler's default).
         tz: The zone a cron job is read in (the job's ``tz``, else ``[scheduler].tz``); else ``None``.
+        timeout: Seconds a run may take before it is asked to stop (``None``: no limit).
+        retry: Try a failed run again (``None``: a failed run counts at once).
+        executor: ``"thread"`` or ``"process"`` (``None``: a thread).
+        durable: Whether the job is kept in the store (``None``: it is, if there is a store).
     """
 
     job_id: str
@@ -93,6 +112,10 @@ class JobSpec:
     max_consecutive_failures: int | None = None
     misfire_grace: float | None = None
     tz: str | None = None
+    timeout: float | None = None
+    retry: RetrySpec | None = None
+    executor: str | None = None
+    durable: bool | None = None
 
     def fingerprint(self) -> str:
         """Return a digest of the job's definition (everything but its id).
@@ -109,6 +132,8 @@ class JobSpec:
                 value = check_cron(value)
             elif spec_field.name == "at" and value is not None:
                 value = value.timestamp()
+            elif spec_field.name in _ADDED_LATER and value is None:
+                continue
             definition[spec_field.name] = value
         del definition["job_id"]
         text = json.dumps(definition, sort_keys=True, separators=(",", ":"), default=_canonical)
@@ -134,6 +159,8 @@ class JobFile:
         store: The SQLite file that keeps the jobs' state, absolute; ``None`` for ``":memory:"``.
         tz: The default zone of cron jobs, by name.
         jobs: The jobs, in the file's order.
+        processes: How many worker processes run the ``executor = "process"`` jobs.
+        hung_grace: Seconds a run past its ``timeout`` still gets before its worker is abandoned.
     """
 
     path: Path
@@ -141,6 +168,8 @@ class JobFile:
     store: Path | None
     tz: str
     jobs: tuple[JobSpec, ...]
+    processes: int = 0
+    hung_grace: float = 5.0
 
     @property
     def folder(self) -> Path:
@@ -156,15 +185,7 @@ def load_jobfile(path: str | Path) -> JobFile:
             lists every problem, each line naming the file (as ``path`` was given), and where
             there is one the job and the key.
     """
-    try:
-        text = Path(path).read_bytes().decode("utf-8-sig")  # a byte-order mark is no error
-    except OSError as error:
-        raise JobFileError([f"{path}: cannot read the job file: {error.strerror or error}"]) from None
-    except UnicodeDecodeError as error:
-        raise JobFileError(
-            [f"{path}: not UTF-8 text (at byte offset {error.start}), as TOML must be"]
-        ) from None
-    return parse_jobfile(text, path)
+    return _whole(*read_jobfile(path))
 
 
 def parse_jobfile(text: str, path: str | Path) -> JobFile:
@@ -173,11 +194,90 @@ def parse_jobfile(text: str, path: str | Path) -> JobFile:
     Raises:
         JobFileError: as ``load_jobfile``.
     """
+    return _whole(*_parse(text, path))
+
+
+def read_jobfile(path: str | Path) -> tuple[JobFile | None, list[str]]:
+    """Read the job file at ``path``: what of it is valid, and every problem (as ``load_jobfile``'s).
+
+    The ``JobFile`` holds the jobs that broke no rule (and defaults for broken settings), so
+    that their code can be checked too; ``None`` if the file cannot be read or is not TOML.
+    """
+    try:
+        text = Path(path).read_bytes().decode("utf-8-sig")  # a byte-order mark is no error
+    except OSError as error:
+        return None, [f"{path}: cannot read the job file: {error.strerror or error}"]
+    except UnicodeDecodeError as error:
+        return None, [f"{path}: not UTF-8 text (at byte offset {error.start}), as TOML must be"]
+    except ValueError as error:  # a path holding a NUL
+        return None, [f"{path!r}: cannot read the job file: {error}"]
+    return _parse(text, path)
+
+
+def check_jobfile(path: str | Path, now: datetime) -> JobFile:
+    """Read the job file at ``path`` and check everything a start would find wrong, in one pass.
+
+    Its rules (``load_jobfile``), then for every job that keeps them, its code
+    (``import_problems``: ``fn`` imports, is callable and takes the job's ``args``/``kwargs``;
+    ``retry``'s exception classes import) and its trigger (``trigger_problems``, seen at ``now``).
+
+    Raises:
+        JobFileError: every problem found, the file's rules first, then the code's and the triggers'.
+    """
+    jobfile, problems = read_jobfile(path)
+    if jobfile is not None:
+        problems += import_problems(jobfile, str(path)) + trigger_problems(jobfile, now, str(path))
+    return _whole(jobfile, problems)
+
+
+def trigger_problems(jobfile: JobFile, now: datetime, label: str | None = None) -> list[str]:
+    """Return one line per job whose trigger gives no next run at all (a cron that never fires).
+
+    ``label`` names the file in the messages (default: its name).
+    """
+    problems = []
+    for spec in jobfile.jobs:
+        try:
+            describe_next_runs(spec, now, 1)
+        except (ValueError, OverflowError) as error:
+            problems.append(f"{label or jobfile.path.name}: job {spec.job_id!r}: key {spec.kind!r}: {error}")
+    return problems
+
+
+def stored_argument_problems(jobfile: JobFile, label: str) -> list[str]:
+    """Return one line per job whose ``args``/``kwargs`` the store cannot keep as JSON.
+
+    For a store given after the file was read (``run --store``); the file's own store is
+    checked with its rules.
+    """
+    problems: list[str] = []
+    if jobfile.store is not None:
+        for spec in jobfile.jobs:
+            if spec.durable is not False:
+                values = {"args": spec.args, "kwargs": spec.kwargs}
+                _check_json(values, f"{label}: job {spec.job_id!r}", problems)
+    return problems
+
+
+def _whole(jobfile: JobFile | None, problems: list[str]) -> JobFile:
+    if problems:
+        raise JobFileError(problems)
+    assert jobfile is not None
+    return jobfile
+
+
+def _parse(text: str, path: str | Path) -> tuple[JobFile | None, list[str]]:
     label = str(path)
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
-        raise JobFileError([_syntax_problem(label, text, str(error))]) from None
+        return None, [_syntax_problem(label, text, str(error))]
+    except RecursionError:  # tomllib recurses once per level: hundreds of levels exhaust the stack
+        where = _nesting_position(text)
+        return None, [f"{label}: {where}arrays or tables nested hundreds deep, too deep to read "
+                      f"(a value may be nested {MAX_NESTING} deep)"]  # fmt: skip
+    except ValueError as error:  # an integer longer than int() reads from text (4300 digits)
+        return None, [_long_integer_problem(label, text, error)]
     absolute = Path(path).absolute()
     problems: list[str] = []
     for name, value in document.items():
@@ -187,37 +287,35 @@ def parse_jobfile(text: str, path: str | Path) -> JobFile:
     default_store = absolute.with_suffix(".db").name
     store = _store_path(settings.get("store", default_store), absolute.parent)
     tz = settings.get("tz", "UTC")
-    jobs = _jobs(document.get("jobs"), label, tz, store is not None, problems)
-    if problems:
-        raise JobFileError(problems)
-    return JobFile(absolute, settings.get("workers", 4), store, tz, jobs)
+    processes = settings.get("processes", 0)
+    jobs = _jobs(document.get("jobs"), label, _Context(tz, store is not None, processes), problems)
+    jobfile = JobFile(
+        absolute, settings.get("workers", 4), store, tz, jobs, processes, settings.get("hung_grace", 5.0)
+    )
+    return jobfile, problems
 
 
-def import_problems(jobfile: JobFile) -> list[str]:
-    """Try to import each job's ``fn`` and say which do not import or are not callable.
+def import_problems(jobfile: JobFile, label: str | None = None) -> list[str]:
+    """Import each job's ``fn`` and say which do not import, are not callable, or cannot take its arguments.
+
+    The arguments are bound to the function's signature, as a call would (a function without
+    a readable signature is not checked); a ``retry`` whose exception classes do not import is
+    reported too.
 
     The job file's folder comes first on ``sys.path`` while this runs (``sys.path`` is restored
     afterwards); imported modules stay imported. Runs the imported modules' top-level code.
 
     Returns:
-        One line per job whose ``fn`` fails, naming the file, the job and the key; empty if all import.
+        One line per problem, naming the file (as ``label``; default: its name), the job and
+        the key; empty if there is none.
     """
-    problems: list[str] = []
     saved_path = list(sys.path)
     sys.path.insert(0, str(jobfile.folder))
     importlib.invalidate_caches()  # a module written since the last import must be seen
     try:
-        for spec in jobfile.jobs:
-            try:
-                resolve(spec.fn)
-            except Exception as error:  # importing user code can raise anything
-                problems.append(
-                    f"{jobfile.path.name}: job {spec.job_id!r}: key 'fn': "
-                    f"cannot use {spec.fn!r}: {type(error).__name__}: {error}"
-                )
+        return code_problems(jobfile.jobs, label or jobfile.path.name)
     finally:
         sys.path[:] = saved_path
-    return problems
 
 
 def describe_next_runs(spec: JobSpec, now: datetime, count: int = 3) -> list[datetime]:
@@ -241,6 +339,15 @@ def describe_next_runs(spec: JobSpec, now: datetime, count: int = 3) -> list[dat
     return [first + timedelta(seconds=k * interval) for k in range(count)]
 
 
+@dataclass(frozen=True, slots=True)
+class _Context:
+    """What a job's rules need from the rest of the file."""
+
+    tz: str  # [scheduler].tz: the zone of a cron job without its own
+    stored: bool  # there is a store (the job's arguments are written as JSON, unless durable = false)
+    processes: int  # [scheduler].processes: 0 means executor = "process" cannot run
+
+
 # -- assembling the file ---------------------------------------------------------------------------
 
 
@@ -252,9 +359,7 @@ def _scheduler_settings(table: object, label: str, problems: list[str]) -> dict[
     return _convert_keys(table, SCHEDULER_KEYS, where, problems)
 
 
-def _jobs(
-    table: object, label: str, default_tz: str, stored: bool, problems: list[str]
-) -> tuple[JobSpec, ...]:
+def _jobs(table: object, label: str, context: _Context, problems: list[str]) -> tuple[JobSpec, ...]:
     if table is None:
         problems.append(f"{label}: no jobs: add a table [jobs.<id>] with fn and a trigger")
         return ()
@@ -263,15 +368,13 @@ def _jobs(
         return ()
     specs = []
     for job_id, job in table.items():
-        spec = _job(job_id, job, f"{label}: job {job_id!r}", default_tz, stored, problems)
+        spec = _job(job_id, job, f"{label}: job {job_id!r}", context, problems)
         if spec is not None:
             specs.append(spec)
     return tuple(specs)
 
 
-def _job(
-    job_id: str, table: object, where: str, default_tz: str, stored: bool, problems: list[str]
-) -> JobSpec | None:
+def _job(job_id: str, table: object, where: str, context: _Context, problems: list[str]) -> JobSpec | None:
     count = len(problems)
     if not job_id:
         problems.append(f"{where}: a job id must not be empty")
@@ -297,13 +400,29 @@ def _job(
             problems.append(
                 f"{where}: key {key!r}: only with {_quoted(allowed, 'or')}, and this job has {kind!r}"
             )
-    if stored:  # a stored job's arguments are written as JSON
+    _check_options(values, where, context, problems)
+    if context.stored and values.get("durable") is not False:  # a stored job's arguments are JSON
         _check_json(values, where, problems)
     if len(problems) > count or kind is None:
         return None
     if kind == "cron":
-        values["tz"] = values.get("tz", default_tz)
+        values["tz"] = values.get("tz", context.tz)
     return JobSpec(job_id=job_id, kind=cast(Kind, kind), **values)
+
+
+def _check_options(values: dict[str, Any], where: str, context: _Context, problems: list[str]) -> None:
+    if values.get("executor") == PROCESSES and context.processes == 0:
+        problems.append(
+            f"{where}: key 'executor': \"process\" needs worker processes: set processes = N in [scheduler]"
+        )
+    if values.get("durable") is True and not context.stored:
+        memory = show(MEMORY_STORE)
+        problems.append(f"{where}: key 'durable': true needs a store, and [scheduler] store is {memory}")
+    # The defaults written out are the same job as the defaults left out (and fingerprint alike).
+    if values.get("executor") == THREADS:
+        values["executor"] = None
+    if values.get("durable") is True and context.stored:
+        values["durable"] = None
 
 
 def _check_json(values: dict[str, Any], where: str, problems: list[str]) -> None:
@@ -322,6 +441,10 @@ def _convert_keys(
         rule = keys.get(key)
         if rule is None:
             problems.append(f"{where}: key {key!r}: unknown key{_suggestion(key, keys)}")
+            continue
+        unusable = value_problem(raw)
+        if unusable is not None:
+            problems.append(f"{where}: key {key!r}: {unusable}")
             continue
         try:
             values[key] = rule.convert(raw)
@@ -374,4 +497,51 @@ def _canonical(value: object) -> object:
         return {"\x00toml": type(value).__name__, "value": value.isoformat()}
     if isinstance(value, Mapping):
         return dict(value)
+    if isinstance(value, RetrySpec):
+        return {spec_field.name: getattr(value, spec_field.name) for spec_field in fields(value)}
     raise TypeError(f"{value!r} has no canonical form")
+
+
+def _nesting_position(text: str) -> str:
+    """Where the brackets of ``text`` first nest deeper than ``MAX_NESTING`` (``"line 3, column 40: "``).
+
+    A rough scan, for the message only: it skips strings and comments, and counts ``[`` and
+    ``{`` against ``]`` and ``}``; empty if it finds no such place.
+    """
+    depth, line, line_start, quote, index = 0, 1, 0, "", 0
+    while index < len(text):
+        char = text[index]
+        index += 1
+        if char == "\n":
+            line, line_start = line + 1, index
+            if quote in ('"', "'"):
+                quote = ""  # a one-line string ends with its line (a broken one too)
+        elif quote:
+            if char == "\\" and not quote.startswith("'"):
+                index += 1
+            elif text.startswith(quote, index - 1):
+                index += len(quote) - 1
+                quote = ""
+        elif char in "\"'":
+            quote = char * 3 if text.startswith(char * 3, index - 1) else char
+            index += len(quote) - 1
+        elif char == "#":
+            while index < len(text) and text[index] != "\n":
+                index += 1
+        elif char in "[{":
+            depth += 1
+            if depth > MAX_NESTING:
+                return f"line {line}, column {index - line_start}: "
+        elif char in "]}":
+            depth -= 1
+    return ""
+
+
+def _long_integer_problem(label: str, text: str, error: ValueError) -> str:
+    match = _LONG_INTEGER.search(text)
+    if match is None:  # tomllib raised it for another reason: say what it said
+        return f"{label}: not valid TOML: {error}"
+    line = text.count("\n", 0, match.start()) + 1
+    return (
+        f"{label}: line {line}: an integer of thousands of digits: TOML integers are 64-bit, -2^63 to 2^63-1"
+    )

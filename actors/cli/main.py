@@ -1,7 +1,9 @@
 """The command line's arguments: ``run``, ``check``, ``status`` and ``demo`` (see docs/cli.md).
 
 ``python -m actors ...`` and the ``pykka-taskscheduler`` console script both call ``main``.
-Bad arguments exit with 2 (argparse's usage message), as a bad job file does.
+Bad arguments exit with 2 (argparse's usage message), as a bad job file does. No error prints
+a traceback: what the commands do not report themselves is one line here, exit 1
+(``--traceback`` shows where it came from).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from actors.cli import exits
-from actors.cli.jobkeys import DURATION_FORMS, parse_duration
+from actors.cli.jobkeys import parse_duration, show
 from actors.cli.logs import LEVELS
 from actors.validation import MAX_WORKERS
 
@@ -23,7 +25,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` (``sys.argv[1:]`` by default), run the command, return its exit code."""
     arguments = parser().parse_args(argv)
     command: Callable[[argparse.Namespace], int] = arguments.command
-    return command(arguments)
+    try:
+        return command(arguments)
+    except Exception as error:  # what no command foresaw (a damaged store's row...): a line, not a trace
+        if arguments.traceback:
+            raise
+        about = getattr(arguments, "jobfile", None) or getattr(arguments, "store", None) or _program_name()
+        print(
+            f"{about}: {type(error).__name__}: {error} (unexpected; --traceback shows where it came from)",
+            file=sys.stderr,
+        )
+        return exits.FAILURE
 
 
 def parser() -> argparse.ArgumentParser:
@@ -34,6 +46,7 @@ def parser() -> argparse.ArgumentParser:
         epilog="Exit codes: 0 ok, 2 a bad job file or arguments, 3 the store is held by another "
         "scheduler, 1 anything else. See docs/cli.md.",
     )
+    top.add_argument("--traceback", action="store_true", help="on an unexpected error, print its traceback")
     commands = top.add_subparsers(title="commands", required=True, metavar="COMMAND")
 
     run = commands.add_parser("run", help="run a job file's jobs until stopped (or for --for seconds)")
@@ -82,10 +95,12 @@ def parser() -> argparse.ArgumentParser:
 
 def parse_duration_argument(text: str) -> float:
     """Read a command-line duration: seconds, or the job file's forms (argparse type)."""
+    value = float(text) if _is_number(text) else text
     try:
-        return parse_duration(float(text) if _is_number(text) else text)
-    except (TypeError, ValueError):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a duration ({DURATION_FORMS})") from None
+        return parse_duration(value)
+    except ValueError as error:  # its message starts with the value as the job file writes it
+        reason = str(error).removeprefix(show(value))
+        raise argparse.ArgumentTypeError(f"{text!r}{reason}") from None
 
 
 def _positive_duration(text: str) -> float:

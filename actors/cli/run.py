@@ -31,12 +31,11 @@ from typing import Final, Literal
 
 from actors.cli import exits, logs
 from actors.cli.board import Board
-from actors.cli.check import trigger_problems
 from actors.cli.holdback import HoldBackStore
-from actors.cli.jobfile import JobFile, import_problems, load_jobfile
+from actors.cli.jobfile import JobFile, check_jobfile, stored_argument_problems
 from actors.cli.rows import shown_path
 from actors.cli.service import JobService, event_listener, to_hold_back
-from actors.errors import JobFileError, SchedulerError, StoreError, StoreLockedError
+from actors.errors import JobFileError, SchedulerError, SchedulerStartError, StoreError, StoreLockedError
 from actors.facade import Scheduler
 from messages import EventKind, TaskEvent
 
@@ -95,12 +94,23 @@ def run(options: RunOptions) -> int:
     listener = event_listener(board, None if view is not None else events.log)
     try:
         store = None if jobfile.store is None else HoldBackStore(jobfile.store, to_hold_back(jobfile))
-        scheduler = Scheduler(jobfile.workers, store=store, listeners=[listener])
+        scheduler = Scheduler(
+            jobfile.workers,
+            processes=jobfile.processes,
+            store=store,
+            hung_grace=jobfile.hung_grace,
+            listeners=[listener],
+        )
     except StoreLockedError as error:
         _print_problems([f"{options.jobfile}: {error}; stop it first, or give another --store"])
         return exits.STORE_LOCKED
-    except StoreError as error:
+    except (StoreError, SchedulerStartError) as error:
         _print_problems([f"{options.jobfile}: {error}"])
+        return exits.FAILURE
+    except Exception as error:  # a store's row the library could not read: say so, with the file
+        logger.debug("the start failed", exc_info=True)
+        where = "memory only" if jobfile.store is None else f"the store {shown_path(jobfile.store)}"
+        _print_problems([f"{options.jobfile}: cannot start on {where}: {type(error).__name__}: {error}"])
         return exits.FAILURE
     try:
         return _serve(scheduler, JobService(scheduler, jobfile, board), options, signals, view)
@@ -155,9 +165,19 @@ def _reload(service: JobService, options: RunOptions) -> None:
         logger.error("reload rejected: the schedule is left as it was")
         return
     before = service.jobfile
-    if (jobfile.store, jobfile.workers) != (before.store, before.workers):
-        logger.warning("[scheduler] store and workers take effect at the next start, not on a reload")
-        jobfile = replace(jobfile, store=before.store, workers=before.workers)
+    as_started = replace(
+        jobfile,
+        store=before.store,
+        workers=before.workers,
+        processes=before.processes,
+        hung_grace=before.hung_grace,
+    )
+    if as_started != jobfile:
+        logger.warning(
+            "[scheduler] store, workers, processes and hung_grace take effect at the next start, "
+            "not on a reload"
+        )
+        jobfile = as_started
     try:
         service.apply(jobfile)
     except (SchedulerError, TypeError, ValueError, OSError) as error:
@@ -167,16 +187,16 @@ def _reload(service: JobService, options: RunOptions) -> None:
 
 
 def _load(options: RunOptions) -> JobFile:
-    """Load the job file, apply ``--store``/``--workers``, and check that every ``fn`` imports."""
-    jobfile = load_jobfile(options.jobfile)
+    """Load and check the job file as ``check`` does (its code too), then apply ``--store``/``--workers``."""
+    jobfile = check_jobfile(options.jobfile, datetime.now(UTC))
     if options.store is not None:
         store = None if options.store == ":memory:" else Path(options.store).expanduser().absolute()
         jobfile = replace(jobfile, store=store)
+        problems = stored_argument_problems(jobfile, options.jobfile)
+        if problems:
+            raise JobFileError(problems)
     if options.workers is not None:
         jobfile = replace(jobfile, workers=options.workers)
-    problems = import_problems(jobfile) + trigger_problems(jobfile, datetime.now(UTC))
-    if problems:
-        raise JobFileError(problems)
     return jobfile
 
 

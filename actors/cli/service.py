@@ -104,20 +104,25 @@ class JobService:
     def _held(self, jobs: tuple[JobSpec, ...]) -> list[Held]:
         """Return every task the scheduler holds, live or ended.
 
-        From the store if there is one (it knows the ended ones across restarts), else the
-        live tasks and whatever the scheduler remembers of the file's jobs.
+        From the store if there is one (it knows the ended ones across restarts), then the
+        live tasks and whatever the scheduler remembers of the file's jobs that the store does
+        not hold: all of them without a store, the ``durable = false`` jobs with one.
         """
+        stored_held: list[Held] = []
         if self._store is not None:
             stored = read_stored(self._store)
             for task in stored:
                 self.board.seed(task.task_id, task.last_outcome, one_line(task.last_error))
             self._stored_rows = {task.task_id: task for task in stored if not task.live}
-            return held_of(stored)
-        held = {info.task_id: info for info in self._scheduler.tasks()}
+            stored_held = held_of(stored)
+        in_store = {task.task_id for task in stored_held}
+        held = {info.task_id: info for info in self._scheduler.tasks() if info.task_id not in in_store}
         for spec in jobs:
-            if spec.job_id not in held and (info := self._ended_info(spec.job_id)) is not None:
+            known = spec.job_id in held or spec.job_id in in_store
+            if not known and (info := self._ended_info(spec.job_id)) is not None:
                 held[spec.job_id] = info
-        return [Held(task_id, not info.done, info.status.value) for task_id, info in held.items()]
+        in_memory = [Held(task_id, not info.done, info.status.value) for task_id, info in held.items()]
+        return stored_held + in_memory
 
 
 def read_stored(store: Path) -> list[StoredTask]:

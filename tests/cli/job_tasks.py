@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import time
 
 from actors import current_run
@@ -40,3 +41,18 @@ def fails_once() -> None:
     run = current_run().run
     if run == 2:
         raise RuntimeError(f"failed once, on run {run}")
+
+
+def fails_twice() -> None:
+    """Fail the first two attempts of each run with ConnectionError, then succeed; log each attempt."""
+    run = current_run()
+    attempt = run.attempt
+    logger.warning("%s: attempt %d of run %d", run.task_id, attempt, run.run)
+    if attempt <= 2:
+        raise ConnectionError(f"attempt {attempt} could not connect")
+
+
+def record_pid(path: str) -> None:
+    """Write the id of the process running it to ``path`` (a process job's proof of where it ran)."""
+    with open(path, "w") as file:
+        file.write(str(os.getpid()))

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from actors.cli.main import main
 from actors.store import SQLiteStore, TaskDefinition
 from tests.cli.helpers import Service, cli, write_jobfile
 
@@ -125,6 +126,94 @@ def test_run_refuses_a_broken_file_the_same_way_and_runs_nothing(tmp_path: Path)
     assert not (tmp_path / "jobs.db").exists()
 
 
+def test_check_reports_every_problem_in_one_pass_imports_and_arguments_included(tmp_path: Path) -> None:
+    write_jobfile(
+        tmp_path,
+        '[jobs.malformed]\nfn = "tasks tick"\nevery = "1s"\n'
+        '[jobs.nowhere]\nfn = "no_such_module_here:tick"\nevery = "1s"\n'
+        '[jobs.typo]\nfn = "tasks:tik"\nevery = "1s"\n'
+        '[jobs.talkative]\nfn = "tasks:say"\nevery = "1s"\nargs = ["a", "b", "c"]\n'
+        '[jobs.misnamed]\nfn = "tasks:say"\nevery = "1s"\nkwargs = { wrd = "hello" }\n'
+        '[jobs.silent]\nfn = "tasks:say"\nevery = "1s"\n'
+        '[jobs.fine]\nfn = "tasks:say"\nevery = "1s"\nkwargs = { word = "hello" }\n',
+    )
+    result = cli("check", "jobs.toml", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.splitlines()
+    assert lines == [
+        "jobs.toml: job 'malformed': key 'fn': function reference 'tasks tick' is not of the form "
+        '"package.module:function"',
+        "jobs.toml: job 'nowhere': key 'fn': cannot use 'no_such_module_here:tick': ModuleNotFoundError: "
+        "No module named 'no_such_module_here'",
+        "jobs.toml: job 'typo': key 'fn': cannot use 'tasks:tik': ImportError: cannot import 'tasks:tik': "
+        "module 'tasks' has no attribute 'tik'",
+        "jobs.toml: job 'talkative': key 'args': tasks:say(word: 'str') -> 'None' cannot take these "
+        "arguments: too many positional arguments",
+        "jobs.toml: job 'misnamed': key 'kwargs': tasks:say(word: 'str') -> 'None' cannot take these "
+        "arguments: missing a required argument: 'word'",
+        "jobs.toml: job 'silent': key 'args': tasks:say(word: 'str') -> 'None' cannot take these "
+        "arguments: missing a required argument: 'word'",
+    ]
+
+
+def test_run_refuses_arguments_the_function_cannot_take_as_check_does(tmp_path: Path) -> None:
+    write_jobfile(tmp_path, '[jobs.talkative]\nfn = "tasks:say"\nevery = "1s"\nargs = ["a", "b", "c"]\n')
+    result = cli("run", "jobs.toml", "--for", "5", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        "jobs.toml: job 'talkative': key 'args': tasks:say(word: 'str') -> 'None' cannot take these "
+        "arguments: too many positional arguments"
+    ]
+    assert not (tmp_path / "jobs.db").exists()
+
+
+# Hostile job files: each is a clean message naming the file, and exit 2, from check and from run.
+HOSTILE = {
+    "arrays nested 2000 deep": '[jobs.t]\nfn = "tasks:tick"\nevery = 1\nargs = ' + "[" * 2000 + "]" * 2000,
+    "tables nested 2000 deep": '[jobs.t]\nfn = "tasks:tick"\nevery = 1\nkwargs = '
+    + "{a=" * 2000
+    + "1"
+    + "}" * 2000,
+    "arrays nested 200 deep": '[jobs.t]\nfn = "tasks:tick"\nevery = 1\nargs = ' + "[" * 200 + "]" * 200,
+    "an integer of 5000 digits": '[jobs.t]\nfn = "tasks:tick"\nevery = ' + "9" * 5000,
+    "an integer past 64 bits": '[jobs.t]\nfn = "tasks:tick"\nevery = 1\nargs = [' + "9" * 30 + "]",
+    "a duration of 1e300 seconds": '[jobs.t]\nfn = "tasks:tick"\nevery = 1e300',
+    "a duration string past any date": '[jobs.t]\nfn = "tasks:tick"\nevery = "' + "9" * 400 + 'd"',
+    "binary": "\x00\x01\x02\xff\xfe garbage",
+    "the jobs as an array of tables": '[[jobs]]\nfn = "tasks:tick"\nevery = 1',
+    "a retry of the wrong type": '[jobs.t]\nfn = "tasks:tick"\nevery = 1\nretry = "3 times"',
+    "a retry on no exception class": '[jobs.t]\nfn = "tasks:tick"\nevery = 1\nretry = { on = "len" }',
+    "a module that exits as it is imported": '[jobs.t]\nfn = "sys_exit_at_import:f"\nevery = 1',
+}
+
+
+@pytest.mark.parametrize("text", HOSTILE.values(), ids=HOSTILE.keys())
+@pytest.mark.parametrize("command", ["check", "run"])
+def test_a_hostile_job_file_is_a_clean_message_and_exit_2(tmp_path: Path, text: str, command: str) -> None:
+    path = write_jobfile(tmp_path, "")
+    path.write_bytes(text.encode("latin-1"))  # "binary" holds bytes that are not UTF-8
+    (tmp_path / "sys_exit_at_import.py").write_text("import sys\nsys.exit(3)\n")
+    options = ["--store", ":memory:", "--for", "5"] if command == "run" else []
+    result = cli(command, "jobs.toml", *options, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stderr.startswith("jobs.toml: ")
+    assert all(len(line) < 400 for line in result.stderr.splitlines())
+
+
+def test_run_with_a_store_refuses_arguments_json_cannot_keep_as_check_does(tmp_path: Path) -> None:
+    write_jobfile(
+        tmp_path,
+        '[scheduler]\nstore = ":memory:"\n[jobs.tick]\nfn = "tasks:tick"\nevery = "1s"\n'
+        "args = [1979-05-27]\n",
+    )
+    result = cli("run", "jobs.toml", "--store", "elsewhere.db", "--for", "5", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.startswith("jobs.toml: job 'tick': key 'args': args[0] is a date"), result.stderr
+    assert not (tmp_path / "elsewhere.db").exists()
+
+
 def test_a_missing_job_file_is_exit_2(tmp_path: Path) -> None:
     result = cli("run", "nowhere.toml", cwd=tmp_path)
     assert result.returncode == 2
@@ -137,6 +226,9 @@ def test_a_missing_job_file_is_exit_2(tmp_path: Path) -> None:
         (["run"], "the following arguments are required: JOBFILE"),
         (["run", "jobs.toml", "--for", "soon"], "argument --for: 'soon' is not a duration"),
         (["run", "jobs.toml", "--for", "0"], "argument --for: '0' is no time at all"),
+        (["run", "jobs.toml", "--for", "1e300"], "argument --for: '1e300' is longer than 100 years"),
+        (["run", "jobs.toml", "--grace", "-5"], "argument --grace: '-5' is negative"),
+        (["run", "jobs.toml", "--grace", "nan"], "argument --grace: 'nan' is not a finite number of seconds"),
         (["run", "jobs.toml", "--workers", "0"], "argument --workers: expected an integer from 1 to 1024"),
         (["run", "jobs.toml", "--log-level", "loud"], "argument --log-level: invalid choice: 'loud'"),
         (["status"], "give either a JOBFILE or --store PATH"),
@@ -234,3 +326,18 @@ def test_status_says_which_process_holds_the_store_while_a_run_does(tmp_path: Pa
     )
     after = cli("status", "jobs.toml", cwd=tmp_path)
     assert after.stdout.splitlines()[1] == "jobs.db: no scheduler holds it: nothing runs until one starts"
+
+
+def test_an_error_no_command_foresaw_is_one_line_and_exit_1_and_traceback_shows_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def broken_status(jobfile: str | None, store: str | None) -> int:
+        raise RuntimeError("a bug in status")  # what the safety net is for: an error nobody foresaw
+
+    monkeypatch.setattr("actors.cli.status.status", broken_status)
+    assert main(["status", "--store", "x.db"]) == 1
+    assert capsys.readouterr().err == (
+        "x.db: RuntimeError: a bug in status (unexpected; --traceback shows where it came from)\n"
+    )
+    with pytest.raises(RuntimeError, match="a bug in status"):
+        main(["--traceback", "status", "--store", "x.db"])

@@ -18,14 +18,16 @@ from actors.cli.jobfile import (
     SCHEDULER_KEYS,
     JobFile,
     JobSpec,
+    check_jobfile,
     describe_next_runs,
     import_problems,
     load_jobfile,
     parse_duration,
     parse_jobfile,
 )
-from actors.cli.jobkeys import TRIGGERS, Kind
+from actors.cli.jobkeys import TRIGGERS, Kind, RetrySpec
 from actors.errors import JobFileError, SchedulerError
+from actors.retry import Retry
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -170,6 +172,79 @@ def test_scheduler_zone_is_the_cron_default_and_names_are_normalised() -> None:
 def test_arguments_need_not_be_json_without_a_store() -> None:
     text = '[scheduler]\nstore = ":memory:"\n[jobs.a]\nfn = "t:f"\nevery = 1\nargs = [2026-01-01]\n'
     assert parse_jobfile(text, "jobs.toml").jobs[0].args == (datetime(2026, 1, 1).date(),)
+
+
+def test_the_scheduling_options_read_into_plain_data() -> None:
+    text = (
+        '[scheduler]\nprocesses = 2\nhung_grace = "2s"\n'
+        '[jobs.a]\nfn = "t:f"\nevery = 1\ntimeout = "30s"\nexecutor = "process"\ndurable = false\n'
+        'retry = { attempts = 5, delay = "500ms", backoff = 3, max_delay = "1m", jitter = 0, '
+        'on = ["ConnectionError", "mylib.errors:Flaky"] }\n'
+        '[jobs.b]\nfn = "t:f"\nat = 2026-12-24T18:00:00Z\nretry = {}\ntimeout = 5\n'
+    )
+    jobfile = parse_jobfile(text, "jobs.toml")
+    assert (jobfile.processes, jobfile.hung_grace) == (2, 2.0)
+    a, b = jobfile.jobs
+    assert (a.timeout, a.executor, a.durable) == (30.0, "process", False)
+    assert a.retry == RetrySpec(5, 0.5, 3.0, 60.0, 0.0, ("builtins:ConnectionError", "mylib.errors:Flaky"))
+    # A table left empty is the library's Retry(), with its defaults.
+    default = Retry()
+    assert b.retry == RetrySpec(
+        default.attempts,
+        default.delay,
+        default.backoff,
+        default.max_delay,
+        default.jitter,
+        ("builtins:Exception",),
+    )
+    assert b.retry.to_retry() == default
+    assert (b.timeout, b.executor, b.durable) == (5.0, None, None)
+
+
+def test_a_memory_only_job_may_have_arguments_json_cannot_keep() -> None:
+    text = '[jobs.a]\nfn = "t:f"\nevery = 1\ndurable = false\nargs = [2026-01-01]\n'
+    assert parse_jobfile(text, "jobs.toml").jobs[0].args == (datetime(2026, 1, 1).date(),)
+
+
+# Every key given a value of every TOML type: each is read or refused with a line naming the key,
+# and nothing else is ever raised (no TypeError, OverflowError or RecursionError escapes).
+EVERY_TYPE = [
+    "true", "0", "-1", "9223372036854775807", "1.5", "inf", "nan", '"x"', '""', '"10s"', "[]", "[1, [2]]",
+    "{}", '{ a = 1 }', "2026-01-01", "12:00:00", "2026-01-01T12:00:00", "2026-01-01T12:00:00Z",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("value", EVERY_TYPE)
+def test_every_key_of_any_type_is_read_or_refused_naming_the_key(value: str) -> None:
+    for key in [*JOB_KEYS, *SCHEDULER_KEYS]:
+        table = "scheduler" if key in SCHEDULER_KEYS else "jobs.a"
+        job = "" if key == "fn" else 'fn = "t:f"\n'
+        trigger = "" if key in TRIGGERS else "every = 1\n"
+        text = f"[{table}]\n{key} = {value}\n"
+        if table == "scheduler":
+            text += f"[jobs.a]\n{job}{trigger}"
+        else:
+            text = f"[jobs.a]\n{job}{trigger}{key} = {value}\n"
+        problems = _problems_if_any(text)
+        assert all(line.startswith("jobs.toml: ") for line in problems), problems
+        assert not problems or any(f"key {key!r}" in line for line in problems), (key, value, problems)
+
+
+@pytest.mark.parametrize("value", EVERY_TYPE)
+def test_every_key_of_a_retry_table_of_any_type_is_read_or_refused_naming_it(value: str) -> None:
+    for key in ("attempts", "delay", "backoff", "max_delay", "jitter", "on"):
+        problems = _problems_if_any(f'[jobs.a]\nfn = "t:f"\nevery = 1\nretry = {{ {key} = {value} }}\n')
+        assert all(line.startswith(f"jobs.toml: job 'a': key 'retry': {key}: ") for line in problems), (
+            problems
+        )
+
+
+def _problems_if_any(text: str) -> list[str]:
+    try:
+        parse_jobfile(text, "jobs.toml")
+    except JobFileError as error:
+        return error.problems
+    return []
 
 
 # -- broken files: every problem names the file, the job and the key ------------------------------
@@ -323,6 +398,91 @@ BROKEN = {
         "jobs.a = 5\n",
         ["jobs.toml: job 'a': expected a table ([jobs.a]), found an integer 5"],
     ),
+    "timeout of zero": (
+        '[jobs.a]\nfn = "t:f"\nevery = 1\ntimeout = 0\n',
+        ["jobs.toml: job 'a': key 'timeout': 0 is no time at all; it must be longer than zero"],
+    ),
+    "retry of the wrong type": (
+        '[jobs.a]\nfn = "t:f"\nevery = 1\nretry = 3\n',
+        [
+            "jobs.toml: job 'a': key 'retry': expected a table such as { attempts = 5, delay = \"1s\", "
+            'on = ["ConnectionError"] }, found an integer 3'
+        ],
+    ),
+    "retry with bad values, every one reported": (
+        '[jobs.a]\nfn = "t:f"\nevery = 1\n'
+        'retry = { attemps = 3, delay = "soon", backoff = 0.5, jitter = 2, on = [] }\n',
+        [
+            "jobs.toml: job 'a': key 'retry': attemps: unknown key (did you mean 'attempts'?); "
+            'delay: "soon" is not a duration (use e.g. 500ms, 10s, 5m, 1h30m, 2d); '
+            "backoff: expected a number of 1 or more, found 0.5; "
+            "jitter: expected a number from 0 to 1, found 2; "
+            "on: an empty array: name an exception class, or leave 'on' out (any Exception)"
+        ],
+    ),
+    "retry on a malformed class reference": (
+        '[jobs.a]\nfn = "t:f"\nevery = 1\nretry = { on = ["my errors:Oops"] }\n',
+        [
+            "jobs.toml: job 'a': key 'retry': on: function reference 'my errors:Oops' is not of the form "
+            '"package.module:function"'
+        ],
+    ),
+    "unknown executor": (
+        '[jobs.a]\nfn = "t:f"\nevery = 1\nexecutor = "threads"\n',
+        ['jobs.toml: job \'a\': key \'executor\': expected "thread" or "process", found a string "threads"'],
+    ),
+    "a process job without processes": (
+        '[jobs.a]\nfn = "t:f"\nevery = 1\nexecutor = "process"\n',
+        [
+            "jobs.toml: job 'a': key 'executor': \"process\" needs worker processes: set processes = N "
+            "in [scheduler]"
+        ],
+    ),
+    "durable as a string": (
+        '[jobs.a]\nfn = "t:f"\nevery = 1\ndurable = "yes"\n',
+        ["jobs.toml: job 'a': key 'durable': expected true or false, found a string \"yes\""],
+    ),
+    "durable without a store": (
+        '[scheduler]\nstore = ":memory:"\n[jobs.a]\nfn = "t:f"\nevery = 1\ndurable = true\n',
+        ["jobs.toml: job 'a': key 'durable': true needs a store, and [scheduler] store is \":memory:\""],
+    ),
+    "processes out of range": (
+        '[scheduler]\nprocesses = 300\n[jobs.a]\nfn = "t:f"\nevery = 1\n',
+        ["jobs.toml: [scheduler]: key 'processes': expected an integer from 0 to 256, found 300"],
+    ),
+    "hung_grace negative": (
+        '[scheduler]\nhung_grace = -1\n[jobs.a]\nfn = "t:f"\nevery = 1\n',
+        ["jobs.toml: [scheduler]: key 'hung_grace': -1 is negative; a duration is 0 seconds or more"],
+    ),
+    "arguments nested too deep": (
+        '[jobs.a]\nfn = "t:f"\nevery = 1\nargs = ' + "[" * 40 + "]" * 40 + "\n",
+        ["jobs.toml: job 'a': key 'args': arrays and tables nested more than 32 deep; flatten the value"],
+    ),
+    "an integer past 64 bits": (
+        '[jobs.a]\nfn = "t:f"\nevery = 1\nkwargs = { n = [1, ' + "9" * 20 + "] }\n",
+        [
+            "jobs.toml: job 'a': key 'kwargs': the integer (at ['n'][1]) has 20 digits: TOML integers "
+            "are 64-bit, -2^63 to 2^63-1"
+        ],
+    ),
+    "nested thousands deep, past what the TOML reader takes": (
+        '[jobs.a]\nfn = "t:f"\nevery = 1\nargs = ["[", \'{\', """]]]""", ' + "[" * 3000 + "]" * 3000 + "]\n",
+        [
+            "jobs.toml: line 4, column 61: arrays or tables nested hundreds deep, too deep to read "
+            "(a value may be nested 32 deep)"
+        ],
+    ),
+    "an integer of thousands of digits": (
+        '[jobs.a]\nfn = "t:f"\nevery = ' + "9" * 5000 + "\n",
+        ["jobs.toml: line 3: an integer of thousands of digits: TOML integers are 64-bit, -2^63 to 2^63-1"],
+    ),
+    "a string a megabyte long": (
+        '[jobs.a]\nfn = "t:f"\nevery = "' + "1" * 1_000_000 + '"\n',
+        [
+            f"jobs.toml: job 'a': key 'every': \"{'1' * 80}...\" (1000000 characters) is not a duration "
+            "(use e.g. 500ms, 10s, 5m, 1h30m, 2d)"
+        ],
+    ),
 }
 
 
@@ -412,6 +572,9 @@ def test_durations(text: str | float, seconds: float) -> None:
         (float("nan"), "nan is not a finite number of seconds"),
         (float("inf"), "inf is not a finite number of seconds"),
         (10**400, "is not a finite number of seconds"),
+        (1e300, "1e+300 is longer than 100 years (36525d), the longest duration taken"),
+        ("36526d", '"36526d" is longer than 100 years'),
+        ("9" * 400 + "d", "is longer than 100 years"),
     ],
 )
 def test_bad_durations(text: str | float, message: str) -> None:
@@ -460,8 +623,53 @@ def test_import_problems_names_each_job_whose_fn_does_not_import(
     ]
 
 
+def test_check_jobfile_reports_rules_code_and_arguments_in_one_pass(
+    in_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    module = f"tasks_{uuid.uuid4().hex}"
+    monkeypatch.delitem(sys.modules, module, raising=False)  # removed again after the test
+    (in_tmp / f"{module}.py").write_text("def one(word):\n    return word\n")
+    write(
+        in_tmp,
+        '[jobs.malformed]\nfn = "not a reference"\nevery = 1\n'
+        f'[jobs.missing]\nfn = "{module}:two"\nevery = 1\n'
+        f'[jobs.gone]\nfn = "gone_{uuid.uuid4().hex}:f"\nevery = 1\n'
+        f'[jobs.many]\nfn = "{module}:one"\nevery = 1\nargs = ["a", "b", "c"]\n'
+        f'[jobs.keyword]\nfn = "{module}:one"\nevery = 1\nkwargs = {{ word = "w", extra = 1 }}\n'
+        f'[jobs.unknown_error]\nfn = "{module}:one"\nevery = 1\nargs = [1]\n'
+        f'retry = {{ on = "{module}:Oops" }}\n'
+        f'[jobs.not_an_error]\nfn = "{module}:one"\nevery = 1\nargs = [1]\nretry = {{ on = "len" }}\n'
+        f'[jobs.never]\nfn = "{module}:one"\nargs = [1]\ncron = "0 0 31 2 *"\n'
+        '[jobs.no_signature]\nfn = "builtins:max"\nevery = 1\n'
+        f'[jobs.fine]\nfn = "{module}:one"\nevery = 1\nkwargs = {{ word = "w" }}\n',
+    )
+    with pytest.raises(JobFileError) as caught:
+        check_jobfile("jobs.toml", datetime(2026, 1, 1, tzinfo=UTC))
+    problems = [re.sub(r"gone_\w+", "gone_", line) for line in caught.value.problems]
+    assert problems == [
+        "jobs.toml: job 'malformed': key 'fn': function reference 'not a reference' is not of the form "
+        '"package.module:function"',
+        "jobs.toml: job 'never': key 'cron': cron expression '0 0 31 2 *': day-of-month '31' never occurs "
+        "in month '2', so it would never fire",
+        # The file's rules first, then the code of every job that kept them.
+        f"jobs.toml: job 'missing': key 'fn': cannot use '{module}:two': ImportError: cannot import "
+        f"'{module}:two': module '{module}' has no attribute 'two'",
+        "jobs.toml: job 'gone': key 'fn': cannot use 'gone_:f': ModuleNotFoundError: No module named 'gone_'",
+        f"jobs.toml: job 'many': key 'args': {module}:one(word) cannot take these arguments: "
+        "too many positional arguments",
+        f"jobs.toml: job 'keyword': key 'kwargs': {module}:one(word) cannot take these arguments: "
+        "got an unexpected keyword argument 'extra'",
+        f"jobs.toml: job 'unknown_error': key 'retry': on: ImportError: cannot import '{module}:Oops': "
+        f"module '{module}' has no attribute 'Oops'",
+        "jobs.toml: job 'not_an_error': key 'retry': on: TypeError: 'builtins:len' names "
+        "builtin_function_or_method object, not an exception class",
+    ]
+
+
 def test_import_problems_is_empty_when_everything_imports(tmp_path: Path) -> None:
-    jobfile = parse_jobfile('[jobs.a]\nfn = "os.path:join"\nevery = 1\n', tmp_path / "jobs.toml")
+    jobfile = parse_jobfile(
+        '[jobs.a]\nfn = "os.path:join"\nevery = 1\nargs = ["a"]\n', tmp_path / "jobs.toml"
+    )
     assert import_problems(jobfile) == []
 
 
@@ -470,6 +678,26 @@ def test_import_problems_is_empty_when_everything_imports(tmp_path: Path) -> Non
 
 def spec_of(job: str) -> JobSpec:
     return parse_jobfile(f"[scheduler]\nstore = ':memory:'\n[jobs.a]\n{job}", "jobs.toml").jobs[0]
+
+
+def test_a_job_without_the_newer_keys_keeps_the_fingerprint_earlier_versions_recorded() -> None:
+    # Digests recorded by the version before timeout, retry, executor and durable were keys: an
+    # upgrade must not see every job as changed (an ended one-time job would run again).
+    text = (
+        '[scheduler]\nstore = "jobs.db"\n'
+        '[jobs.a]\nfn = "tasks:tick"\nevery = "10s"\nargs = [1, "two"]\nkwargs = { region = "eu" }\n'
+        "misfire_grace = 5\n"
+        '[jobs.b]\nfn = "tasks:tick"\nat = 2026-12-24T18:00:00+01:00\n'
+    )
+    a, b = parse_jobfile(text, "jobs.toml").jobs
+    assert a.fingerprint() == "770bdbc8ebe632ee51c57a5d021532f4add6986694b4f9b5460e7bd7d5299931"
+    assert b.fingerprint() == "f22d0225394696b0bb5303a277ff1930e189e8f01647c401ed4eb38d1566fef4"
+
+
+def test_durable_true_with_a_store_is_the_default_written_out() -> None:
+    stored = '[jobs.a]\nfn = "t:f"\nevery = 1\n'
+    assert parse_jobfile(stored + "durable = true\n", "jobs.toml") == parse_jobfile(stored, "jobs.toml")
+    assert parse_jobfile(stored + "durable = false\n", "jobs.toml") != parse_jobfile(stored, "jobs.toml")
 
 
 def test_an_unchanged_job_has_the_same_fingerprint() -> None:
@@ -488,6 +716,15 @@ def test_an_unchanged_job_has_the_same_fingerprint() -> None:
         (
             'fn = "t:f"\nevery = 1\nkwargs = { a = 1, b = 2 }\n',
             'fn = "t:f"\nevery = 1\nkwargs = { b = 2, a = 1 }\n',
+        ),
+        ('fn = "t:f"\nevery = 1\n', 'fn = "t:f"\nevery = 1\nexecutor = "thread"\n'),
+        (
+            'fn = "t:f"\nevery = 1\nretry = {}\n',
+            'fn = "t:f"\nevery = 1\nretry = { attempts = 3, delay = "1s" }\n',
+        ),
+        (
+            'fn = "t:f"\nevery = 1\nretry = { on = "OSError" }\n',
+            'fn = "t:f"\nevery = 1\nretry = { on = ["builtins:OSError"] }\n',
         ),
     ],
 )
@@ -508,6 +745,10 @@ def test_spelling_that_changes_nothing_keeps_the_fingerprint(before: str, after:
         ('fn = "t:f"\ncron = "@daily"\n', 'fn = "t:f"\ncron = "@daily"\ntz = "Europe/Berlin"\n'),
         ('fn = "t:f"\nevery = 1\n', 'fn = "t:f"\nevery = 1\ninitial_delay = 0\n'),
         ('fn = "t:f"\nevery = 1\n', 'fn = "t:f"\nevery = 1\nmisfire_grace = "1m"\n'),
+        ('fn = "t:f"\nevery = 1\n', 'fn = "t:f"\nevery = 1\ntimeout = "1m"\n'),
+        ('fn = "t:f"\nevery = 1\n', 'fn = "t:f"\nevery = 1\nretry = {}\n'),
+        ('fn = "t:f"\nevery = 1\nretry = {}\n', 'fn = "t:f"\nevery = 1\nretry = { attempts = 4 }\n'),
+        ('fn = "t:f"\nevery = 1\nretry = {}\n', 'fn = "t:f"\nevery = 1\nretry = { on = "OSError" }\n'),
     ],
 )
 def test_a_changed_definition_changes_the_fingerprint(before: str, after: str) -> None:

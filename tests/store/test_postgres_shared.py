@@ -14,8 +14,10 @@ import time
 from collections import Counter
 from collections.abc import Callable
 
+import psycopg
 import pytest
 from psycopg import sql
+from psycopg.conninfo import make_conninfo
 
 from actors.errors import StoreError
 from actors.store import Lease, PostgresStore, StoredTask
@@ -281,6 +283,33 @@ def test_changes_never_skips_a_row_committed_after_a_newer_one(make_node: Node, 
     rows, cursor = a.changes(cursor)
 
     assert ("slow", 7) in [(t.task_id, t.run_count) for t in rows]
+
+
+def test_changes_move_on_while_other_clients_of_the_server_hold_transactions_open(make_node: Node) -> None:
+    a, b = make_node("a"), make_node("b")
+    a.add(definition("old"))
+    # Transactions of other clients, open with an id: one in another database of the server,
+    # one in this database that never touched the store. The server's snapshot lists both.
+    with (
+        psycopg.connect(make_conninfo(DSN, dbname="postgres"), autocommit=True) as elsewhere,
+        admin() as neighbour,
+    ):
+        for other in (elsewhere, neighbour):
+            other.execute("BEGIN")
+            other.execute("SELECT pg_current_xact_id()")
+        rows, cursor = a.changes(0)
+        assert [t.task_id for t in rows] == ["old"]
+        assert a.changes(cursor)[0] == []
+        _, ref_cursor = a.references(0)
+        assert a.references(ref_cursor)[0] == set()
+
+        b.add(definition("new", fn_ref="jobs.new:fn"))
+        rows, cursor = a.changes(cursor)
+        assert [t.task_id for t in rows] == ["new"]
+        assert a.changes(cursor)[0] == []
+        assert a.references(ref_cursor)[0] == {"jobs.new:fn"}
+        for other in (elsewhere, neighbour):
+            other.execute("ROLLBACK")
 
 
 # -- hints -------------------------------------------------------------------------------------

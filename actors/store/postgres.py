@@ -31,7 +31,7 @@ import psycopg
 from actors.errors import StoreError
 from actors.store import postgres_sql as q
 from actors.store import postgres_writes as writes
-from actors.store.postgres_connections import Connection, OwnConnection, PostgresConnections, redact
+from actors.store.postgres_connections import Bounds, Connection, OwnConnection, PostgresConnections, redact
 from actors.store.postgres_listener import Listener
 from actors.store.postgres_options import (
     NAME_BYTES,
@@ -83,6 +83,8 @@ class PostgresStore:
         run_history: int = 10_000,
         task_history: int = 10_000,
         timeout: float = 10.0,
+        lock_timeout: float = 5.0,
+        statement_timeout: float = 15.0,
     ) -> None:
         """Configure a store; nothing is connected until ``open``.
 
@@ -99,6 +101,11 @@ class PostgresStore:
             task_history: How many terminal task rows to keep (the most recently ended).
             timeout: How long a call waits for a pooled connection (for instance while the
                 server restarts) before it fails, in seconds.
+            lock_timeout: How long a statement waits for a lock another session holds (a
+                ``LOCK TABLE``, a long transaction's row lock) before the call fails with
+                ``StoreError``, in seconds (PostgreSQL's ``lock_timeout``, set on every session).
+            statement_timeout: How long a statement may take in all, lock waits included,
+                before the call fails with ``StoreError``, in seconds (``statement_timeout``).
 
         Raises:
             ValueError: An option is out of range, or ``dsn`` is not a connection string.
@@ -117,6 +124,9 @@ class PostgresStore:
         self._run_history = check_count("run_history", run_history)
         self._task_history = check_count("task_history", task_history)
         self._timeout = check_seconds("timeout", timeout)
+        self._bounds = Bounds(
+            check_seconds("lock_timeout", lock_timeout), check_seconds("statement_timeout", statement_timeout)
+        )
         self._location = f"{self._shown_dsn} (schema {self._given_schema or 'by default'})"
         self._channel = ""  # set by open, with the schema
         # Guards the open/closed state: _connections, _renewals and _listeners change together.
@@ -167,6 +177,7 @@ class PostgresStore:
                 location=self._location,
                 application_name=f"{APPLICATION} {self._node}".encode()[:NAME_BYTES].decode(errors="ignore"),
                 timeout=self._timeout,
+                bounds=self._bounds,
             )
             try:
                 db = connections.connect_raw()
@@ -177,7 +188,8 @@ class PostgresStore:
                 self._location = connections.location = f"{self._shown_dsn} (schema {schema})"
                 prepare(db, self._location, schema)
             except psycopg.Error as error:
-                raise StoreError(f"{self._location} cannot be prepared: {error}") from error
+                reason = self._bounds.explain(error)
+                raise StoreError(f"{self._location} cannot be prepared: {reason}") from error
             finally:
                 db.close()
             self._schema, self._channel = schema, channel_of(schema)

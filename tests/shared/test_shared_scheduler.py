@@ -464,3 +464,30 @@ def test_a_run_that_could_not_start_for_want_of_the_store_runs_once_later(
     assert time.monotonic() - began < LEASE + POLL + 2
     assert len(run_keys()) == 1
     assert [r.run for r in ledger(reader)] == [1]
+
+
+# -- bounds and outages ------------------------------------------------------------------------
+
+
+def test_a_durable_call_fails_within_the_lock_timeout_while_another_session_locks_the_table(
+    node: Node, schema: str
+) -> None:
+    a = node("a", lock_timeout=0.3)
+    with admin() as locker:
+        locker.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
+        locker.execute("BEGIN")
+        locker.execute("LOCK TABLE task IN ACCESS EXCLUSIVE MODE")
+        for call in (
+            lambda: a.schedule_once(RECORD, delay=60.0),
+            lambda: a.schedule_once(RECORD, delay=60.0, task_id="named"),
+            lambda: a.cancel("named"),
+            a.tasks,
+        ):
+            began = time.monotonic()
+            with pytest.raises(StoreError, match=r"lock_timeout=0\.3 s"):
+                call()
+            assert time.monotonic() - began < 3.0  # 45 s and more before: as long as the lock
+        local = a.schedule_once(tasks.noop, delay=0.0, durable=False)  # needs no store
+        assert local.result(timeout=5) is None
+        locker.execute("ROLLBACK")
+    assert a.schedule_once(RECORD, delay=0.0).result(timeout=10)  # it carries on at once

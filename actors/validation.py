@@ -80,7 +80,7 @@ def check_task_id(task_id: object) -> str:
     if not isinstance(task_id, str):
         raise TypeError(f"task_id must be a str, got {task_id!r}")
     if is_minted_id(task_id):
-        raise ValueError(f"ids of the forms 'task-<digits>', 'task-m<digits>' are reserved, got {task_id!r}")
+        raise ValueError(f"task ids 'task-<digits>', 'task-m<digits>' are reserved, got {task_id!r}")
     return task_id
 
 

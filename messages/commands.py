@@ -117,7 +117,7 @@ class Schedule:
             require_task_id(self.task_id)
             if is_minted_id(self.task_id):
                 raise ValueError(
-                    f"ids of the forms 'task-<digits>', 'task-m<digits>' are reserved, got {self.task_id!r}"
+                    f"task ids 'task-<digits>', 'task-m<digits>' are reserved, got {self.task_id!r}"
                 )
         if not callable(self.fn):
             raise TypeError(f"fn must be callable, got {self.fn!r}")

@@ -199,7 +199,8 @@ class Scheduler:
             if self._store is not None and is_shared(self._store):
                 # A shared store: its database's clock is the wall clock (what is due, run keys).
                 self._clock = DatabaseClock.over(self._clock, self._store)
-                node = SharedNode(self._store, self._clock, workers=workers + processes, history=history)
+                pools = {THREADS: workers, PROCESSES: processes}  # it claims runs only into these
+                node = SharedNode(self._store, self._clock, workers=pools, history=history)
                 self._shared_tasks = SharedTasks(node)
             loaded = self._load(shared=node is not None)
         except BaseException:

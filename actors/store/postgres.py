@@ -41,6 +41,7 @@ from actors.store.postgres_options import (
     check_name,
     check_seconds,
     default_node,
+    executor_names,
     importable_names,
     slack,
 )
@@ -395,7 +396,12 @@ class PostgresStore:
 
         return self._read("db_now", work)
 
-    def claim_due(self, limit: int, importable: Collection[str] | None = None) -> list[Lease]:
+    def claim_due(
+        self,
+        limit: int,
+        importable: Collection[str] | None = None,
+        executors: Collection[str] | None = None,
+    ) -> list[Lease]:
         """Claim up to ``limit`` due rows nobody holds; see ``SharedStore.claim_due``. Any thread.
 
         Repeatable after a lost connection: a claim whose answer was lost holds its rows
@@ -404,10 +410,13 @@ class PostgresStore:
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
             raise ValueError(f"limit must be an int >= 0, got {limit!r}")
         names = importable_names(importable)
-        if limit == 0 or names == []:
+        kinds = executor_names(executors)
+        if limit == 0 or names == [] or kinds == []:
             self._live()  # a closed store still says so
             return []
-        return self._read("claim_due", lambda db: writes.claim(db, limit, names, self._node, self._lease))
+        return self._read(
+            "claim_due", lambda db: writes.claim(db, limit, names, self._node, self._lease, kinds)
+        )
 
     def renew(self, leases: Sequence[Lease]) -> list[Lease]:
         """Extend the leases still held; see ``SharedStore.renew``. Any thread (a lease keeper's).
@@ -446,21 +455,22 @@ class PostgresStore:
             return
         self._read("release", lambda db: writes.release(db, leases, self._node, self._channel))
 
-    def next_wakeup(self, importable: Collection[str] | None = None) -> float | None:
+    def next_wakeup(
+        self, importable: Collection[str] | None = None, executors: Collection[str] | None = None
+    ) -> float | None:
         """Return when a live row may next become claimable; see ``SharedStore.next_wakeup``.
 
         Any thread.
         """
         names = importable_names(importable)
-        if names == []:
+        kinds = executor_names(executors)
+        if names == [] or kinds == []:
             self._live()
             return None
 
         def work(db: Connection) -> float | None:
-            if names is None:
-                row = db.execute(q.NEXT_WAKEUP).fetchone()
-            else:
-                row = db.execute(q.NEXT_WAKEUP_IMPORTABLE, {"importable": names}).fetchone()
+            statement = q.NEXT_WAKEUPS[names is not None, kinds is not None]
+            row = db.execute(statement, {"importable": names, "executors": kinds}).fetchone()
             assert row is not None  # an aggregate: one row, NULL when nothing is live
             wakeup: float | None = row[0]
             return wakeup

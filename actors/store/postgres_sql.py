@@ -218,8 +218,28 @@ _CLAIM: Final = """
      WHERE task.seq = picked.seq
     RETURNING {returned}, task.fence, task.lease_until, {now}"""
 _ONLY_IMPORTABLE: Final = " AND fn_ref = ANY(%(importable)s::text[])"
-CLAIM: Final = _CLAIM.format(now=NOW, only="", returned=_RETURNED)
-CLAIM_IMPORTABLE: Final = _CLAIM.format(now=NOW, only=_ONLY_IMPORTABLE, returned=_RETURNED)
+# A row's executor, read from its options' JSON text (``actors.durable`` writes
+# ``"executor": "process"`` for a process task, nothing for a thread task). A pattern, not a
+# cast to jsonb: a damaged row must not make every claim fail. Inside a JSON string every
+# quote is escaped, so only the key itself can match.
+EXECUTOR: Final = (
+    """(CASE WHEN options_json ~ '"executor"\\s*:\\s*"process"' THEN 'process' ELSE 'thread' END)"""
+)
+_ONLY_EXECUTORS: Final = f" AND {EXECUTOR} = ANY(%(executors)s::text[])"
+
+
+def _limited(statement: str, **values: str) -> dict[tuple[bool, bool], str]:
+    """``statement`` by (limited to importable references, limited to executors)."""
+    return {
+        (importable, executors): statement.format(
+            only=(_ONLY_IMPORTABLE if importable else "") + (_ONLY_EXECUTORS if executors else ""), **values
+        )
+        for importable in (False, True)
+        for executors in (False, True)
+    }
+
+
+CLAIMS: Final = _limited(_CLAIM, now=NOW, returned=_RETURNED)
 
 RENEW: Final = f"""
     UPDATE task SET lease_until = {NOW} + %(lease)s
@@ -260,8 +280,7 @@ _NEXT_WAKEUP: Final = """
           ORDER BY next_due, seq LIMIT 1),
         (SELECT min(greatest(next_due, lease_until)) FROM task
           WHERE status = 'scheduled' AND owner IS NOT NULL AND next_due IS NOT NULL{only}))"""
-NEXT_WAKEUP: Final = _NEXT_WAKEUP.format(only="")
-NEXT_WAKEUP_IMPORTABLE: Final = _NEXT_WAKEUP.format(only=_ONLY_IMPORTABLE)
+NEXT_WAKEUPS: Final = _limited(_NEXT_WAKEUP)
 
 # The change feed's cursor: a transaction id below which every writer of this store's task
 # table has ended, judged in the snapshot of the statement it is read in. All a transaction

@@ -377,6 +377,38 @@ def test_a_function_no_node_can_import_waits_in_the_store(node: Node, reader: Po
     assert reader.runs_in_flight() == []
 
 
+def test_process_runs_are_claimed_only_by_a_node_with_worker_processes(
+    node: Node, reader: PostgresStore
+) -> None:
+    reader.add(
+        TaskDefinition(
+            task_id="in-a-process",
+            fn_ref="tests.shared.tasks:echo",
+            args_json="[1]",
+            kwargs_json="{}",
+            trigger_json='{"once":true}',
+            options_json='{"executor": "process"}',
+            next_due=reader.db_now() - 1,
+        )
+    )
+    threads_only = node("threads-only")  # processes=0
+    seen_there = EventRecorder()
+    threads_only.subscribe(seen_there)
+    # A thread run due after the process run: once it is done, the node has claimed past it.
+    threads_only.schedule_once(tasks.noop, delay=0.0).result(timeout=10)
+    assert reader.runs_in_flight() == []  # before: claimed here, its lease renewed for ever
+
+    with_processes = node("with-processes", processes=1)
+    seen_here = EventRecorder()
+    with_processes.subscribe(seen_here)
+    assert with_processes.handle("in-a-process").result(timeout=30) == ((1,), {})  # it ran here, in a process
+
+    seen_here.wait_for(lambda _: EventKind.COMPLETED in seen_here.kinds("in-a-process"))
+
+    assert seen_there.kinds("in-a-process") == []
+    assert [r.outcome for r in ledger(reader, "in-a-process")] == ["completed"]
+
+
 # -- stopping ------------------------------------------------------------------------------------
 
 
@@ -479,7 +511,7 @@ def test_a_run_that_could_not_start_for_want_of_the_store_runs_once_later(
 def test_a_durable_call_fails_within_the_lock_timeout_while_another_session_locks_the_table(
     node: Node, schema: str
 ) -> None:
-    a = node("a", lock_timeout=0.3)
+    a = node("lock-bound", lock_timeout=0.3)  # a name of its own: other tests end node a's sessions
     with admin() as locker:
         locker.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
         locker.execute("BEGIN")

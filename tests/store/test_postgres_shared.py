@@ -6,6 +6,7 @@ processes (``tests.store.pg_child``). Time is the database's: tests wait for its
 
 from __future__ import annotations
 
+import json
 import random
 import signal
 import subprocess
@@ -91,6 +92,26 @@ def test_a_claim_takes_only_importable_functions(make_node: Node) -> None:
     assert ids(a.claim_due(10, importable=("jobs.old:run", "jobs.other:run"))) == ["old", "other"]
     with pytest.raises(TypeError, match="str"):
         a.claim_due(10, importable="jobs.old:run")
+
+
+def test_a_claim_takes_only_runs_of_the_executors_it_has_room_for(make_node: Node) -> None:
+    a = make_node("a")
+    due(a, "proc", ago=4, options_json='{"executor": "process", "timeout": 5.0}')
+    named = json.dumps({"name": '"executor": "process"'})  # a thread task with a misleading name
+    due(a, "thread", ago=3, options_json=named)
+    due(a, "damaged", ago=2, options_json="not json")  # read as a thread task: claims never fail on it
+    due(a, "plain", ago=1)
+
+    assert a.claim_due(10, executors=[]) == []
+    assert a.next_wakeup(executors=[]) is None
+    assert a.next_wakeup(executors=["process"]) == a.get("proc").next_due  # type: ignore[union-attr]
+    assert ids(a.claim_due(10, executors=["thread"])) == ["thread", "damaged", "plain"]
+    assert a.next_wakeup(executors=["thread"]) is not None  # their leases' ends
+    assert ids(a.claim_due(10, importable=["jobs.reports:send"], executors={"process", "thread"})) == ["proc"]
+    with pytest.raises(ValueError, match="executors"):
+        a.claim_due(10, executors=["inline"])
+    with pytest.raises(TypeError, match="str"):
+        a.next_wakeup(executors="process")
 
 
 def test_nodes_claiming_at_once_never_get_the_same_row(make_node: Node) -> None:

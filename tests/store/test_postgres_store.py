@@ -250,7 +250,7 @@ def test_a_node_carries_on_after_its_connections_are_cut(make_node: Node) -> Non
 def test_every_call_ends_within_its_bound_while_another_session_locks_the_tables(
     make_node: Node, pg_schema: str, bounds: dict[str, float], ended_by: str
 ) -> None:
-    store = make_node("a", **bounds)
+    store = make_node("bounded", **bounds)
     held = store.add(definition("held", next_due=store.db_now() - 1))[0]
     store.add(definition("free", next_due=store.db_now() - 1))
     (lease,) = store.claim_due(1)
@@ -273,7 +273,7 @@ def test_every_call_ends_within_its_bound_while_another_session_locks_the_tables
         "next_wakeup": store.next_wakeup,
         "changes": lambda: store.changes(0),
         "references": lambda: store.references(0),
-        "open": lambda: make_node("b", **bounds),
+        "open": lambda: make_node("bounded-too", **bounds),
     }
     with admin() as locker:
         locker.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(pg_schema)))

@@ -1,8 +1,9 @@
 """``ClaimLoop``: the thread that claims due runs for a node of a shared store.
 
 It sleeps until something may be claimable, then claims due runs (``SharedStore.claim_due``),
-only as many as the node has idle workers and only of functions the node can import, and
-hands the leases to the scheduler actor. What wakes it:
+only of functions the node can import and, per executor (the thread pool, the process pool),
+only as many as that pool has idle workers, so a node without worker processes never claims
+an ``executor="process"`` run; and hands the leases to the scheduler actor. What wakes it:
 
 - a hint from another node (or this one) that the schedule changed (``LISTEN/NOTIFY``,
   through ``wake``): prompt, but a hint can be lost;
@@ -209,30 +210,34 @@ class ClaimLoop:
             self._importable.refresh(self._store)
             self._refreshed = self._clock.now()
         names = self._importable.names
-        room = self._book.room()
+        rooms = self._book.rooms()  # per executor with an idle worker: only those are claimed
+        executors = sorted(rooms)
         until_poll = max(0.0, next_poll - self._clock.now())
         if self._hinted:  # references left unread for now: look again when they may be read
             until_poll = min(until_poll, max(0.0, self._refreshed + REFRESH_GAP - self._clock.now()))
-        if room > 0 and names and not self._more_due:
-            wakeup = self._store.next_wakeup(names)
+        if rooms and names and not self._more_due:
+            wakeup = self._store.next_wakeup(names, executors)
             if wakeup is None or wakeup > self._clock.database_now():  # nothing due: no claim
                 return max(sleep_for(wakeup, self._clock.database_now(), until_poll), SPIN_PAUSE)
-        if room > 0 and names:
+        if rooms and names:
             self._more_due = False
-            leases = self._store.claim_due(room, names)
-            self.claims += 1
-            if leases:
-                self._book.claimed(leases)
-                if not self._deliver(leases):
-                    self._give_back(leases)
-                    return self._poll
-            if len(leases) == room:
-                self._more_due = True  # there may be more: claim again as room frees up
+            for executor in executors:  # one claim per pool, each no larger than its room
+                room = rooms[executor]
+                leases = self._store.claim_due(room, names, [executor])
+                self.claims += 1
+                if leases:
+                    self._book.claimed(leases, executor)
+                    if not self._deliver(leases):
+                        self._give_back(leases)
+                        return self._poll
+                if len(leases) == room:
+                    self._more_due = True  # there may be more: claim again as room frees up
+            if self._more_due:
                 return until_poll
         elif names:
             self._more_due = True  # no room: whatever is due waits for room
             return until_poll
-        wakeup = self._store.next_wakeup(names) if names else None
+        wakeup = self._store.next_wakeup(names, executors) if names else None
         timeout = sleep_for(wakeup, self._clock.database_now(), until_poll)
         return timeout if timeout > 0 else SPIN_PAUSE
 

@@ -193,6 +193,10 @@ class Dealer:
         """Workers on a run: those holding a batch."""
         return len(self._batches)
 
+    def idle_count(self, executor: str) -> int:
+        """Idle workers of ``executor``'s pool (``THREADS`` or ``PROCESSES``)."""
+        return len(self._pools[executor].idle)
+
     # -- internals --------------------------------------------------------------------------
 
     def _hand_out(

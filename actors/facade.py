@@ -32,7 +32,7 @@ from actors.errors import (
 )
 from actors.handles import Subscription, TaskHandle
 from actors.mailboxes import check_refs
-from actors.minting import IdMint
+from actors.minting import IdMint, is_memory_id
 from actors.outbox import Outbox
 from actors.parked import Batch, Parcel
 from actors.references import check_json_arguments, reference_of
@@ -199,7 +199,8 @@ class Scheduler:
             if self._store is not None and is_shared(self._store):
                 # A shared store: its database's clock is the wall clock (what is due, run keys).
                 self._clock = DatabaseClock.over(self._clock, self._store)
-                node = SharedNode(self._store, self._clock, workers=workers + processes, history=history)
+                pools = {THREADS: workers, PROCESSES: processes}  # it claims runs only into these
+                node = SharedNode(self._store, self._clock, workers=pools, history=history)
                 self._shared_tasks = SharedTasks(node)
             loaded = self._load(shared=node is not None)
         except BaseException:
@@ -318,7 +319,9 @@ class Scheduler:
 
         Options (all keyword-only, and the same for every ``schedule_*``):
 
-        - ``task_id``: your id for the task (``None``: one is minted, ``"task-<n>"``);
+        - ``task_id``: your id for the task (``None``: one is minted, ``"task-<n>"``; a
+          memory-only task's on a scheduler with a store is ``"task-m<n>"``, minted without
+          the store, so the store's being unreachable never stops one being scheduled);
           ``if_exists`` says what to do when it is live: ``"error"`` raises
           ``DuplicateTaskError``, ``"keep"`` leaves the live task as it is and returns its
           handle, ``"replace"`` gives the live task this definition (function, arguments,
@@ -443,7 +446,7 @@ class Scheduler:
             with self._lock:  # one part at a time: other callers are not held up by a big call
                 if self._closed:
                     raise SchedulerShutdownError("scheduler is shut down")
-                part_ids = self._mint.many(len(due_at[start:end]))
+                part_ids = self._mint.memory_many(len(due_at[start:end]))
                 self._put(
                     Parcel(
                         batch,
@@ -810,7 +813,7 @@ class Scheduler:
             with self._lock:  # held across the commit, so that nothing is committed after shutdown
                 if self._closed:
                     raise SchedulerShutdownError("scheduler is shut down")
-                task.task_id = self._mint()
+                task.task_id = self._mint() if row is not None else self._mint.memory()  # memory: no store
                 if row is not None:
                     assert self._store is not None
                     stored, _ = self._store.add(definition(task, *row, wall_offset=self._wall_offset()))
@@ -892,7 +895,8 @@ class Scheduler:
         if task is not None:
             return self._revoke(task, interrupt)
         shared = self._shared_tasks
-        if shared is not None and not self._closed and shared.cancel(self, task_id, interrupt=interrupt):
+        stored = shared is not None and not self._closed and not is_memory_id(task_id)
+        if stored and shared is not None and shared.cancel(self, task_id, interrupt=interrupt):
             return True  # a durable task of the shared store (it decides, whichever node holds it)
         with self._lock:
             if self._closed:
@@ -934,7 +938,8 @@ class Scheduler:
             SchedulerShutdownError: the scheduler has stopped.
         """
         task = self._live.get(task_id) if isinstance(task_id, str) else None
-        if self._shared_tasks is not None and isinstance(task_id, str) and (task is None or task.durable):
+        stored = isinstance(task_id, str) and not is_memory_id(task_id)  # memory ids: never in the store
+        if self._shared_tasks is not None and stored and (task is None or task.durable):
             shared = self._shared_tasks.handle(self, task_id)  # a durable task: its row says
             if shared is not None:
                 return shared
@@ -952,7 +957,7 @@ class Scheduler:
             SchedulerShutdownError: the scheduler has stopped.
         """
         info = None
-        if self._shared_tasks is not None and isinstance(task_id, str):
+        if self._shared_tasks is not None and isinstance(task_id, str) and not is_memory_id(task_id):
             info = self._shared_tasks.info(task_id)  # a durable task: its row says
         if info is None and isinstance(task_id, str):
             info = self._query(QueryTask(task_id))

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from actors.shared_plan import claim_limit
 from actors.store.protocol import Lease
+from actors.task_record import THREADS
 
 __all__ = ["Held", "LeaseBook", "Stoppable"]
 
@@ -51,44 +53,54 @@ class Held:
 
 
 class LeaseBook:
-    """The node's leases by row (``seq``), and its idle workers. Every method: any thread."""
+    """The node's leases by row (``seq``), and its idle workers per pool. Every method: any thread.
+
+    Room is counted per executor (the thread pool, the process pool): a node claims a run only
+    into a pool that has an idle worker for it.
+    """
 
     def __init__(self) -> None:
         """Start with nothing held and no room (the scheduler says how many workers are idle)."""
         # _lock guards every field: each method holds it for a few dict operations.
         self._lock = threading.Lock()
         self._held: dict[int, Held] = {}
-        self._idle = 0
-        self._in_transit = 0  # claimed by the claim loop, not yet taken by the scheduler
+        self._idle: dict[str, int] = {}  # per executor
+        self._in_transit: dict[int, str] = {}  # seq -> executor: claimed, not yet taken by the scheduler
 
     # -- room --------------------------------------------------------------------------------
 
-    def set_idle(self, idle: int) -> bool:
-        """The scheduler's idle workers now (scheduler's thread); return whether that is more than before."""
+    def set_idle(self, idle: Mapping[str, int]) -> bool:
+        """The scheduler's idle workers now, per executor (scheduler's thread); whether any pool has more."""
         with self._lock:
-            more = idle > self._idle
-            self._idle = idle
+            more = any(count > self._idle.get(executor, 0) for executor, count in idle.items())
+            self._idle.update(idle)
             return more
 
-    def room(self) -> int:
-        """How many runs may be claimed now: idle workers less claims on their way to the scheduler."""
+    def rooms(self) -> dict[str, int]:
+        """How many runs each executor with room may claim now: idle workers less claims on their way."""
         with self._lock:
-            return claim_limit(self._idle, self._in_transit)
+            in_transit = Counter(self._in_transit.values())
+            rooms = {
+                executor: claim_limit(idle, in_transit[executor]) for executor, idle in self._idle.items()
+            }
+        return {executor: room for executor, room in rooms.items() if room > 0}
 
     # -- holding -----------------------------------------------------------------------------
 
-    def claimed(self, leases: Sequence[Lease]) -> None:
-        """Hold new leases (claim loop); they are on their way to the scheduler until ``arrived``."""
+    def claimed(self, leases: Sequence[Lease], executor: str = THREADS) -> None:
+        """Hold new leases claimed for ``executor``'s pool (claim loop); on their way until ``arrived``."""
         with self._lock:
             for lease in leases:
                 self._held[lease.seq] = Held(lease)
-            self._in_transit += len(leases)
+                self._in_transit[lease.seq] = executor
 
-    def arrived(self, count: int) -> None:
-        """The scheduler has taken ``count`` claims (its idle count will say so from now on)."""
+    def arrived(self, leases: Sequence[Lease]) -> None:
+        """The scheduler has taken these claims (its idle counts will say so from now on)."""
         with self._lock:
-            self._in_transit = max(0, self._in_transit - count)
-            self._idle = max(0, self._idle - count)
+            for lease in leases:
+                executor = self._in_transit.pop(lease.seq, None)
+                if executor is not None:
+                    self._idle[executor] = max(0, self._idle.get(executor, 0) - 1)
 
     def get(self, seq: int) -> Held | None:
         """The lease held on row ``seq``, if any."""

@@ -371,7 +371,7 @@ class SchedulerActor(LibraryActor):
 
     def _schedule(self, command: Schedule) -> bool | str:
         """Add the task of a ``Schedule`` (a hand-sent one); reply ``True``, its minted id, or ``False``."""
-        task_id = command.task_id if command.task_id is not None else self._mint()
+        task_id = command.task_id if command.task_id is not None else self._mint.memory()
         now = self._clock.now()
         try:
             task = TaskRecord.from_schedule(command, task_id, now=now, wall_offset=self._core.wall_offset)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
@@ -94,20 +94,23 @@ class _Unsaved:
 class SharedNode:
     """A scheduler's part in a shared store: claims, leases, fenced outcomes, and their threads."""
 
-    def __init__(self, store: SharedStore, clock: DatabaseClock, *, workers: int, history: int) -> None:
+    def __init__(
+        self, store: SharedStore, clock: DatabaseClock, *, workers: Mapping[str, int], history: int
+    ) -> None:
         """Prepare the node (caller's thread); ``start`` starts its threads.
 
         Args:
             store: The shared store, open.
             clock: The scheduler's clock, whose wall reading is the database's.
-            workers: How many workers the scheduler has (threads and processes).
+            workers: How many workers the scheduler has per executor (``THREADS``,
+                ``PROCESSES``): the node claims runs of an executor only into its pool.
             history: How many ended tasks' values to keep for this node's handles.
         """
         self.store = store
         self.clock = clock
         self.book = LeaseBook()
         self.board = OutcomeBoard(history)
-        self._workers = workers
+        self._workers = {executor: count for executor, count in workers.items() if count > 0}
         self._functions: dict[str, tuple[Callable[..., object], bool]] = {}  # load()'s cache
         self._claims: ClaimLoop | None = None
         self._keeper: LeaseKeeper | None = None
@@ -199,7 +202,7 @@ class SharedNode:
     def take(self, message: Claimed, core: Timetable, now: float) -> None:
         """Give the core the runs the claim loop claimed: they are due, so they start at once."""
         leases = [lease for lease in message.leases if isinstance(lease, Lease)]
-        self.book.arrived(len(leases))
+        self.book.arrived(leases)
         refused: list[Lease] = []
         with core.batch(now=now):
             for lease in leases:
@@ -345,7 +348,8 @@ class SharedNode:
 
     def after_message(self, core: Timetable) -> None:
         """Tell the claim loop how many workers are idle (after each message); wake it for more room."""
-        if self.book.set_idle(self._workers - core.running_count) and self._claims is not None:
+        idle = {executor: core.idle_count(executor) for executor in self._workers}
+        if self.book.set_idle(idle) and self._claims is not None:
             self._claims.wake_for_room()
 
     # -- cancels (scheduler thread) ----------------------------------------------------------

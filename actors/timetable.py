@@ -506,6 +506,10 @@ class Timetable(RunEndings):
         """Workers on a run (each is running the first run of its batch, or about to)."""
         return self._dealer.running_count
 
+    def idle_count(self, executor: str) -> int:
+        """Idle workers of ``executor``'s pool (``THREADS`` or ``PROCESSES``)."""
+        return self._dealer.idle_count(executor)
+
     @property
     def heap_size(self) -> int:
         """Heap entries, stale ones included (for tests of compaction)."""

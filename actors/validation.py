@@ -71,7 +71,7 @@ def check_clock(clock: object) -> Clock:
 
 
 def check_task_id(task_id: object) -> str:
-    """Return a caller-chosen ``task_id`` if it is a str not of the reserved form ``task-<digits>``.
+    """Return a caller-chosen ``task_id`` if it is a str not of a minted form (``is_minted_id``).
 
     Raises:
         TypeError: not a str.
@@ -80,7 +80,7 @@ def check_task_id(task_id: object) -> str:
     if not isinstance(task_id, str):
         raise TypeError(f"task_id must be a str, got {task_id!r}")
     if is_minted_id(task_id):
-        raise ValueError(f"task ids of the form 'task-<digits>' are reserved, got {task_id!r}")
+        raise ValueError(f"task ids 'task-<digits>', 'task-m<digits>' are reserved, got {task_id!r}")
     return task_id
 
 

@@ -116,7 +116,9 @@ class Schedule:
         if self.task_id is not None:
             require_task_id(self.task_id)
             if is_minted_id(self.task_id):
-                raise ValueError(f"task ids of the form 'task-<digits>' are reserved, got {self.task_id!r}")
+                raise ValueError(
+                    f"task ids 'task-<digits>', 'task-m<digits>' are reserved, got {self.task_id!r}"
+                )
         if not callable(self.fn):
             raise TypeError(f"fn must be callable, got {self.fn!r}")
         if type(self.trigger) not in TRIGGER_TYPES:

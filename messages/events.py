@@ -13,11 +13,14 @@ from messages.triggers import Trigger
 TaskId = str
 """A task's id: given by the caller, or minted by the scheduler (``"task-<n>"``)."""
 
-_MINTED_ID = re.compile(r"task-[0-9]+")
+_MINTED_ID = re.compile(r"task-m?[0-9]+")
 
 
 def is_minted_id(task_id: str) -> bool:
-    """Whether ``task_id`` has the form reserved for ids the scheduler mints: ``task-<digits>``."""
+    """Whether ``task_id`` has a form reserved for ids the scheduler mints.
+
+    ``task-<digits>``, and ``task-m<digits>`` (a memory-only task's on a scheduler with a store).
+    """
     return _MINTED_ID.fullmatch(task_id) is not None
 
 

@@ -31,7 +31,7 @@ import psycopg
 from actors.errors import StoreError
 from actors.store import postgres_sql as q
 from actors.store import postgres_writes as writes
-from actors.store.postgres_connections import Connection, OwnConnection, PostgresConnections, redact
+from actors.store.postgres_connections import Bounds, Connection, OwnConnection, PostgresConnections, redact
 from actors.store.postgres_listener import Listener
 from actors.store.postgres_options import (
     NAME_BYTES,
@@ -41,6 +41,7 @@ from actors.store.postgres_options import (
     check_name,
     check_seconds,
     default_node,
+    executor_names,
     importable_names,
     slack,
 )
@@ -83,6 +84,8 @@ class PostgresStore:
         run_history: int = 10_000,
         task_history: int = 10_000,
         timeout: float = 10.0,
+        lock_timeout: float = 5.0,
+        statement_timeout: float = 15.0,
     ) -> None:
         """Configure a store; nothing is connected until ``open``.
 
@@ -99,6 +102,11 @@ class PostgresStore:
             task_history: How many terminal task rows to keep (the most recently ended).
             timeout: How long a call waits for a pooled connection (for instance while the
                 server restarts) before it fails, in seconds.
+            lock_timeout: How long a statement waits for a lock another session holds (a
+                ``LOCK TABLE``, a long transaction's row lock) before the call fails with
+                ``StoreError``, in seconds (PostgreSQL's ``lock_timeout``, set on every session).
+            statement_timeout: How long a statement may take in all, lock waits included,
+                before the call fails with ``StoreError``, in seconds (``statement_timeout``).
 
         Raises:
             ValueError: An option is out of range, or ``dsn`` is not a connection string.
@@ -117,6 +125,9 @@ class PostgresStore:
         self._run_history = check_count("run_history", run_history)
         self._task_history = check_count("task_history", task_history)
         self._timeout = check_seconds("timeout", timeout)
+        self._bounds = Bounds(
+            check_seconds("lock_timeout", lock_timeout), check_seconds("statement_timeout", statement_timeout)
+        )
         self._location = f"{self._shown_dsn} (schema {self._given_schema or 'by default'})"
         self._channel = ""  # set by open, with the schema
         # Guards the open/closed state: _connections, _renewals and _listeners change together.
@@ -167,6 +178,7 @@ class PostgresStore:
                 location=self._location,
                 application_name=f"{APPLICATION} {self._node}".encode()[:NAME_BYTES].decode(errors="ignore"),
                 timeout=self._timeout,
+                bounds=self._bounds,
             )
             try:
                 db = connections.connect_raw()
@@ -177,7 +189,8 @@ class PostgresStore:
                 self._location = connections.location = f"{self._shown_dsn} (schema {schema})"
                 prepare(db, self._location, schema)
             except psycopg.Error as error:
-                raise StoreError(f"{self._location} cannot be prepared: {error}") from error
+                reason = self._bounds.explain(error)
+                raise StoreError(f"{self._location} cannot be prepared: {reason}") from error
             finally:
                 db.close()
             self._schema, self._channel = schema, channel_of(schema)
@@ -383,7 +396,12 @@ class PostgresStore:
 
         return self._read("db_now", work)
 
-    def claim_due(self, limit: int, importable: Collection[str] | None = None) -> list[Lease]:
+    def claim_due(
+        self,
+        limit: int,
+        importable: Collection[str] | None = None,
+        executors: Collection[str] | None = None,
+    ) -> list[Lease]:
         """Claim up to ``limit`` due rows nobody holds; see ``SharedStore.claim_due``. Any thread.
 
         Repeatable after a lost connection: a claim whose answer was lost holds its rows
@@ -392,10 +410,13 @@ class PostgresStore:
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
             raise ValueError(f"limit must be an int >= 0, got {limit!r}")
         names = importable_names(importable)
-        if limit == 0 or names == []:
+        kinds = executor_names(executors)
+        if limit == 0 or names == [] or kinds == []:
             self._live()  # a closed store still says so
             return []
-        return self._read("claim_due", lambda db: writes.claim(db, limit, names, self._node, self._lease))
+        return self._read(
+            "claim_due", lambda db: writes.claim(db, limit, names, self._node, self._lease, kinds)
+        )
 
     def renew(self, leases: Sequence[Lease]) -> list[Lease]:
         """Extend the leases still held; see ``SharedStore.renew``. Any thread (a lease keeper's).
@@ -434,21 +455,22 @@ class PostgresStore:
             return
         self._read("release", lambda db: writes.release(db, leases, self._node, self._channel))
 
-    def next_wakeup(self, importable: Collection[str] | None = None) -> float | None:
+    def next_wakeup(
+        self, importable: Collection[str] | None = None, executors: Collection[str] | None = None
+    ) -> float | None:
         """Return when a live row may next become claimable; see ``SharedStore.next_wakeup``.
 
         Any thread.
         """
         names = importable_names(importable)
-        if names == []:
+        kinds = executor_names(executors)
+        if names == [] or kinds == []:
             self._live()
             return None
 
         def work(db: Connection) -> float | None:
-            if names is None:
-                row = db.execute(q.NEXT_WAKEUP).fetchone()
-            else:
-                row = db.execute(q.NEXT_WAKEUP_IMPORTABLE, {"importable": names}).fetchone()
+            statement = q.NEXT_WAKEUPS[names is not None, kinds is not None]
+            row = db.execute(statement, {"importable": names, "executors": kinds}).fetchone()
             assert row is not None  # an aggregate: one row, NULL when nothing is live
             wakeup: float | None = row[0]
             return wakeup

@@ -15,6 +15,12 @@ one failed call per thread in flight. The retry is safe by construction:
 psycopg's exceptions never leave this module: each becomes a ``StoreError`` naming the
 store and the operation, with the original as ``__cause__``.
 
+Bounds: every session the store opens (pooled, its own, the schema's preparation) sets
+``lock_timeout`` and ``statement_timeout``, so no statement waits without end for a lock
+another session holds (``LOCK TABLE``, a long transaction) or runs without end. A statement
+that times out is not tried again (that would double the bound): the call fails with a
+``StoreError`` saying which timeout ended it.
+
 Forks: a child made by ``fork`` shares the parent's sockets, and a connection closed in the
 child would tell the server to end the parent's session. So in the child every open store
 refuses every call, and ``close`` leaves what it inherited alone (psycopg itself never
@@ -50,6 +56,39 @@ _CONNECT_TIMEOUT: Final = 10  # seconds, unless the DSN says otherwise
 # SQLSTATE classes after which the pool's other idle connections are suspect too: 08 is a
 # connection exception, 57P01-57P03 the server shutting down or restarting.
 _CONNECTION_LOST: Final = ("08", "57P0")
+# SQLSTATEs of a statement the server ended at a bound: 55P03 lock_timeout, 57014 statement_timeout.
+_TIMED_OUT: Final = frozenset({"55P03", "57014"})
+
+
+class Bounds:
+    """How long a statement may wait for a lock and run in all, in seconds (session settings)."""
+
+    __slots__ = ("lock_timeout", "statement_timeout")
+
+    def __init__(self, lock_timeout: float, statement_timeout: float) -> None:
+        """Keep the two bounds (checked by the caller: finite, > 0)."""
+        self.lock_timeout = lock_timeout
+        self.statement_timeout = statement_timeout
+
+    def apply(self, db: Connection) -> None:
+        """Set both on the session of ``db`` (autocommit, no transaction open)."""
+        db.execute(
+            "SELECT set_config('lock_timeout', %s, false), set_config('statement_timeout', %s, false)",
+            (_milliseconds(self.lock_timeout), _milliseconds(self.statement_timeout)),
+        )
+
+    def explain(self, error: psycopg.Error) -> str:
+        """What ``error`` says, and which bound ended its statement if one did."""
+        said = error.diag.message_primary or str(error)
+        if error.sqlstate == "55P03":
+            return f"{said} (a lock was held elsewhere for longer than lock_timeout={self.lock_timeout:g} s)"
+        if error.sqlstate == "57014":
+            return f"{said} (it took longer than statement_timeout={self.statement_timeout:g} s)"
+        return str(error)
+
+
+def _milliseconds(seconds: float) -> str:
+    return f"{max(1, round(seconds * 1000))}ms"
 
 
 def redact(dsn: str) -> str:
@@ -92,10 +131,12 @@ class PostgresConnections:
         location: str,
         application_name: str,
         timeout: float,
+        bounds: Bounds,
         max_size: int = 4,
     ) -> None:
         """Remember how to connect; nothing is connected until ``open`` or ``connect_raw``."""
         self.location = location
+        self.bounds = bounds
         self._conninfo = with_defaults(
             conninfo, connect_timeout=_CONNECT_TIMEOUT, application_name=application_name
         )
@@ -107,12 +148,18 @@ class PostgresConnections:
         self._forked = False
 
     def connect_raw(self) -> Connection:
-        """Make a connection of its own with the server's defaults (for preparing the schema).
+        """Make a connection of its own, with the store's bounds (for preparing the schema).
 
         Raises:
             psycopg.Error: It cannot be made.
         """
-        return psycopg.connect(self._conninfo, autocommit=True)
+        db = psycopg.connect(self._conninfo, autocommit=True)
+        try:
+            self.bounds.apply(db)
+        except BaseException:
+            db.close()
+            raise
+        return db
 
     def connect(self, purpose: str) -> Connection:
         """Make a connection of its own (not pooled) in the store's schema; the caller closes it.
@@ -120,7 +167,7 @@ class PostgresConnections:
         Raises:
             psycopg.Error: It cannot be made (the caller wraps it: it knows the operation).
         """
-        db = self.connect_raw()
+        db = psycopg.connect(self._conninfo, autocommit=True)
         try:
             self._configure(db)
         except BaseException:
@@ -131,6 +178,7 @@ class PostgresConnections:
 
     def _configure(self, db: Connection) -> None:
         set_search_path(db, self._schema, local=False)
+        self.bounds.apply(db)
 
     def open(self, schema: str) -> None:
         """Open the pool on ``schema`` (prepared already) and wait for its first connection.
@@ -235,6 +283,8 @@ class PostgresConnections:
             except PoolClosed as error:
                 raise StoreError(f"{self.location}: {op} failed: the store is closed") from error
             except psycopg.OperationalError as error:
+                if error.sqlstate in _TIMED_OUT:  # a bound: trying again would double it
+                    raise StoreError(f"{self.location}: {op} failed: {self.bounds.explain(error)}") from error
                 if (error.sqlstate or "08").startswith(_CONNECTION_LOST):
                     self._check(pool)
                 if attempt == 1 and (repeatable or not committing):
@@ -247,7 +297,7 @@ class PostgresConnections:
                     ) from error
                 raise StoreError(f"{self.location}: {op} failed: {error}") from error
             except psycopg.Error as error:
-                raise StoreError(f"{self.location}: {op} failed: {error}") from error
+                raise StoreError(f"{self.location}: {op} failed: {self.bounds.explain(error)}") from error
         raise AssertionError("unreachable: the second attempt returns or raises")
 
     def _check(self, pool: ConnectionPool[Connection]) -> None:
@@ -301,10 +351,12 @@ class OwnConnection:
                     return work(self._db)
                 except psycopg.Error as error:
                     self._discard()
-                    if attempt == 1 and isinstance(error, psycopg.OperationalError):
+                    timed_out = error.sqlstate in _TIMED_OUT  # a bound: trying again would double it
+                    if attempt == 1 and isinstance(error, psycopg.OperationalError) and not timed_out:
                         logger.info("%s: %s failed, trying once more: %s", location, op, error)
                         continue
-                    raise StoreError(f"{location}: {op} failed: {error}") from error
+                    reason = self._connections.bounds.explain(error)
+                    raise StoreError(f"{location}: {op} failed: {reason}") from error
         raise AssertionError("unreachable: the second attempt returns or raises")
 
     def close(self) -> None:

@@ -75,6 +75,29 @@ def importable_names(importable: Collection[str] | None) -> list[str] | None:
     return sorted(names)
 
 
+EXECUTORS: Final = frozenset({"thread", "process"})  # the executors a stored task can have
+
+
+def executor_names(executors: Collection[str] | None) -> list[str] | None:
+    """Return the distinct executors of ``executors``, sorted (``None`` stays ``None``: any).
+
+    Raises:
+        TypeError: ``executors`` is a str, or holds a non-str.
+        ValueError: it holds a name that is not an executor (``"thread"``, ``"process"``).
+    """
+    if executors is None:
+        return None
+    if isinstance(executors, str):
+        raise TypeError(f"executors must be a collection of executors, got the str {executors!r}")
+    names = set(executors)
+    for name in names:
+        if not isinstance(name, str):
+            raise TypeError(f"executors must hold str names, got {name!r}")
+        if name not in EXECUTORS:
+            raise ValueError(f"executors must hold 'thread' or 'process', got {name!r}")
+    return sorted(names)
+
+
 def check_leases(leases: Sequence[Lease]) -> None:
     """Raise ``TypeError`` unless ``leases`` holds ``Lease`` objects only."""
     for lease in leases:

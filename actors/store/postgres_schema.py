@@ -44,7 +44,7 @@ Connection = psycopg.Connection[TupleRow]
 APPLICATION: Final = "pykka-taskscheduler"
 SCHEMA_VERSION: Final = 2
 TABLES: Final = frozenset({"task", "run", "store_meta"})  # what a current schema must have
-MIN_SERVER: Final = 130000  # pg_current_xact_id() and pg_snapshot_xmin(): PostgreSQL 13
+MIN_SERVER: Final = 130000  # pg_current_xact_id() and pg_current_snapshot(): PostgreSQL 13
 
 # The newest layout. Statements run with search_path set to the store's schema alone.
 #

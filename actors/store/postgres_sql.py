@@ -218,8 +218,28 @@ _CLAIM: Final = """
      WHERE task.seq = picked.seq
     RETURNING {returned}, task.fence, task.lease_until, {now}"""
 _ONLY_IMPORTABLE: Final = " AND fn_ref = ANY(%(importable)s::text[])"
-CLAIM: Final = _CLAIM.format(now=NOW, only="", returned=_RETURNED)
-CLAIM_IMPORTABLE: Final = _CLAIM.format(now=NOW, only=_ONLY_IMPORTABLE, returned=_RETURNED)
+# A row's executor, read from its options' JSON text (``actors.durable`` writes
+# ``"executor": "process"`` for a process task, nothing for a thread task). A pattern, not a
+# cast to jsonb: a damaged row must not make every claim fail. Inside a JSON string every
+# quote is escaped, so only the key itself can match.
+EXECUTOR: Final = (
+    """(CASE WHEN options_json ~ '"executor"\\s*:\\s*"process"' THEN 'process' ELSE 'thread' END)"""
+)
+_ONLY_EXECUTORS: Final = f" AND {EXECUTOR} = ANY(%(executors)s::text[])"
+
+
+def _limited(statement: str, **values: str) -> dict[tuple[bool, bool], str]:
+    """``statement`` by (limited to importable references, limited to executors)."""
+    return {
+        (importable, executors): statement.format(
+            only=(_ONLY_IMPORTABLE if importable else "") + (_ONLY_EXECUTORS if executors else ""), **values
+        )
+        for importable in (False, True)
+        for executors in (False, True)
+    }
+
+
+CLAIMS: Final = _limited(_CLAIM, now=NOW, returned=_RETURNED)
 
 RENEW: Final = f"""
     UPDATE task SET lease_until = {NOW} + %(lease)s
@@ -260,22 +280,55 @@ _NEXT_WAKEUP: Final = """
           ORDER BY next_due, seq LIMIT 1),
         (SELECT min(greatest(next_due, lease_until)) FROM task
           WHERE status = 'scheduled' AND owner IS NOT NULL AND next_due IS NOT NULL{only}))"""
-NEXT_WAKEUP: Final = _NEXT_WAKEUP.format(only="")
-NEXT_WAKEUP_IMPORTABLE: Final = _NEXT_WAKEUP.format(only=_ONLY_IMPORTABLE)
+NEXT_WAKEUPS: Final = _limited(_NEXT_WAKEUP)
 
-# The change feed, in one REPEATABLE READ snapshot. Every transaction older than the
-# snapshot's xmin has ended, so all it wrote is visible here; a transaction at or above xmin
-# may still commit after this read, and the next call (since = this xmin) will see its rows.
-# So the new cursor is the xmin, and rows written at or above it may come twice.
+# The change feed's cursor: a transaction id below which every writer of this store's task
+# table has ended, judged in the snapshot of the statement it is read in. All a transaction
+# older than the snapshot's xmin wrote is visible; so is all that the transactions between
+# xmin and xmax not in the snapshot's in-progress list (xip) wrote; and a transaction starting
+# later gets an id >= xmax. So the cursor may be xmax, less any in-progress transaction that
+# may write the task table: its rows (change = its id) may commit after this read, and the
+# next call (since = this cursor) must see them.
+#
+# The snapshot is the server's, not the database's: xip lists every open transaction of every
+# database (another application's, a session left idle in a transaction), and taking its
+# xmin, as the first design did, held the cursor back as long as any of them stayed open (and
+# every call returned every row written since). An in-progress transaction is passed over when
+# the lock manager shows it running (its own transaction-id lock, held by a live backend) and
+# holding no lock on this task table (a transaction of another database, or of this one that
+# has not touched the table). Every write of the store locks the table (the statement's
+# relation lock, held to the transaction's end) before it is given a transaction id, so a
+# writer of the store seen in xip holds that lock; one that has ended since the snapshot is
+# missing from pg_locks and counts (a row may then come twice: never lost). pg_locks is read
+# after the snapshot is taken (in the same statement, or a later one of the same snapshot).
+_FEED_CURSOR: Final = """
+    (WITH snapshot AS (SELECT pg_current_snapshot() AS s),
+          open AS (SELECT x FROM snapshot, pg_snapshot_xip(s) AS x),
+          locks AS MATERIALIZED (
+              SELECT locktype, pid, transactionid FROM pg_locks
+               WHERE EXISTS (SELECT 1 FROM open)
+                 AND ((locktype = 'transactionid' AND granted AND mode = 'ExclusiveLock' AND pid IS NOT NULL)
+                      OR (locktype = 'relation' AND relation = 'task'::regclass
+                          AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))))
+     SELECT least((SELECT pg_snapshot_xmax(s) FROM snapshot),
+                  (SELECT min(x) FROM open
+                    WHERE NOT EXISTS (SELECT 1 FROM locks AS own
+                                       WHERE own.locktype = 'transactionid' AND own.transactionid = x::xid
+                                         AND NOT EXISTS (SELECT 1 FROM locks AS writer
+                                                          WHERE writer.locktype = 'relation'
+                                                            AND writer.pid = own.pid))))::text::bigint)"""
+
+# The change feed, in one REPEATABLE READ snapshot: the cursor (above), then the rows written
+# at or above ``since``. Rows written at or above the new cursor may come twice.
 CHANGES_BEGIN: Final = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
-CHANGES_CURSOR: Final = "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint"
+CHANGES_CURSOR: Final = f"SELECT {_FEED_CURSOR}"
 CHANGES: Final = f"SELECT {TASK_COLUMNS} FROM task WHERE change >= %s ORDER BY change, seq"
 
 # The references of live rows written since the cursor: what a node must be able to import
-# to claim them (lean: a few strings, not the rows). One statement, so one snapshot: its xmin
-# is the new cursor, as in the change feed.
-REFERENCES: Final = """
-    SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint,
+# to claim them (lean: a few strings, not the rows). One statement, so one snapshot, whose
+# cursor is the new one, as in the change feed.
+REFERENCES: Final = f"""
+    SELECT {_FEED_CURSOR},
            ARRAY(SELECT DISTINCT fn_ref FROM task WHERE change >= %s AND status = 'scheduled')"""
 
 

@@ -197,13 +197,23 @@ def _rounds(updates: Sequence[TaskUpdate]) -> list[list[int]]:
     return rounds
 
 
-def claim(db: Connection, limit: int, importable: list[str] | None, node: str, lease: float) -> list[Lease]:
+def claim(
+    db: Connection,
+    limit: int,
+    importable: list[str] | None,
+    node: str,
+    lease: float,
+    executors: list[str] | None = None,
+) -> list[Lease]:
     """Claim up to ``limit`` due, free rows (one statement); return them in claim order."""
-    params: dict[str, Any] = {"limit": limit, "node": node, "lease": lease}
-    if importable is None:
-        rows = db.execute(q.CLAIM, params).fetchall()
-    else:
-        rows = db.execute(q.CLAIM_IMPORTABLE, {**params, "importable": importable}).fetchall()
+    params: dict[str, Any] = {
+        "limit": limit,
+        "node": node,
+        "lease": lease,
+        "importable": importable,
+        "executors": executors,
+    }
+    rows = db.execute(q.CLAIMS[importable is not None, executors is not None], params).fetchall()
     leases = [
         Lease(
             task=q.task_from_row(row[:_TASK_FIELDS]),

@@ -473,7 +473,12 @@ class SharedStore(Store, Protocol):
             StoreError: The store failed or is closed.
         """
 
-    def claim_due(self, limit: int, importable: Collection[str] | None = None) -> list[Lease]:
+    def claim_due(
+        self,
+        limit: int,
+        importable: Collection[str] | None = None,
+        executors: Collection[str] | None = None,
+    ) -> list[Lease]:
         """Claim up to ``limit`` due rows that nobody holds, in ``(next_due, seq)`` order.
 
         One statement: each claimed row is owned by this node for ``lease`` seconds with its
@@ -485,9 +490,12 @@ class SharedStore(Store, Protocol):
             limit: At most this many rows (the node's idle workers); 0 claims nothing.
             importable: If given, only rows whose ``fn_ref`` is one of these (the functions
                 this node can import), so a rolling deploy never strands a row.
+            executors: If given, only rows of tasks run by one of these executors
+                (``"thread"``, ``"process"``: the pools this node has room in), so a node
+                never holds a run it has no worker for.
 
         Raises:
-            ValueError: ``limit`` is negative.
+            ValueError: ``limit`` is negative, or an executor is not one.
             StoreError: The store failed or is closed.
         """
 
@@ -562,12 +570,15 @@ class SharedStore(Store, Protocol):
             StoreError: The store failed or is closed.
         """
 
-    def next_wakeup(self, importable: Collection[str] | None = None) -> float | None:
+    def next_wakeup(
+        self, importable: Collection[str] | None = None, executors: Collection[str] | None = None
+    ) -> float | None:
         """Return the earliest moment a live row may become claimable, or ``None``.
 
         That is ``next_due`` for a row nobody owns, and the later of ``next_due`` and the
         lease's end for an owned one, so a node sleeping until then notices an expired lease.
-        UTC epoch seconds on the database's clock. ``importable`` as in ``claim_due``.
+        UTC epoch seconds on the database's clock. ``importable`` and ``executors`` as in
+        ``claim_due``.
 
         Raises:
             StoreError: The store failed or is closed.

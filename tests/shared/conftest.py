@@ -45,12 +45,14 @@ def node(schema: str) -> Iterator[Node]:
     """Start schedulers on the test's schema (``node("a")``); all shut down after the test."""
     made: list[Scheduler] = []
 
-    def make(name: str, *, workers: int = 2, store: Any = None, **options: Any) -> Scheduler:
+    def make(
+        name: str, *, workers: int = 2, processes: int = 0, store: Any = None, **options: Any
+    ) -> Scheduler:
         options.setdefault("lease", LEASE)
         options.setdefault("poll", POLL)
         if store is None:
             store = PostgresStore(DSN, schema=schema, node=name, **options)
-        scheduler = Scheduler(workers=workers, store=store)
+        scheduler = Scheduler(workers=workers, processes=processes, store=store)
         made.append(scheduler)
         return scheduler
 

@@ -158,16 +158,19 @@ def test_the_database_clock_is_the_wall_clock_and_refuses_a_fake_clock() -> None
 
 def test_the_book_counts_room_claims_on_their_way_and_what_was_started() -> None:
     book = LeaseBook()
-    assert book.set_idle(4) is True
-    assert book.set_idle(3) is False
-    book.claimed([lease(1), lease(2)])
-    assert book.room() == 1
-    book.arrived(2)  # the scheduler has them: its idle count will say so
-    assert book.room() == 1
+    assert book.set_idle({"thread": 4, "process": 0}) is True
+    assert book.set_idle({"thread": 3, "process": 0}) is False
+    book.claimed([lease(1), lease(2)], "thread")
+    assert book.rooms() == {"thread": 1}  # no room in the process pool: it has no worker
+    book.arrived([lease(1), lease(2)])  # the scheduler has them: its idle count will say so
+    assert book.rooms() == {"thread": 1}
+    assert book.set_idle({"thread": 1, "process": 2}) is True
+    book.claimed([lease(3)], "process")
+    assert book.rooms() == {"thread": 1, "process": 1}  # each pool's room is its own
     book.start(1, T0 + 1)
-    assert [held.seq for held in book.unstarted()] == [2]
+    assert [held.seq for held in book.unstarted()] == [2, 3]
     assert book.forget([1, 9]) == [lease(1)]
-    assert len(book) == 1
+    assert len(book) == 2
 
 
 def test_renewals_mark_lost_leases_and_ask_stopped_runs_once() -> None:
@@ -209,20 +212,25 @@ class StandInStore:
     def __init__(self, due: int, refs: set[str]) -> None:
         self.due = due
         self.refs = refs
-        self.claims: list[tuple[int, list[str] | None]] = []
+        self.claims: list[tuple[int, list[str] | None, list[str] | None]] = []
         self.lock = threading.Lock()
 
     def references(self, since: int) -> tuple[set[str], int]:
         return set(self.refs), since + 1
 
-    def claim_due(self, limit: int, importable: Collection[str] | None = None) -> list[Lease]:
+    def claim_due(
+        self, limit: int, importable: Collection[str] | None = None, executors: Collection[str] | None = None
+    ) -> list[Lease]:
         with self.lock:
-            self.claims.append((limit, None if importable is None else sorted(importable)))
+            kinds = None if executors is None else sorted(executors)
+            self.claims.append((limit, None if importable is None else sorted(importable), kinds))
             taken = min(limit, self.due)
             self.due -= taken
             return [lease(seq=1000 + self.due + i) for i in range(taken)]
 
-    def next_wakeup(self, importable: Collection[str] | None = None) -> float | None:
+    def next_wakeup(
+        self, importable: Collection[str] | None = None, executors: Collection[str] | None = None
+    ) -> float | None:
         return T0 if self.due else None
 
     def db_now(self) -> float:
@@ -250,7 +258,7 @@ def start_loop(store: StandInStore, book: LeaseBook, deliver: Callable[[list[Lea
 def test_the_loop_claims_only_as_many_as_there_is_room_for_and_only_what_it_can_import() -> None:
     store = StandInStore(due=10, refs={"jobs.reports:send", "elsewhere:fn"})
     book = LeaseBook()
-    book.set_idle(3)
+    book.set_idle({"thread": 3, "process": 0})
     delivered: list[Lease] = []
     got = threading.Condition()
 
@@ -264,14 +272,14 @@ def test_the_loop_claims_only_as_many_as_there_is_room_for_and_only_what_it_can_
     try:
         with got:
             assert got.wait_for(lambda: len(delivered) == 3, 5)
-        assert store.claims[0] == (3, ["jobs.reports:send"])
-        book.arrived(3)  # the scheduler took them; all three workers are busy now
-        assert book.room() == 0
-        book.set_idle(2)  # two runs ended
+        assert store.claims[0] == (3, ["jobs.reports:send"], ["thread"])  # no worker process: no process run
+        book.arrived(delivered)  # the scheduler took them; all three workers are busy now
+        assert book.rooms() == {}
+        book.set_idle({"thread": 2, "process": 0})  # two runs ended
         loop.wake_for_room()
         with got:
             assert got.wait_for(lambda: len(delivered) == 5, 5)
-        assert all(limit <= 3 for limit, _ in store.claims)
+        assert all(limit <= 3 and executors == ["thread"] for limit, _, executors in store.claims)
     finally:
         loop.stop()
 

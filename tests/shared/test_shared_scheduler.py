@@ -8,15 +8,20 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
+import secrets
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from concurrent.futures import CancelledError
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import psycopg
 import pytest
 from psycopg import sql
+from psycopg.conninfo import make_conninfo
 
 from actors import (
     DuplicateTaskError,
@@ -28,12 +33,14 @@ from actors import (
     StoreError,
     UnknownTaskError,
 )
+from actors.minting import BLOCK as MINT_BLOCK
+from actors.minting import is_memory_id
 from actors.store import Lease, PostgresStore, TaskDefinition
-from messages import Cron, EventKind, TaskStatus
+from messages import Cron, EventKind, Once, Schedule, TaskStatus
 from tests.conftest import EventRecorder
 from tests.shared import tasks
 from tests.shared.conftest import LEASE, POLL, Node
-from tests.store.pg import DSN, admin
+from tests.store.pg import DSN, admin, require_postgres
 
 RECORD = "tests.shared.tasks:record"
 
@@ -370,6 +377,38 @@ def test_a_function_no_node_can_import_waits_in_the_store(node: Node, reader: Po
     assert reader.runs_in_flight() == []
 
 
+def test_process_runs_are_claimed_only_by_a_node_with_worker_processes(
+    node: Node, reader: PostgresStore
+) -> None:
+    reader.add(
+        TaskDefinition(
+            task_id="in-a-process",
+            fn_ref="tests.shared.tasks:echo",
+            args_json="[1]",
+            kwargs_json="{}",
+            trigger_json='{"once":true}',
+            options_json='{"executor": "process"}',
+            next_due=reader.db_now() - 1,
+        )
+    )
+    threads_only = node("threads-only")  # processes=0
+    seen_there = EventRecorder()
+    threads_only.subscribe(seen_there)
+    # A thread run due after the process run: once it is done, the node has claimed past it.
+    threads_only.schedule_once(tasks.noop, delay=0.0).result(timeout=10)
+    assert reader.runs_in_flight() == []  # before: claimed here, its lease renewed for ever
+
+    with_processes = node("with-processes", processes=1)
+    seen_here = EventRecorder()
+    with_processes.subscribe(seen_here)
+    assert with_processes.handle("in-a-process").result(timeout=30) == ((1,), {})  # it ran here, in a process
+
+    seen_here.wait_for(lambda _: EventKind.COMPLETED in seen_here.kinds("in-a-process"))
+
+    assert seen_there.kinds("in-a-process") == []
+    assert [r.outcome for r in ledger(reader, "in-a-process")] == ["completed"]
+
+
 # -- stopping ------------------------------------------------------------------------------------
 
 
@@ -464,3 +503,82 @@ def test_a_run_that_could_not_start_for_want_of_the_store_runs_once_later(
     assert time.monotonic() - began < LEASE + POLL + 2
     assert len(run_keys()) == 1
     assert [r.run for r in ledger(reader)] == [1]
+
+
+# -- bounds and outages ------------------------------------------------------------------------
+
+
+def test_a_durable_call_fails_within_the_lock_timeout_while_another_session_locks_the_table(
+    node: Node, schema: str
+) -> None:
+    a = node("lock-bound", lock_timeout=0.3)  # a name of its own: other tests end node a's sessions
+    with admin() as locker:
+        locker.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
+        locker.execute("BEGIN")
+        locker.execute("LOCK TABLE task IN ACCESS EXCLUSIVE MODE")
+        for call in (
+            lambda: a.schedule_once(RECORD, delay=60.0),
+            lambda: a.schedule_once(RECORD, delay=60.0, task_id="named"),
+            lambda: a.cancel("named"),
+            a.tasks,
+        ):
+            began = time.monotonic()
+            with pytest.raises(StoreError, match=r"lock_timeout=0\.3 s"):
+                call()
+            assert time.monotonic() - began < 3.0  # 45 s and more before: as long as the lock
+        local = a.schedule_once(tasks.noop, delay=0.0, durable=False)  # needs no store
+        assert local.result(timeout=5) is None
+        locker.execute("ROLLBACK")
+    assert a.schedule_once(RECORD, delay=0.0).result(timeout=10)  # it carries on at once
+
+
+@pytest.fixture
+def own_database() -> Iterator[str]:
+    """A database of the test's own on the server (so the test may refuse its connections)."""
+    require_postgres()
+    name = f"t_{os.getpid()}_{secrets.token_hex(4)}"
+    with admin() as db:
+        db.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    yield name
+    with admin() as db:
+        db.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def cut_off(database: str) -> None:
+    """Make ``database`` unreachable: its sessions ended, new connections refused."""
+    with admin() as db:
+        db.execute(sql.SQL("ALTER DATABASE {} WITH ALLOW_CONNECTIONS false").format(sql.Identifier(database)))
+        db.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = %s AND pid <> pg_backend_pid()",
+            (database,),
+        )
+
+
+def test_memory_tasks_are_minted_scheduled_and_run_while_the_store_is_unreachable(own_database: str) -> None:
+    dsn = make_conninfo(DSN, dbname=own_database)
+    s = Scheduler(workers=2, store=PostgresStore(dsn, node="cut", lease=LEASE, poll=POLL, timeout=2.0))
+    try:
+        stored = s.schedule_once(RECORD, delay=60.0)  # a block of stored ids was reserved: use it up
+        cut_off(own_database)
+        with pytest.raises(psycopg.OperationalError):
+            psycopg.connect(dsn, connect_timeout=3).close()  # the database is truly unreachable
+
+        began = time.monotonic()
+        handles = [s.schedule_once(tasks.noop, delay=0.0, durable=False) for _ in range(MINT_BLOCK + 1)]
+        many = s.schedule_many(tasks.noop, [0.0, 0.0])
+        by_message = s.ref.ask(Schedule(fn=tasks.noop, trigger=Once(0.0)), timeout=5)
+        assert time.monotonic() - began < 2.0  # 10 s and a StoreError before, or 40 s
+        for handle in handles:
+            assert handle.result(timeout=10) is None
+        s.settle(timeout=10)
+        assert s.info(many[0]).status is TaskStatus.COMPLETED  # asks no store: a memory id
+        assert s.info(by_message).status is TaskStatus.COMPLETED
+        minted = [h.task_id for h in handles] + many + [by_message]
+        assert len(set(minted)) == len(minted)
+        assert all(is_memory_id(task_id) for task_id in minted)  # a space no stored id can take
+        assert stored.task_id not in minted
+        with pytest.raises(StoreError):  # a durable task needs its store, and says so
+            s.schedule_once(RECORD, delay=60.0)
+    finally:
+        s.shutdown(timeout=10)

@@ -6,16 +6,20 @@ processes (``tests.store.pg_child``). Time is the database's: tests wait for its
 
 from __future__ import annotations
 
+import json
 import random
 import signal
 import subprocess
 import threading
+import uuid
 import time
 from collections import Counter
 from collections.abc import Callable
 
+import psycopg
 import pytest
 from psycopg import sql
+from psycopg.conninfo import make_conninfo
 
 from actors.errors import StoreError
 from actors.store import Lease, PostgresStore, StoredTask
@@ -89,6 +93,26 @@ def test_a_claim_takes_only_importable_functions(make_node: Node) -> None:
     assert ids(a.claim_due(10, importable=("jobs.old:run", "jobs.other:run"))) == ["old", "other"]
     with pytest.raises(TypeError, match="str"):
         a.claim_due(10, importable="jobs.old:run")
+
+
+def test_a_claim_takes_only_runs_of_the_executors_it_has_room_for(make_node: Node) -> None:
+    a = make_node("a")
+    due(a, "proc", ago=4, options_json='{"executor": "process", "timeout": 5.0}')
+    named = json.dumps({"name": '"executor": "process"'})  # a thread task with a misleading name
+    due(a, "thread", ago=3, options_json=named)
+    due(a, "damaged", ago=2, options_json="not json")  # read as a thread task: claims never fail on it
+    due(a, "plain", ago=1)
+
+    assert a.claim_due(10, executors=[]) == []
+    assert a.next_wakeup(executors=[]) is None
+    assert a.next_wakeup(executors=["process"]) == a.get("proc").next_due  # type: ignore[union-attr]
+    assert ids(a.claim_due(10, executors=["thread"])) == ["thread", "damaged", "plain"]
+    assert a.next_wakeup(executors=["thread"]) is not None  # their leases' ends
+    assert ids(a.claim_due(10, importable=["jobs.reports:send"], executors={"process", "thread"})) == ["proc"]
+    with pytest.raises(ValueError, match="executors"):
+        a.claim_due(10, executors=["inline"])
+    with pytest.raises(TypeError, match="str"):
+        a.next_wakeup(executors="process")
 
 
 def test_nodes_claiming_at_once_never_get_the_same_row(make_node: Node) -> None:
@@ -283,6 +307,33 @@ def test_changes_never_skips_a_row_committed_after_a_newer_one(make_node: Node, 
     assert ("slow", 7) in [(t.task_id, t.run_count) for t in rows]
 
 
+def test_changes_move_on_while_other_clients_of_the_server_hold_transactions_open(make_node: Node) -> None:
+    a, b = make_node("a"), make_node("b")
+    a.add(definition("old"))
+    # Transactions of other clients, open with an id: one in another database of the server,
+    # one in this database that never touched the store. The server's snapshot lists both.
+    with (
+        psycopg.connect(make_conninfo(DSN, dbname="postgres"), autocommit=True) as elsewhere,
+        admin() as neighbour,
+    ):
+        for other in (elsewhere, neighbour):
+            other.execute("BEGIN")
+            other.execute("SELECT pg_current_xact_id()")
+        rows, cursor = a.changes(0)
+        assert [t.task_id for t in rows] == ["old"]
+        assert a.changes(cursor)[0] == []
+        _, ref_cursor = a.references(0)
+        assert a.references(ref_cursor)[0] == set()
+
+        b.add(definition("new", fn_ref="jobs.new:fn"))
+        rows, cursor = a.changes(cursor)
+        assert [t.task_id for t in rows] == ["new"]
+        assert a.changes(cursor)[0] == []
+        assert a.references(ref_cursor)[0] == {"jobs.new:fn"}
+        for other in (elsewhere, neighbour):
+            other.execute("ROLLBACK")
+
+
 # -- hints -------------------------------------------------------------------------------------
 
 
@@ -313,11 +364,12 @@ def test_listen_calls_back_when_another_node_changes_the_schedule(make_node: Nod
 
 
 def test_listen_reconnects_and_calls_back_after_losing_its_connection(make_node: Node) -> None:
-    a, b = make_node("a", poll=30.0), make_node("b")  # no probe query: LISTEN shows in pg_stat_activity
+    name = f"a-{uuid.uuid4().hex[:12]}"  # backends() looks server-wide: a name no other run uses
+    a, b = make_node(name, poll=30.0), make_node("b")  # no probe query: LISTEN shows in pg_stat_activity
     calls = threading.Semaphore(0)
     stop = a.listen(calls.release)
     try:
-        (listener,) = [pid for pid, query in backends("a") if query.startswith("LISTEN")]
+        (listener,) = [pid for pid, query in backends(name) if query.startswith("LISTEN")]
         terminate([listener])
         assert calls.acquire(timeout=5), "no call after reconnecting"
         b.add(definition("x"))

@@ -6,6 +6,8 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+import time
+import uuid
 from collections.abc import Callable, Iterator
 
 import psycopg
@@ -69,6 +71,10 @@ def test_options_are_checked() -> None:
         PostgresStore(DSN, node="")
     with pytest.raises(ValueError, match="run_history"):
         PostgresStore(DSN, run_history=-1)
+    with pytest.raises(ValueError, match="lock_timeout"):
+        PostgresStore(DSN, lock_timeout=0)
+    with pytest.raises(ValueError, match="statement_timeout"):
+        PostgresStore(DSN, statement_timeout=float("nan"))
     with pytest.raises(ValueError, match="connection string"):
         PostgresStore("host=a = b")
 
@@ -220,10 +226,11 @@ def test_a_save_that_fails_keeps_nothing_and_says_why(
 
 
 def test_a_node_carries_on_after_its_connections_are_cut(make_node: Node) -> None:
-    store = make_node("a")
+    name = f"a-{uuid.uuid4().hex[:12]}"  # backends() looks server-wide: a name no other run uses
+    store = make_node(name)
     store.add(definition("a"))
     assert store.renew([]) == []
-    pids = [pid for pid, _ in backends("a")]
+    pids = [pid for pid, _ in backends(name)]
     assert pids
 
     terminate(pids)
@@ -231,7 +238,60 @@ def test_a_node_carries_on_after_its_connections_are_cut(make_node: Node) -> Non
     assert [t.task_id for t in store.load()] == ["a"]  # one retry, on a fresh connection
     store.add(definition("b"))
     assert store.cancel("b")
-    assert {pid for pid, _ in backends("a")}.isdisjoint(pids)
+    assert {pid for pid, _ in backends(name)}.isdisjoint(pids)
+
+
+@pytest.mark.parametrize(
+    ("bounds", "ended_by"),
+    [
+        ({"lock_timeout": 0.15, "statement_timeout": 30.0}, "lock_timeout=0.15 s"),
+        ({"lock_timeout": 30.0, "statement_timeout": 0.15}, "statement_timeout=0.15 s"),
+    ],
+    ids=["lock_timeout", "statement_timeout"],
+)
+def test_every_call_ends_within_its_bound_while_another_session_locks_the_tables(
+    make_node: Node, pg_schema: str, bounds: dict[str, float], ended_by: str
+) -> None:
+    store = make_node("bounded", **bounds)
+    held = store.add(definition("held", next_due=store.db_now() - 1))[0]
+    store.add(definition("free", next_due=store.db_now() - 1))
+    (lease,) = store.claim_due(1)
+    calls: dict[str, Callable[[], object]] = {
+        "add": lambda: store.add(definition("new")),
+        "cancel": lambda: store.cancel("free"),
+        "save": lambda: store.save([update(held, run_count=1)], [record(held, 1)]),
+        "save_outcomes": lambda: store.save_outcomes([update(held, run_count=1)]),
+        "reserve_minted": lambda: store.reserve_minted(4),
+        "minted_high_water": store.minted_high_water,
+        "get": lambda: store.get("held"),
+        "load": store.load,
+        "tasks": store.tasks,
+        "runs": store.runs,
+        "claim_due": lambda: store.claim_due(4),
+        "renew": lambda: store.renew([lease]),
+        "start": lambda: store.start(lease, seal=True),
+        "release": lambda: store.release([lease]),
+        "runs_in_flight": store.runs_in_flight,
+        "next_wakeup": store.next_wakeup,
+        "changes": lambda: store.changes(0),
+        "references": lambda: store.references(0),
+        "open": lambda: make_node("bounded-too", **bounds),
+    }
+    with admin() as locker:
+        locker.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(pg_schema)))
+        locker.execute("BEGIN")
+        locker.execute("LOCK TABLE task, run, store_meta IN ACCESS EXCLUSIVE MODE")
+        for name, call in calls.items():
+            began = time.monotonic()
+            op = name.removesuffix("_outcomes")  # save_outcomes is a save
+            with pytest.raises(StoreError, match=f"{op} failed|cannot be prepared") as failed:
+                call()
+            took = time.monotonic() - began
+            assert ended_by in str(failed.value), name
+            assert took < 3.0, f"{name} took {took:.1f} s"  # one bound of 0.15 s, not retried
+        assert store.db_now() > 0  # touches no table: it completes
+        locker.execute("ROLLBACK")
+    assert store.renew([lease]) != []  # the store carries on once the lock is gone
 
 
 def test_a_forked_child_refuses_the_store_and_leaves_the_parent_s_sessions_alone(pg_schema: str) -> None:

@@ -163,12 +163,15 @@ def test_triggers_compare_by_value() -> None:
 # -- ids -----------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("task_id", ["task-0", "task-1", "task-007", "task-123456789012345678901234567890"])
+@pytest.mark.parametrize(
+    "task_id", ["task-0", "task-1", "task-007", "task-123456789012345678901234567890", "task-m1", "task-m007"]
+)
 def test_minted_ids(task_id: str) -> None:
     assert is_minted_id(task_id)
 
 
 NOT_MINTED = ["", "task-", "task", "Task-1", "task-1a", "task-1 ", " task-1", "task-1\n", "task--1"]
+NOT_MINTED += ["task-m", "task-mm1", "task-M1"]
 
 
 @pytest.mark.parametrize("task_id", [*NOT_MINTED, "task-\u0661"])  # an Arabic-Indic digit is not [0-9]
@@ -203,7 +206,7 @@ def test_schedule_is_keyword_only() -> None:
         Schedule("t", noop, Once(0.0))  # type: ignore[misc]
 
 
-@pytest.mark.parametrize("task_id", ["task-1", "task-0042"])
+@pytest.mark.parametrize("task_id", ["task-1", "task-0042", "task-m3"])
 def test_schedule_refuses_ids_of_the_minted_form(task_id: str) -> None:
     with pytest.raises(ValueError, match="reserved"):
         schedule(task_id=task_id)

@@ -11,8 +11,8 @@ import random
 import signal
 import subprocess
 import threading
-import uuid
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable
 

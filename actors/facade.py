@@ -25,6 +25,7 @@ from actors.cron import CronSchedule
 from actors.durable import LoadedTasks, definition, json_arguments
 from actors.errors import (
     DuplicateTaskError,
+    SchedulerInternalError,
     SchedulerShutdownError,
     SchedulerStartError,
     UnknownTaskError,
@@ -263,7 +264,8 @@ class Scheduler:
 
         ``shared``: the store is shared, and its tasks stay in it (nodes claim their runs): none is read.
         """
-        loaded = LoadedTasks(wall_offset=self._wall_offset())
+        location = "the store" if self._store is None else self._store.location
+        loaded = LoadedTasks(wall_offset=self._wall_offset(), location=location)
         if shared:
             return loaded
         store: object = self._store
@@ -1164,12 +1166,16 @@ class Scheduler:
 
     @staticmethod
     def _get(reply: pykka.Future[Any]) -> Any:
+        """The scheduler's answer; an error it answers with is raised here (never taken for a value)."""
         try:
-            return reply.get(timeout=ASK_TIMEOUT)
+            answer = reply.get(timeout=ASK_TIMEOUT)
         except pykka.ActorDeadError as error:
             raise SchedulerShutdownError("scheduler is shut down") from error
         except pykka.Timeout as error:
             raise TimeoutError(f"scheduler did not answer within {ASK_TIMEOUT} s") from error
+        if isinstance(answer, SchedulerInternalError):  # its handler failed (logged there)
+            raise answer
+        return answer
 
     def __repr__(self) -> str:
         state = "shut down" if self._closed else "running"

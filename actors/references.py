@@ -16,6 +16,7 @@ import importlib
 import math
 import pickle
 import re
+import sys
 import types
 from collections.abc import Callable, Mapping
 from typing import Any, Final
@@ -27,6 +28,7 @@ __all__ = [
     "parse_reference",
     "reference_of",
     "resolve",
+    "resolve_stored",
 ]
 
 _IDENTIFIER: Final = r"[A-Za-z_][A-Za-z0-9_]*"
@@ -59,6 +61,8 @@ def resolve(reference: str) -> Callable[..., object]:
         ImportError: its module does not import, or has no such attribute (the message says
             which); a ``ModuleNotFoundError`` for a missing module.
         TypeError: what it names is not callable.
+        Exception: whatever else its module raises as it is imported (``resolve_stored``
+            turns that into an ``ImportError``).
     """
     module_name, qualname = parse_reference(reference)
     module = importlib.import_module(module_name)
@@ -74,6 +78,33 @@ def resolve(reference: str) -> Callable[..., object]:
     if not callable(target):
         raise TypeError(f"{reference!r} names {type(target).__name__} object, not a function")
     return target
+
+
+def resolve_stored(reference: str) -> Callable[..., object]:
+    """``resolve`` for a stored (or given) reference: every failure of its import is an ``ImportError``.
+
+    A module that raises anything as it is imported (a ``SyntaxError``, a ``RuntimeError`` at
+    its top level, even ``sys.exit()``) is an ``ImportError`` naming the reference, with that
+    error as its cause: every place that imports a stored reference (a store's load, a parked
+    task, a claimed run, each run of a ``LazyReference``) copes with one kind of failure, and
+    none lets a ``SystemExit`` stop a thread.
+
+    Raises:
+        TypeError, ValueError, ImportError: as ``resolve``.
+    """
+    module_name, _ = parse_reference(reference)
+    try:
+        return resolve(reference)
+    except ImportError:
+        raise
+    except (Exception, SystemExit) as error:  # user code at import: anything, even sys.exit()
+        if isinstance(error, TypeError) and module_name in sys.modules:
+            raise  # resolve's own: it imported, and names something that is not callable
+        raise ImportError(
+            f"cannot import {reference!r}: importing module {module_name!r} raised "
+            f"{type(error).__name__}: {error}",
+            name=module_name,
+        ) from error
 
 
 def reference_of(fn: object) -> str:
@@ -141,7 +172,7 @@ class LazyReference:
         """Import the target if needed and call it."""
         target = self._target
         if target is None:
-            target = self._target = resolve(self.reference)
+            target = self._target = resolve_stored(self.reference)
         return target(*args, **kwargs)
 
     def __repr__(self) -> str:

@@ -42,6 +42,7 @@ from actors.event_bus import EventBus
 from actors.facade import Scheduler
 from actors.handles import Subscription, TaskHandle
 from actors.process_worker import ProcessWorkerActor
+from actors.references import MAX_JSON_DEPTH
 from actors.retry import Retry
 from actors.run_context import RunContext, current_run
 from actors.scheduler import SchedulerActor
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 __all__ = [
+    "MAX_JSON_DEPTH",
     "MAX_PROCESSES",
     "MAX_WORKERS",
     "ActorTimers",

@@ -39,7 +39,7 @@ from actors.errors import (
     WouldDeadlockError,
 )
 from actors.event_bus import EventBus
-from actors.facade import Scheduler
+from actors.facade import LATEST_DUE, Scheduler
 from actors.handles import Subscription, TaskHandle
 from actors.process_worker import ProcessWorkerActor
 from actors.references import MAX_JSON_DEPTH
@@ -58,6 +58,7 @@ if TYPE_CHECKING:
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 __all__ = [
+    "LATEST_DUE",
     "MAX_JSON_DEPTH",
     "MAX_PROCESSES",
     "MAX_WORKERS",

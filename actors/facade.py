@@ -377,8 +377,9 @@ class Scheduler:
             TypeError: ``fn`` is not callable (or is ``async def``); an argument has the wrong
                 type; a process task's argument cannot be pickled; a durable task's argument
                 does not round-trip through JSON.
-            ValueError: both or neither of ``delay``/``at``; a NaN or infinite time; a naive
-                ``datetime``; a ``task_id`` of the reserved form ``task-<digits>``; a reference
+            ValueError: both or neither of ``delay``/``at``; a NaN or infinite time, or one
+                after ``LATEST_DUE`` (9999-12-31T23:59:59Z); a naive ``datetime``; a ``task_id``
+                of the reserved form ``task-<digits>``; a reference
                 that does not import; a process or durable task whose ``fn`` has no importable
                 name (a lambda, a nested function, a bound method...: the message says why and
                 what to pass); ``executor="process"`` without worker processes; ``durable=True``

@@ -154,16 +154,14 @@ class LoadedTasks:
                 or row.failure_count
                 or row.consecutive_failures
                 or row.last_error is not None
-                or (next_due is not None and type(next_due) is not float)  # checked by load
-                or type(row.run_count) is not int
+                or (next_due is not None and (type(next_due) is not float or next_due - next_due != 0.0))
+                or type(row.run_count) is not int  # (load judges a due time or count that is not one)
             ):
                 self.records.append(
                     load(row, wall_offset=offset, functions=self._functions, location=self._location)
                 )
                 continue
-            due_wall = (
-                next_due if next_due is not None and math.isfinite(next_due) else offset
-            )  # unknown: now
+            due_wall = next_due if next_due is not None else offset  # unknown: due now
             due_at = due_wall - offset
             seq = len(due)
             entry = (seq, batch.number, due_at, row.args_json)

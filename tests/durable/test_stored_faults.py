@@ -10,6 +10,7 @@ a damaged row), and every other task of the file loads and runs.
 
 from __future__ import annotations
 
+import math
 import sqlite3
 import sys
 import textwrap
@@ -69,12 +70,13 @@ DAMAGES = [
     ),
     pytest.param("options_json", '{"executor": "gpu"}', "executor", id="bad-executor"),
     pytest.param("next_due", "soon", "is not a number", id="next-due-text"),
+    pytest.param("next_due", math.inf, "is not finite", id="next-due-infinite"),
 ]
 
 
 @pytest.mark.parametrize(("column", "value", "reason"), DAMAGES)
 def test_a_damaged_row_fails_its_runs_naming_file_task_and_column_and_the_rest_runs(
-    start: Callable[..., Scheduler], path: Path, column: str, value: str, reason: str
+    start: Callable[..., Scheduler], path: Path, column: str, value: object, reason: str
 ) -> None:
     write_tasks(start, "damaged", "sound", rate="hourly")
     edit(path, f"UPDATE task SET {column} = ? WHERE task_id = 'damaged'", value)

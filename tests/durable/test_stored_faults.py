@@ -247,3 +247,18 @@ def test_a_stored_process_task_fails_each_run_on_a_scheduler_without_processes(
     assert kinds == [("once", EventKind.DUE), ("once", EventKind.FAILED)]
     s.shutdown()
     assert stored(path)["once"].status == "failed"
+
+
+def test_a_damaged_task_is_repaired_by_scheduling_it_again_with_replace(
+    start: Callable[..., Scheduler], path: Path
+) -> None:
+    write_tasks(start, "damaged")
+    edit(path, "UPDATE task SET trigger_json = '[1]' WHERE task_id = 'damaged'")
+    s = start()
+    s.schedule_once(RECORD, delay=2.0, task_id="damaged", args=("repaired",), if_exists="replace")
+    s.advance(5.0)
+    assert s.info("damaged").status is TaskStatus.COMPLETED
+    assert called_with() == ["repaired"]
+    s.shutdown()
+    row = stored(path)["damaged"]
+    assert (row.status, row.trigger_json) == ("completed", '{"once":true}')

@@ -307,12 +307,11 @@ class SchedulerActor(LibraryActor):
         except Exception as error:
             logger.exception("scheduler failed to handle %r; state kept, message dropped", message)
             if isinstance(message, _ANSWERED):  # whoever asks must not take None for an answer
-                failure = SchedulerInternalError(
+                # The text only, not the error: its traceback would keep the handler's frames alive.
+                return SchedulerInternalError(
                     f"the scheduler failed to handle {type(message).__name__} "
                     f"({type(error).__name__}: {error}); it was logged, and the scheduler carries on"
                 )
-                failure.__cause__ = error
-                return failure
             return None
         return reply
 

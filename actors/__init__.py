@@ -20,11 +20,13 @@ from actors.errors import (
     InvalidTransitionError,
     JobFileError,
     MissedRunError,
+    NoWorkerProcessesError,
     ProcessDiedError,
     RemoteRunError,
     RemoteTraceback,
     RunCancelled,
     SchedulerError,
+    SchedulerInternalError,
     SchedulerShutdownError,
     SchedulerStartError,
     StoreError,
@@ -37,9 +39,10 @@ from actors.errors import (
     WouldDeadlockError,
 )
 from actors.event_bus import EventBus
-from actors.facade import Scheduler
+from actors.facade import LATEST_DUE, Scheduler
 from actors.handles import Subscription, TaskHandle
 from actors.process_worker import ProcessWorkerActor
+from actors.references import MAX_JSON_DEPTH
 from actors.retry import Retry
 from actors.run_context import RunContext, current_run
 from actors.scheduler import SchedulerActor
@@ -55,6 +58,8 @@ if TYPE_CHECKING:
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 __all__ = [
+    "LATEST_DUE",
+    "MAX_JSON_DEPTH",
     "MAX_PROCESSES",
     "MAX_WORKERS",
     "ActorTimers",
@@ -68,6 +73,7 @@ __all__ = [
     "JobFileError",
     "MissedRunError",
     "MonotonicClock",
+    "NoWorkerProcessesError",
     "PostgresStore",
     "ProcessDiedError",
     "ProcessWorkerActor",
@@ -80,6 +86,7 @@ __all__ = [
     "Scheduler",
     "SchedulerActor",
     "SchedulerError",
+    "SchedulerInternalError",
     "SchedulerShutdownError",
     "SchedulerStartError",
     "SharedStore",

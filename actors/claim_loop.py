@@ -34,7 +34,7 @@ from typing import Final
 
 from actors.errors import StoreError
 from actors.lease_book import LeaseBook
-from actors.references import resolve
+from actors.references import resolve_stored
 from actors.shared_clock import DatabaseClock
 from actors.shared_plan import poll_delay, sleep_for, store_retry_pause
 from actors.store.protocol import Lease, SharedStore
@@ -87,7 +87,7 @@ class Importable:
 
 def _resolves(ref: str) -> bool:
     try:
-        resolve(ref)
+        resolve_stored(ref)  # any failure of its import is an ImportError (a SystemExit too)
     except Exception:  # an import that raises anything at all: not runnable here
         return False
     return True

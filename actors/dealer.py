@@ -37,11 +37,12 @@ INLINE_WORKER: Final = -1
 class _Pool:
     """Workers of one kind (threads, or processes) and the due runs that need that kind."""
 
-    __slots__ = ("idle", "ready")
+    __slots__ = ("idle", "ready", "size")
 
     def __init__(self, workers: range) -> None:
         self.ready: deque[TaskRecord] = deque()  # due tasks waiting for a worker, FIFO
         self.idle: list[int] = list(reversed(workers))  # a stack: warm workers first
+        self.size = len(workers)  # workers it has, idle or not (0: what it gets can never run)
 
 
 class Dealer:
@@ -79,16 +80,23 @@ class Dealer:
         announce: bool,
         now: float = 0.0,
         missed: list[TaskRecord] | None = None,
+        stranded: list[TaskRecord] | None = None,
     ) -> None:
         """Hand out work while a worker is idle: first the FIFO, then runs taken back from a backlog.
 
         Appends each ``(worker, runs)`` batch to ``handed``; ``announce`` asks the workers to
         report ``Started``. A run that would start at ``now`` later than its task's
         ``misfire_grace`` allows is not dealt but appended to ``missed`` (still ``READY``).
+        A run due in a pool that has no workers at all (``executor="process"`` with no worker
+        processes: a task loaded from a store) can never be dealt: it is taken off the FIFO and
+        appended to ``stranded`` (still ``READY``), for the caller to fail.
         """
         for pool in self._worker_pools:
             while pool.idle and (self._hand_out(pool, handed, announce, now, missed) or self._steal(pool)):
                 pass
+            if not pool.size and pool.ready and stranded is not None:
+                stranded.extend(task for task in pool.ready if task.state is READY)
+                pool.ready.clear()
         inline = self._inline  # made at once, one batch after another: nothing to steal from
         while inline.ready and inline.idle and self._hand_out(inline, handed, announce, now, missed):
             pass
@@ -156,7 +164,10 @@ class Dealer:
 
     def add(self, worker: int, executor: str = THREADS) -> None:
         """Make ``worker`` available: a replacement, in the pool it was in, or a new one in ``executor``'s."""
-        pool = self._pool_of.setdefault(worker, self._pools[executor])
+        pool = self._pool_of.get(worker)
+        if pool is None:
+            pool = self._pool_of[worker] = self._pools[executor]
+            pool.size += 1
         idle = pool.idle
         if worker not in idle and worker not in self._batches:
             idle.append(worker)

@@ -24,22 +24,29 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable
+import logging
+import math
+from collections.abc import Callable, Mapping
 from heapq import heappush
 from typing import Any, Final
 
+from actors.cron import CronSchedule
 from actors.effects import RunOutcome
-from actors.parked import Batch, ParkedTasks
-from actors.references import LazyReference, parse_reference, resolve
+from actors.errors import StoreError
+from actors.parked import Batch, ParkedTasks, StandIn
+from actors.references import LazyReference, parse_reference, resolve_stored
 from actors.retry import Retry
 from actors.store.protocol import RunRecord, StoredStatus, StoredTask, TaskDefinition, TaskUpdate
-from actors.task_record import PLAIN, THREADS, Failures, Recurrence, TaskRecord, TaskSpec
+from actors.task_record import PLAIN, PROCESSES, THREADS, Failures, Recurrence, TaskRecord, TaskSpec
 from actors.task_state import CANCELLED, COMPLETED, FAILED, State
 from actors.validation import is_coroutine_function
 from messages import Cron, FixedDelay, FixedRate
 from messages.commands import EMPTY_KWARGS
+from messages.triggers import require_finite, require_positive_duration
 
-__all__ = ["LoadedTasks", "definition", "load", "run_record", "task_update"]
+__all__ = ["DamagedTask", "LoadedTasks", "definition", "load", "run_record", "task_update"]
+
+logger = logging.getLogger(__name__)
 
 _STORED_STATUS: Final[dict[State, StoredStatus]] = {
     COMPLETED: "completed",
@@ -48,6 +55,8 @@ _STORED_STATUS: Final[dict[State, StoredStatus]] = {
 }
 _NO_ARGS: Final = "[]"
 _NO_KWARGS: Final = "{}"
+_TRIGGER_KINDS: Final = ("once", "rate", "delay", "cron")
+_SHOWN_TEXT: Final = 80  # characters of a damaged column's text an error quotes
 
 
 def definition(
@@ -115,14 +124,22 @@ class LoadedTasks:
     it decoded into a record. Every other task is rebuilt as a record at once (``records``).
     So loading a million one-time tasks leaves the garbage collector next to nothing to visit,
     and the stored rows of one part are dropped before the next part is read.
+
+    A row that does not decode (a badly edited column) never stops the load: its task comes
+    back as a stand-in whose runs fail with a ``StoreError`` naming ``location``, the task and
+    the column (``load``); the other tasks load and run.
     """
 
-    def __init__(self, *, wall_offset: float) -> None:
-        """Read back on the clock whose wall-clock offset (wall time minus clock time) is ``wall_offset``."""
+    def __init__(self, *, wall_offset: float, location: str = "the store") -> None:
+        """Read back on the clock whose wall-clock offset (wall time minus clock time) is ``wall_offset``.
+
+        ``location`` names the store in the errors of damaged rows (its file, or its server).
+        """
         self.records: list[TaskRecord] = []
         self.parked = ParkedTasks()
         self.due: list[tuple[float, int, str]] = []  # the parked tasks' heap entries (a heap), seq = count
         self._wall_offset = wall_offset
+        self._location = location
         self._functions: dict[str, tuple[Callable[..., object], bool]] = {}
         # One batch per definition (reference, trigger, options): None when its tasks are not parked.
         self._batches: dict[tuple[str, str, str], Batch | None] = {}
@@ -134,10 +151,20 @@ class LoadedTasks:
         put = self.parked.put
         for row in rows:
             batch = self._batch_of(row)
-            if batch is None or row.failure_count or row.consecutive_failures or row.last_error is not None:
-                self.records.append(load(row, wall_offset=offset, functions=self._functions))
+            next_due = row.next_due
+            if (
+                batch is None
+                or row.failure_count
+                or row.consecutive_failures
+                or row.last_error is not None
+                or (next_due is not None and (type(next_due) is not float or next_due - next_due != 0.0))
+                or type(row.run_count) is not int  # (load judges a due time or count that is not one)
+            ):
+                self.records.append(
+                    load(row, wall_offset=offset, functions=self._functions, location=self._location)
+                )
                 continue
-            due_wall = row.next_due if row.next_due is not None else offset  # unknown: due now
+            due_wall = next_due if next_due is not None else offset  # unknown: due now
             due_at = due_wall - offset
             seq = len(due)
             entry = (seq, batch.number, due_at, row.args_json)
@@ -152,12 +179,17 @@ class LoadedTasks:
         key = (row.fn_ref, row.trigger_json, row.options_json)
         if key in self._batches:
             return self._batches[key]
-        fn, coroutine = _function(row.fn_ref, self._functions)
-        spec, name = _decode(row.trigger_json, row.options_json, row.fn_ref, self._wall_offset, coroutine)
         batch = None
-        if spec.trigger is None and not spec.on_wall:
-            batch = Batch(fn, EMPTY_KWARGS, name, spec, _arguments)
-            self.parked.register(batch)
+        try:
+            fn, coroutine = _function(row.fn_ref, self._functions)
+            spec, name = _decode(row.trigger_json, row.options_json, row.fn_ref, self._wall_offset, coroutine)
+        except _Damage:
+            pass  # not parked: load() makes its stand-in, and says why
+        else:
+            if spec.trigger is None and not spec.on_wall:
+                decode = functools.partial(_parked_arguments, self._location, _stand_in_spec(spec))
+                batch = Batch(fn, EMPTY_KWARGS, name, spec, decode)
+                self.parked.register(batch)
         self._batches[key] = batch
         return batch
 
@@ -168,37 +200,133 @@ def load(
     wall_offset: float,
     functions: dict[str, tuple[Callable[..., object], bool]],
     record: type[TaskRecord] = TaskRecord,
+    location: str = "the store",
 ) -> TaskRecord:
     """Rebuild the record of a stored live task (on the caller's thread, before anyone sees it).
 
     Its due time comes back on this process's clock; a due time already past means due now.
     ``functions`` caches imported references across rows (with whether each is ``async def``).
-    A reference that no longer imports does not stop the load: the task keeps it, and each
-    run fails with the ``ImportError``.
+    A reference that no longer imports (whatever its module raises) does not stop the load:
+    the task keeps it, and each run fails with the ``ImportError``.
     ``record`` is the class to build (a subclass of ``TaskRecord``, for a shared store's claims).
+
+    A row that does not decode (a column that is not what this module writes: a malformed
+    reference, a trigger that is not one, arguments that are not JSON...) does not stop the
+    load either: its task comes back as a stand-in, a thread task due at the row's time (now,
+    if that does not decode) with the trigger and options that do decode, whose every run fails
+    with a ``StoreError`` naming ``location``, the task and the column. So it is seen
+    (``info``, ``tasks``, events, the ledger) and ends as its failures say; the row stays.
     """
+    try:
+        return _load(row, wall_offset, functions, record)
+    except _Damage as damage:
+        return _stand_in(row, damage, location, wall_offset, record)
+
+
+def _load(
+    row: StoredTask,
+    wall_offset: float,
+    functions: dict[str, tuple[Callable[..., object], bool]],
+    record: type[TaskRecord],
+) -> TaskRecord:
+    """``load`` for a row that decodes; ``_Damage`` naming the first column that does not."""
     fn, coroutine = _function(row.fn_ref, functions)
     spec, name = _decode(row.trigger_json, row.options_json, row.fn_ref, wall_offset, coroutine)
-    next_due = row.next_due
-    due_wall = next_due if next_due is not None else wall_offset  # unknown: due now, at once
+    due_wall = _next_due(row.next_due, wall_offset)
     task = record(
         row.task_id,
         fn,
-        _args(row.args_json),
-        _kwargs(row.kwargs_json),
+        _column("args_json", row.args_json, _args),
+        _column("kwargs_json", row.kwargs_json, _kwargs),
         due_wall - wall_offset,
         name,
         spec,
     )
     task.store_seq = row.seq
     task.due_wall = due_wall
-    task.run_count = row.run_count
+    task.run_count = _count("run_count", row.run_count)
     task.last_outcome = row.last_outcome
-    if row.failure_count or row.consecutive_failures:
+    failure_count = _count("failure_count", row.failure_count)
+    consecutive = _count("consecutive_failures", row.consecutive_failures)
+    if failure_count or consecutive:
         failures = task.failures = Failures()
-        failures.count = row.failure_count
-        failures.consecutive = row.consecutive_failures
+        failures.count = failure_count
+        failures.consecutive = consecutive
         failures.last_traceback = row.last_error
+    return task
+
+
+class DamagedTask:
+    """The function of a stored task whose row does not decode: each call raises the ``StoreError`` why.
+
+    A new error each call (raising one object again would grow its traceback run after run).
+    """
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        """Stand in for the function; ``reason`` is the error's message."""
+        self.reason = reason
+
+    def __call__(self, *args: Any, **kwargs: Any) -> object:
+        """Raise the ``StoreError`` (on the worker thread that runs the task)."""
+        raise StoreError(self.reason)
+
+    def __repr__(self) -> str:
+        return f"DamagedTask({self.reason!r})"
+
+
+class _Damage(Exception):
+    """A stored column that does not decode: which one, and why."""
+
+    def __init__(self, column: str, text: object, reason: str) -> None:
+        super().__init__(column, text, reason)
+        self.column = column
+        self.text = text
+        self.reason = reason
+
+    def describe(self, location: str, task_id: object) -> str:
+        """The message of the ``StoreError`` the task's runs fail with."""
+        shown = repr(self.text)
+        if len(shown) > _SHOWN_TEXT:
+            shown = shown[: _SHOWN_TEXT - 3] + "..."
+        return (
+            f"{location}: stored task {task_id!r} is damaged: its column {self.column} ({shown}) "
+            f"{self.reason}; each of its runs fails with this error, and its columns are left "
+            "as they are (fix the row, or schedule the task again)"
+        )
+
+
+def _stand_in(
+    row: StoredTask, damage: _Damage, location: str, wall_offset: float, record: type[TaskRecord]
+) -> TaskRecord:
+    """The record of a stored task whose row does not decode: what can be read of it, failing each run."""
+    reason = damage.describe(location, row.task_id)
+    logger.warning("%s", reason)
+    spec: TaskSpec = PLAIN
+    name = row.fn_ref if isinstance(row.fn_ref, str) else str(row.task_id)
+    try:
+        decoded, name = _decode(row.trigger_json, row.options_json, row.fn_ref, wall_offset, False)
+    except _Damage:
+        pass
+    else:
+        spec = _stand_in_spec(decoded)
+    try:
+        due_wall = _next_due(row.next_due, wall_offset)
+    except _Damage:
+        due_wall = wall_offset  # due now
+    task = record(str(row.task_id), DamagedTask(reason), (), EMPTY_KWARGS, due_wall - wall_offset, name, spec)
+    task.store_seq = row.seq
+    task.due_wall = due_wall
+    task.last_outcome = row.last_outcome if isinstance(row.last_outcome, str) else None
+    counts = (row.run_count, row.failure_count, row.consecutive_failures)
+    if all(type(count) is int and count >= 0 for count in counts):
+        task.run_count = row.run_count
+        if row.failure_count or row.consecutive_failures:
+            failures = task.failures = Failures()
+            failures.count = row.failure_count
+            failures.consecutive = row.consecutive_failures
+            failures.last_traceback = row.last_error if isinstance(row.last_error, str) else None
     return task
 
 
@@ -224,10 +352,20 @@ def _decode(
 
     A million stored tasks are mostly a few definitions: decoding each row's JSON again was half
     of a restart's time (measured at 1M rows: 3.8 s of 7.5 s without collections).
+
+    Raises:
+        _Damage: a column does not decode (not cached: the next row with it raises again).
     """
-    options = json.loads(options_json)
-    spec = _spec(json.loads(trigger_json), options, wall_offset, coroutine)
-    return spec, options.get("name") or _reference_name(fn_ref)
+    trigger = _column("trigger_json", trigger_json, _json_object)
+    options = _column("options_json", options_json, _json_object)
+    recurring = _column("trigger_json", trigger, lambda stored: _trigger(stored, wall_offset), trigger_json)
+    spec = _column(
+        "options_json", options, lambda stored: _spec(recurring, trigger, stored, coroutine), options_json
+    )
+    name = options.get("name")
+    if name is not None and not isinstance(name, str):
+        raise _Damage("options_json", options_json, f"has a name that is not a str: {name!r}")
+    return spec, name or _column("fn_ref", fn_ref, _reference_name)
 
 
 def _trigger_json(spec: TaskSpec, wall_offset: float) -> str:
@@ -267,21 +405,52 @@ def _options_json(name: str, fn_ref: str, spec: TaskSpec) -> str:
     return json.dumps(options) if options else "{}"
 
 
-def _spec(trigger: dict[str, Any], options: dict[str, Any], wall_offset: float, coroutine: bool) -> TaskSpec:
-    recurring: Recurrence | None = None
+def _trigger(trigger: dict[str, Any], wall_offset: float) -> Recurrence | None:
+    """A stored trigger's recurrence (``None``: one-time).
+
+    Raises ``ValueError``, ``TypeError`` or ``KeyError`` if it is not one of ours.
+    """
+    kinds = [kind for kind in _TRIGGER_KINDS if kind in trigger]
+    if len(kinds) != 1:
+        raise ValueError(f"names {len(kinds)} of the kinds {', '.join(_TRIGGER_KINDS)}, not one")
+    if not isinstance(trigger.get("wall", False), bool):
+        raise TypeError(f"has a 'wall' that is not true or false: {trigger['wall']!r}")
     if "rate" in trigger:
-        recurring = FixedRate(trigger["rate"], trigger["anchor"] - wall_offset)
-    elif "delay" in trigger:
-        recurring = FixedDelay(trigger["delay"], 0.0)  # its next due time is the row's
-    elif "cron" in trigger:
-        recurring = Cron(trigger["cron"], trigger["tz"])  # its next due time is the row's
+        return FixedRate(trigger["rate"], require_finite("anchor", trigger["anchor"]) - wall_offset)
+    if "delay" in trigger:
+        return FixedDelay(trigger["delay"], 0.0)  # its next due time is the row's
+    if "cron" in trigger:
+        cron = Cron(trigger["cron"], trigger["tz"])  # its next due time is the row's
+        CronSchedule.parse(cron.expr, cron.tz)  # a ValueError naming the field or zone
+        return cron
+    if trigger["once"] is not True:
+        raise ValueError(f"has 'once' {trigger['once']!r}, not true")
+    return None
+
+
+def _spec(
+    recurring: Recurrence | None, trigger: dict[str, Any], options: dict[str, Any], coroutine: bool
+) -> TaskSpec:
+    """A stored task's spec from its decoded trigger and options (``ValueError``, ``TypeError``: not ours)."""
+    failure_limit = options.get("max_consecutive_failures")
+    if failure_limit is not None and (type(failure_limit) is not int or failure_limit < 1):
+        raise ValueError(f"has max_consecutive_failures {failure_limit!r}, not an int >= 1")
+    executor = options.get("executor", THREADS)
+    if executor not in (THREADS, PROCESSES):
+        raise ValueError(f'has executor {executor!r}, neither "thread" nor "process"')
+    misfire_grace = options.get("misfire_grace")
+    if misfire_grace is not None and require_finite("misfire_grace", misfire_grace) < 0:
+        raise ValueError(f"has a negative misfire_grace {misfire_grace!r}")
+    timeout = options.get("timeout")
+    if timeout is not None:
+        require_positive_duration("timeout", timeout)
     spec = TaskSpec(
         recurring,
-        options.get("max_consecutive_failures"),
-        options.get("executor", THREADS),
-        options.get("misfire_grace"),
+        failure_limit,
+        executor,
+        misfire_grace,
         on_wall=trigger.get("wall", False),
-        timeout=options.get("timeout"),
+        timeout=timeout,
         retry=_retry(options.get("retry")),
         coroutine=coroutine,
     )
@@ -295,7 +464,7 @@ def _retry(stored: dict[str, Any] | None) -> Retry | None:
     kinds: list[type[BaseException]] = []
     for reference in stored.get("on", ()):
         try:
-            kind = resolve(reference)
+            kind = resolve_stored(reference)
         except (ImportError, TypeError, ValueError):
             continue
         if isinstance(kind, type) and issubclass(kind, BaseException):
@@ -311,30 +480,98 @@ def _function(
 ) -> tuple[Callable[..., object], bool]:
     """The function a reference names, and whether it is ``async def``, imported once per load.
 
-    A reference that no longer imports does not stop the load: the task keeps it, and each
-    run fails with the ``ImportError``.
+    A reference that no longer imports does not stop the load, whatever its module raises (a
+    ``SyntaxError``, an error at its top level): the task keeps it, and each run fails with
+    the ``ImportError``. A malformed one is a damaged row (``_Damage``).
     """
     known = functions.get(fn_ref)
     if known is None:
+        _column("fn_ref", fn_ref, parse_reference)
         try:
-            fn: Callable[..., object] = resolve(fn_ref)
-        except (ImportError, TypeError, ValueError):
+            fn: Callable[..., object] = resolve_stored(fn_ref)
+        except Exception:  # an import runs user code, which may raise anything
             fn = LazyReference(fn_ref)  # each run raises the ImportError, as a failed run
         known = functions[fn_ref] = (fn, is_coroutine_function(fn))
     return known
 
 
-def _arguments(args_json: str, kwargs_json: str) -> tuple[tuple[Any, ...], Any]:
-    """A stored task's arguments, from their JSON text (a parked task's, as it gets its record)."""
-    return _args(args_json), _kwargs(kwargs_json)
+def _column(column: str, value: Any, decode: Callable[[Any], Any], text: object = None) -> Any:
+    """``decode(value)``; a ``_Damage`` naming ``column`` (and quoting ``text``, or ``value``) if it fails.
+
+    Only the errors decoding bad data raises are caught: anything else is a bug, not damage.
+    """
+    try:
+        return decode(value)
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as error:
+        raise _Damage(column, value if text is None else text, _why(error)) from None
+
+
+def _why(error: BaseException) -> str:
+    if isinstance(error, json.JSONDecodeError):
+        return f"is not JSON ({error})"
+    if isinstance(error, KeyError):
+        return f"lacks the key {error}"
+    return f"does not decode: {error}"
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    value = json.loads(text)
+    if not isinstance(value, dict):
+        raise TypeError(f"is JSON {type(value).__name__}, not an object")
+    return value
+
+
+def _next_due(next_due: object, wall_offset: float) -> float:
+    """A row's next due time (wall clock); ``None`` (unknown) means due now."""
+    if next_due is None:
+        return wall_offset  # unknown: due now, at once
+    if type(next_due) is not float and type(next_due) is not int:
+        raise _Damage("next_due", next_due, "is not a number of seconds")
+    if not math.isfinite(next_due):
+        raise _Damage("next_due", next_due, "is not finite")
+    return float(next_due)
+
+
+def _count(column: str, value: object) -> int:
+    if type(value) is not int or value < 0:
+        raise _Damage(column, value, "is not a count (an int >= 0)")
+    return value
+
+
+def _stand_in_spec(spec: TaskSpec) -> TaskSpec:
+    """The spec of a damaged task's stand-in: what decoded of ``spec``, run on a thread (it only raises).
+
+    Never retried or timed: a run that can only fail gains nothing from either.
+    """
+    stand_in = TaskSpec(spec.trigger, spec.failure_limit, THREADS, spec.misfire_grace, on_wall=spec.on_wall)
+    return PLAIN if stand_in.plain else stand_in
+
+
+def _parked_arguments(
+    location: str, spec: TaskSpec, task_id: str, args_json: str, kwargs_json: str
+) -> tuple[tuple[Any, ...], Mapping[str, Any]] | StandIn:
+    """A parked stored task's arguments, from their JSON text, as it gets its record.
+
+    If they do not decode, what its record holds instead: a function whose runs fail with the
+    reason, and ``spec``.
+    """
+    try:
+        return _column("args_json", args_json, _args), _column("kwargs_json", kwargs_json, _kwargs)
+    except _Damage as damage:
+        return StandIn(DamagedTask(damage.describe(location, task_id)), spec)
 
 
 def _args(text: str) -> tuple[Any, ...]:
-    return () if text == _NO_ARGS else tuple(json.loads(text))
+    if text == _NO_ARGS:
+        return ()
+    value = json.loads(text)
+    if not isinstance(value, list):
+        raise TypeError(f"is JSON {type(value).__name__}, not an array")
+    return tuple(value)
 
 
 def _kwargs(text: str) -> Any:
-    return EMPTY_KWARGS if text == _NO_KWARGS else json.loads(text)
+    return EMPTY_KWARGS if text == _NO_KWARGS else _json_object(text)
 
 
 def _reference_name(fn_ref: str) -> str:

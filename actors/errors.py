@@ -104,6 +104,21 @@ class UnpicklableResultError(SchedulerError, TypeError):
     """A task in a worker process returned a value that cannot be pickled back to the parent."""
 
 
+class NoWorkerProcessesError(SchedulerError, RuntimeError):
+    """A run of an ``executor="process"`` task came due on a scheduler without worker processes.
+
+    Only a task loaded from a store gets so far (``schedule_*`` refuses such a task with a
+    ``ValueError``): each of its runs fails with this error, and the rest of the store runs.
+    """
+
+
+class SchedulerInternalError(SchedulerError, RuntimeError):
+    """The scheduler failed to answer a request (a bug: it is logged with its traceback).
+
+    Raised by the call that asked, instead of a reply of ``None``; the scheduler carries on.
+    """
+
+
 class MissedRunError(SchedulerError):
     """A run was not started: it would have started later than the task's ``misfire_grace``."""
 

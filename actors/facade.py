@@ -11,7 +11,7 @@ import warnings
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
-from datetime import datetime, tzinfo
+from datetime import UTC, datetime, tzinfo
 from inspect import CO_COROUTINE
 from types import MappingProxyType
 from typing import Any, Final
@@ -25,6 +25,7 @@ from actors.cron import CronSchedule
 from actors.durable import LoadedTasks, definition, json_arguments
 from actors.errors import (
     DuplicateTaskError,
+    SchedulerInternalError,
     SchedulerShutdownError,
     SchedulerStartError,
     UnknownTaskError,
@@ -96,6 +97,15 @@ from messages.commands import EMPTY_KWARGS
 from messages.triggers import require_finite
 
 logger = logging.getLogger(__name__)
+
+LATEST_DUE: Final = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)
+"""The latest instant a task may first be due (``schedule_*`` refuses a later one: ``ValueError``)."""
+
+_YEAR: Final = 366 * 86400.0
+_ROUNDING: Final = 0.5  # seconds: float rounding in placing LATEST_DUE on the clock is far less
+
+DROPPED_STORE_WAIT: Final = 5.0
+"""Seconds a collected ``Scheduler`` with a store (never shut down) waits for it to stop and unlock."""
 
 ASK_TIMEOUT: Final = 30.0
 """Seconds any query waits for the scheduler's reply before raising ``TimeoutError``."""
@@ -207,6 +217,9 @@ class Scheduler:
             if self._store is not None:
                 self._store.close()
             raise
+        # Due times below this (clock seconds) are surely before LATEST_DUE: checked with one
+        # comparison; above it, exactly (_check_due_time). A year of margin for wall-clock jumps.
+        self._far_at = LATEST_DUE.timestamp() - _YEAR - self._wall_offset()
         self._threads = ThreadRegistry()
         # Tasks with minted ids and handles' cancels go through this outbox: the scheduler
         # takes them in bulk, in the order they were put.
@@ -250,7 +263,14 @@ class Scheduler:
                 f"the scheduler could not start its {workers} workers: {error}"
             ) from error
         # A scheduler dropped without shutdown(): stop its threads, and say so, as files do.
-        self._finalizer = weakref.finalize(self, _dropped, self._ref, repr(self))
+        self._finalizer = weakref.finalize(
+            self,
+            _dropped,
+            self._ref,
+            repr(self),
+            self._stopped if self._store is not None else None,
+            self._threads,
+        )
 
     def _abort_start(self) -> None:
         self._closed = True
@@ -264,7 +284,8 @@ class Scheduler:
 
         ``shared``: the store is shared, and its tasks stay in it (nodes claim their runs): none is read.
         """
-        loaded = LoadedTasks(wall_offset=self._wall_offset())
+        location = "the store" if self._store is None else self._store.location
+        loaded = LoadedTasks(wall_offset=self._wall_offset(), location=location)
         if shared:
             return loaded
         store: object = self._store
@@ -273,6 +294,14 @@ class Scheduler:
         elif self._store is not None:
             loaded.take(self._store.load())
         return loaded
+
+    def _check_due_time(self, due_at: float) -> None:
+        """Refuse a first due time past ``LATEST_DUE``, which no ``datetime`` could show (``ValueError``)."""
+        if due_at + self._wall_offset() > LATEST_DUE.timestamp() + _ROUNDING:
+            raise ValueError(
+                f"the task would be due at clock time {due_at!r}, after {LATEST_DUE.isoformat()}: "
+                "the latest a task may be due (a later time cannot be shown as a datetime)"
+            )
 
     def _wall_offset(self) -> float:
         """Wall-clock time (UTC epoch seconds) minus clock time, now."""
@@ -351,8 +380,9 @@ class Scheduler:
             TypeError: ``fn`` is not callable (or is ``async def``); an argument has the wrong
                 type; a process task's argument cannot be pickled; a durable task's argument
                 does not round-trip through JSON.
-            ValueError: both or neither of ``delay``/``at``; a NaN or infinite time; a naive
-                ``datetime``; a ``task_id`` of the reserved form ``task-<digits>``; a reference
+            ValueError: both or neither of ``delay``/``at``; a NaN or infinite time, or one
+                after ``LATEST_DUE`` (9999-12-31T23:59:59Z); a naive ``datetime``; a ``task_id``
+                of the reserved form ``task-<digits>``; a reference
                 that does not import; a process or durable task whose ``fn`` has no importable
                 name (a lambda, a nested function, a bound method...: the message says why and
                 what to pass); ``executor="process"`` without worker processes; ``durable=True``
@@ -375,6 +405,7 @@ class Scheduler:
                 and if_exists == "error"
                 and type(args) is tuple
                 and self._store is None
+                and due_at < self._far_at
             ):
                 code = getattr(fn, "__code__", None)
                 if code is not None and not code.co_flags & CO_COROUTINE:  # a plain function
@@ -751,6 +782,8 @@ class Scheduler:
         ``due_wall``: the first run's wall-clock instant, for a wall-clock task (which it makes one).
         ``after``: the tasks it waits for (``schedule_after``); ``due_at`` is then its delay.
         """
+        if due_at >= self._far_at and not after:
+            self._check_due_time(due_at)
         target = resolve_task_function(fn) if isinstance(fn, str) else fn
         checked = check_task(target, args, kwargs, options.name, options.failure_limit)
         coroutine = makes_coroutine(target)
@@ -1169,12 +1202,16 @@ class Scheduler:
 
     @staticmethod
     def _get(reply: pykka.Future[Any]) -> Any:
+        """The scheduler's answer; an error it answers with is raised here (never taken for a value)."""
         try:
-            return reply.get(timeout=ASK_TIMEOUT)
+            answer = reply.get(timeout=ASK_TIMEOUT)
         except pykka.ActorDeadError as error:
             raise SchedulerShutdownError("scheduler is shut down") from error
         except pykka.Timeout as error:
             raise TimeoutError(f"scheduler did not answer within {ASK_TIMEOUT} s") from error
+        if isinstance(answer, SchedulerInternalError):  # its handler failed (logged there)
+            raise answer
+        return answer
 
     def __repr__(self) -> str:
         state = "shut down" if self._closed else "running"
@@ -1201,8 +1238,22 @@ def _message_options(
     return TaskOptions(name, 1, INLINE, misfire_grace, if_exists, False)
 
 
-def _dropped(ref: pykka.ActorRef[SchedulerActor], description: str) -> None:
-    """A ``Scheduler`` was garbage-collected without ``shutdown()``: stop its actors, and warn."""
+def _dropped(
+    ref: pykka.ActorRef[SchedulerActor],
+    description: str,
+    stopped: Future[None] | None,
+    threads: ThreadRegistry,
+) -> None:
+    """A ``Scheduler`` was garbage-collected without ``shutdown()``: stop its actors, and warn.
+
+    ``stopped``, for a scheduler with a store: wait (up to ``DROPPED_STORE_WAIT``) until it has
+    stopped and closed its store, so the store's lock is free when the collection that dropped
+    it returns (a new scheduler on the file right after must not find it locked). Not from
+    one of its own threads (a task or listener that dropped it): that would wait for itself.
+    """
     warnings.warn(f"{description} was never shut down; stopping it now", ResourceWarning, stacklevel=1)
     with contextlib.suppress(pykka.ActorDeadError):
         ref.tell(Shutdown(Future()))
+    if stopped is not None and threads.role_of(threading.current_thread()) is None:
+        with contextlib.suppress(TimeoutError):
+            result_within(stopped, Deadline(DROPPED_STORE_WAIT))

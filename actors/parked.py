@@ -34,14 +34,30 @@ from typing import Any, Final
 
 from actors.task_record import TaskRecord, TaskSpec
 
-__all__ = ["Batch", "Parcel", "ParkedTasks"]
+__all__ = ["Batch", "Parcel", "ParkedTasks", "StandIn"]
 
 ParkedEntry = tuple[Any, ...]
 """A parked task: ``(seq of its heap entry, its batch's number, due_at, args)``. A stored task's
 has its arguments as JSON text, then ``store_seq, due_wall, run_count, last_outcome, kwargs_json``."""
 
-Decode = Callable[[str, str], tuple[tuple[Any, ...], Mapping[str, Any]]]
-"""Turns a stored task's ``args_json`` and ``kwargs_json`` into its arguments."""
+
+class StandIn:
+    """What a stored task whose arguments do not decode gets instead: a function that fails, and a spec.
+
+    Built by the loader's ``Decode`` (``actors/durable.py``), which knows why; the core only
+    puts it in the task's record, so the task is seen and each run fails with the reason.
+    """
+
+    __slots__ = ("fn", "spec")
+
+    def __init__(self, fn: Callable[..., object], spec: TaskSpec) -> None:
+        """Give the function the task's runs call, and its spec."""
+        self.fn = fn
+        self.spec = spec
+
+
+Decode = Callable[[str, str, str], tuple[tuple[Any, ...], Mapping[str, Any]] | StandIn]
+"""Turns a stored task's id, ``args_json`` and ``kwargs_json`` into its arguments (or a ``StandIn``)."""
 
 _MEMORY_ENTRY: Final = 4
 """The length of a ``schedule_many`` task's entry (a stored task's is longer)."""
@@ -173,8 +189,11 @@ class ParkedTasks:
             return TaskRecord(task_id, batch.fn, entry[3], batch.kwargs, entry[2], batch.name, batch.spec)
         _, _, due_at, args_json, store_seq, due_wall, run_count, last_outcome, kwargs_json = entry
         assert batch.decode is not None  # a stored task's batch decodes its arguments
-        args, kwargs = batch.decode(args_json, kwargs_json)
-        task = TaskRecord(task_id, batch.fn, args, kwargs, due_at, batch.name, batch.spec)
+        decoded = batch.decode(task_id, args_json, kwargs_json)
+        if isinstance(decoded, StandIn):  # they do not decode: its runs fail, saying why
+            task = TaskRecord(task_id, decoded.fn, (), batch.kwargs, due_at, batch.name, decoded.spec)
+        else:
+            task = TaskRecord(task_id, batch.fn, *decoded, due_at, batch.name, batch.spec)
         task.store_seq = store_seq
         task.due_wall = due_wall
         task.run_count = run_count

@@ -16,17 +16,20 @@ import importlib
 import math
 import pickle
 import re
+import sys
 import types
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 __all__ = [
+    "MAX_JSON_DEPTH",
     "LazyReference",
     "check_json_arguments",
     "check_picklable_arguments",
     "parse_reference",
     "reference_of",
     "resolve",
+    "resolve_stored",
 ]
 
 _IDENTIFIER: Final = r"[A-Za-z_][A-Za-z0-9_]*"
@@ -59,6 +62,8 @@ def resolve(reference: str) -> Callable[..., object]:
         ImportError: its module does not import, or has no such attribute (the message says
             which); a ``ModuleNotFoundError`` for a missing module.
         TypeError: what it names is not callable.
+        Exception: whatever else its module raises as it is imported (``resolve_stored``
+            turns that into an ``ImportError``).
     """
     module_name, qualname = parse_reference(reference)
     module = importlib.import_module(module_name)
@@ -74,6 +79,33 @@ def resolve(reference: str) -> Callable[..., object]:
     if not callable(target):
         raise TypeError(f"{reference!r} names {type(target).__name__} object, not a function")
     return target
+
+
+def resolve_stored(reference: str) -> Callable[..., object]:
+    """``resolve`` for a stored (or given) reference: every failure of its import is an ``ImportError``.
+
+    A module that raises anything as it is imported (a ``SyntaxError``, a ``RuntimeError`` at
+    its top level, even ``sys.exit()``) is an ``ImportError`` naming the reference, with that
+    error as its cause: every place that imports a stored reference (a store's load, a parked
+    task, a claimed run, each run of a ``LazyReference``) copes with one kind of failure, and
+    none lets a ``SystemExit`` stop a thread.
+
+    Raises:
+        TypeError, ValueError, ImportError: as ``resolve``.
+    """
+    module_name, _ = parse_reference(reference)
+    try:
+        return resolve(reference)
+    except ImportError:
+        raise
+    except (Exception, SystemExit) as error:  # user code at import: anything, even sys.exit()
+        if isinstance(error, TypeError) and module_name in sys.modules:
+            raise  # resolve's own: it imported, and names something that is not callable
+        raise ImportError(
+            f"cannot import {reference!r}: importing module {module_name!r} raised "
+            f"{type(error).__name__}: {error}",
+            name=module_name,
+        ) from error
 
 
 def reference_of(fn: object) -> str:
@@ -141,49 +173,91 @@ class LazyReference:
         """Import the target if needed and call it."""
         target = self._target
         if target is None:
-            target = self._target = resolve(self.reference)
+            target = self._target = resolve_stored(self.reference)
         return target(*args, **kwargs)
 
     def __repr__(self) -> str:
         return f"LazyReference({self.reference!r})"
 
 
+MAX_JSON_DEPTH: Final = 100
+"""How deep lists and dicts may nest in a durable task's arguments (JSON's parsers recurse)."""
+
+_BIG_INT_BITS: Final = 4_000  # below sys.get_int_max_str_digits()'s default (4300 digits): always writable
+
+
 def check_json_arguments(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> None:
     """Check that ``args`` and ``kwargs`` survive a round trip through JSON.
 
-    Allowed: ``None``, ``bool``, ``int``, finite ``float``, ``str``, lists and tuples of
-    those (a tuple comes back as a list), and dicts with ``str`` keys.
+    Allowed: ``None``, ``bool``, ``int`` (as many digits as ``str(int)`` allows: 4300 by
+    default), finite ``float``, ``str``, lists and tuples of those (a tuple comes back as a
+    list), and dicts with ``str`` keys, nested at most ``MAX_JSON_DEPTH`` (100) deep, without
+    cycles (a list that contains itself).
 
     Raises:
         TypeError: something else; the message names where it is (``args[1]['when']``).
     """
     for index, value in enumerate(args):
-        _check_json(value, f"args[{index}]")
+        _check_json(value, f"args[{index}]", {})
     for key, value in kwargs.items():
-        _check_json(value, f"kwargs[{key!r}]")
+        _check_json(value, f"kwargs[{key!r}]", {})
 
 
-def _check_json(value: object, where: str) -> None:
-    if value is None or isinstance(value, bool | int | str):
+def _check_json(value: object, where: str, within: dict[int, str]) -> None:
+    """Check one value; ``within`` maps the ids of the containers it is inside to where they are (cycles)."""
+    if value is None or isinstance(value, bool | str):
+        return
+    if isinstance(value, int):
+        if value.bit_length() > _BIG_INT_BITS:
+            _check_digits(value, where)
         return
     if isinstance(value, float):
         if not math.isfinite(value):
             raise TypeError(f"{where} is {value!r}, which JSON cannot hold")
         return
-    if isinstance(value, list | tuple):
-        for index, item in enumerate(value):
-            _check_json(item, f"{where}[{index}]")
-        return
+    if not isinstance(value, list | tuple | dict):
+        raise TypeError(
+            f"{where} is a {type(value).__name__}, which does not round-trip through JSON "
+            "(use None, bool, int, float, str, lists and dicts with str keys)"
+        )
+    _enter(value, where, within)
     if isinstance(value, dict):
         for key, item in value.items():
             if not isinstance(key, str):
                 raise TypeError(f"{where} has the key {key!r}; JSON object keys must be str")
-            _check_json(item, f"{where}[{key!r}]")
-        return
-    raise TypeError(
-        f"{where} is a {type(value).__name__}, which does not round-trip through JSON "
-        "(use None, bool, int, float, str, lists and dicts with str keys)"
-    )
+            _check_json(item, f"{where}[{key!r}]", within)
+    else:
+        for index, item in enumerate(value):
+            _check_json(item, f"{where}[{index}]", within)
+    del within[id(value)]
+
+
+def _enter(container: object, where: str, within: dict[int, str]) -> None:
+    """Note that the check goes inside ``container``; ``TypeError`` if that makes a cycle or is too deep."""
+    outer = within.get(id(container))
+    if outer is not None:
+        raise TypeError(f"{_shown(where)} is {_shown(outer)} again (a cycle), which JSON cannot hold")
+    if len(within) >= MAX_JSON_DEPTH:
+        raise TypeError(
+            f"{_shown(where)} is nested more than {MAX_JSON_DEPTH} deep (MAX_JSON_DEPTH), "
+            "deeper than a durable task's arguments may be"
+        )
+    within[id(container)] = where
+
+
+def _check_digits(value: int, where: str) -> None:
+    try:
+        str(value)
+    except ValueError:  # more digits than sys.get_int_max_str_digits() lets JSON write
+        raise TypeError(
+            f"{where} is an int of about {int(value.bit_length() * 0.30103)} digits, more than "
+            "JSON may write (sys.get_int_max_str_digits()); pass it as a str"
+        ) from None
+
+
+def _shown(where: str) -> str:
+    """``where``, shortened in the middle when it is long (deep nesting)."""
+    return where if len(where) <= 80 else f"{where[:40]}...{where[-30:]}"
 
 
 def check_picklable_arguments(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> None:

@@ -20,7 +20,7 @@ from actors.clock import Clock
 from actors.dealer import INLINE_WORKER
 from actors.durable import run_record, task_update
 from actors.effects import Effects
-from actors.errors import DuplicateTaskError, SchedulerShutdownError, WorkerLostError
+from actors.errors import DuplicateTaskError, SchedulerInternalError, SchedulerShutdownError, WorkerLostError
 from actors.event_bus import EventBus
 from actors.minting import IdMint
 from actors.outbox import Outbox
@@ -72,6 +72,9 @@ from messages import (
 )
 
 logger = logging.getLogger(__name__)
+
+_ANSWERED: Final = (AddTask, Cancel, FindTask, QueryNextDue, QueryStats, QueryTask, QueryTasks, Schedule)
+"""The messages whose reply someone reads: a handler that fails replies a ``SchedulerInternalError``."""
 
 OutboxItem = TaskRecord | Parcel | Cancelled | Report
 """What reaches the scheduler through its outbox, in the order it was put: new tasks (minted
@@ -301,8 +304,14 @@ class SchedulerActor(LibraryActor):
             reply = self._handle(message)
             self._carry_out_all()
             self._after_message()
-        except Exception:
+        except Exception as error:
             logger.exception("scheduler failed to handle %r; state kept, message dropped", message)
+            if isinstance(message, _ANSWERED):  # whoever asks must not take None for an answer
+                # The text only, not the error: its traceback would keep the handler's frames alive.
+                return SchedulerInternalError(
+                    f"the scheduler failed to handle {type(message).__name__} "
+                    f"({type(error).__name__}: {error}); it was logged, and the scheduler carries on"
+                )
             return None
         return reply
 

@@ -218,7 +218,13 @@ class SharedNode:
                     continue
                 try:
                     offset = core.wall_offset
-                    task = load(lease.task, wall_offset=offset, functions=self._functions, record=ClaimedTask)
+                    task = load(
+                        lease.task,
+                        wall_offset=offset,
+                        functions=self._functions,
+                        record=ClaimedTask,
+                        location=self.store.location,
+                    )
                     assert isinstance(task, ClaimedTask)
                     task.node, task.abandoned = self, False
                     task.due_at = local_due(task.due_wall, core.wall_offset, now)

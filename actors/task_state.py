@@ -11,6 +11,7 @@ The diagram (``TRANSITIONS`` below is the same, as data)::
     HANDED --cancelled while its worker holds the run--> CANCELLING --worker reported--> CANCELLED
     HANDED --run reported--> COMPLETED | FAILED;  PENDING | READY | HANDED --cancelled--> CANCELLED
     READY --missed its run (misfire_grace)--> PENDING (recurring) | FAILED (one-time)
+    READY --no worker of its kind exists (a process task, no processes)--> PENDING | FAILED, as above
     PENDING | READY | HANDED --the scheduler stopped, the task lives on in its store--> DETACHED
     HANDED --a run failed, and its Retry allows another attempt--> PENDING
     WAITING --every task it depends on completed--> PENDING

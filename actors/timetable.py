@@ -33,6 +33,7 @@ from actors.effects import Effects
 from actors.errors import (
     DependencyFailedError,
     DuplicateTaskError,
+    NoWorkerProcessesError,
     SchedulerShutdownError,
     UnknownTaskError,
 )
@@ -531,14 +532,20 @@ class Timetable(RunEndings):
         if self._deferred:
             return
         missed: list[TaskRecord] = []
+        stranded: list[TaskRecord] = []
         while True:
             self._queue_due(now)
-            self._dealer.deal(self._effects.batches, announce=self._want_started, now=now, missed=missed)
-            if not missed:
+            self._dealer.deal(
+                self._effects.batches, announce=self._want_started, now=now, missed=missed, stranded=stranded
+            )
+            if not missed and not stranded:
                 return
             for task in missed:
                 self._missed(task, now)
+            for task in stranded:  # loaded from a store by a scheduler without worker processes
+                self._fail_run(task, _no_processes(task), "", now)
             missed.clear()
+            stranded.clear()
 
     def _queue_due(self, now: float) -> None:
         """Move the tasks due at ``now`` from the heap to the ready FIFO."""
@@ -681,6 +688,14 @@ class Timetable(RunEndings):
         self.activity += 1
         task.claim = None
         return True
+
+
+def _no_processes(task: TaskRecord) -> NoWorkerProcessesError:
+    """The error a run fails with when it needs a worker process and the scheduler has none."""
+    return NoWorkerProcessesError(
+        f'task {task.task_id!r} runs in a worker process (executor="process"), but this scheduler '
+        "has no process pool: start it with Scheduler(processes=N) to run it"
+    )
 
 
 __all__ = ["Timetable"]

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any, Final, NamedTuple
 
 from actors.clock import Clock
-from actors.references import LazyReference, check_picklable_arguments, reference_of, resolve
+from actors.references import LazyReference, check_picklable_arguments, reference_of, resolve_stored
 from actors.retry import Retry
 from messages import is_minted_id
 from messages.commands import EMPTY_KWARGS, require_failure_limit
@@ -193,7 +193,7 @@ def resolve_task_function(fn: object) -> Callable[..., object]:
             raise TypeError(f"fn must be callable or a 'module:function' reference, got {fn!r}")
         return fn
     try:
-        return resolve(fn)
+        return resolve_stored(fn)
     except (ImportError, TypeError, ValueError) as error:
         raise ValueError(f"fn {fn!r} does not name an importable function: {error}") from None
 

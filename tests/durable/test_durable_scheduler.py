@@ -98,6 +98,47 @@ def test_arguments_that_do_not_round_trip_through_json_are_refused(
     assert stored(path) == {}
 
 
+def _cycle() -> list[object]:
+    loop: list[object] = []
+    loop.append(loop)
+    return loop
+
+
+def _nested(depth: int) -> list[object]:
+    value: list[object] = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "match"),
+    [
+        pytest.param((_cycle(),), {}, r"args\[0\]\[0\] is args\[0\] again \(a cycle\)", id="list-in-itself"),
+        pytest.param(
+            (), {"k": {"x": [_cycle()]}}, r"kwargs\['k'\]\['x'\]\[0\]\[0\] is .* again", id="deep-cycle"
+        ),
+        pytest.param((10**5000,), {}, r"args\[0\] is an int of about 5000 digits", id="huge-int"),
+        pytest.param((1, _nested(5000)), {}, r"args\[1\]\[0\].* is nested more than 100 deep", id="too-deep"),
+    ],
+)
+def test_arguments_json_cannot_write_are_a_type_error_naming_where_they_are(
+    start: Callable[..., Scheduler],
+    path: Path,
+    args: tuple[object, ...],
+    kwargs: dict[str, object],
+    match: str,
+) -> None:
+    s = start()
+    with pytest.raises(TypeError, match=match):
+        s.schedule_once(tasks.echo, delay=1.0, args=args, kwargs=kwargs)
+    shared = [1]
+    s.schedule_once(
+        tasks.echo, delay=1.0, task_id="shared", args=([shared, shared], _nested(100))
+    )  # no cycle
+    assert set(stored(path)) == {"shared"}
+
+
 def test_durable_true_needs_a_store_and_references_work_without_one(clock: FakeClock) -> None:
     with Scheduler(workers=1, clock=clock) as s:
         with pytest.raises(ValueError, match="needs a store"):

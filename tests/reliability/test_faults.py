@@ -11,13 +11,21 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import CancelledError
+from pathlib import Path
 from typing import Any
 
 import pykka
 import pytest
 from pykka.messages import ProxyCall
 
-from actors import FakeClock, Scheduler, SchedulerShutdownError, WorkerActor, WorkerLostError
+from actors import (
+    FakeClock,
+    Scheduler,
+    SchedulerInternalError,
+    SchedulerShutdownError,
+    WorkerActor,
+    WorkerLostError,
+)
 from messages import EventKind, TaskEvent, TaskStatus
 from tests.conftest import EventRecorder
 from tests.reliability.helpers import Listener, new_threads
@@ -549,6 +557,48 @@ def test_a_scheduler_dropped_without_shutdown_stops_its_threads_and_warns() -> N
             thread.join(0.1)
     assert not new_threads(threads_before)
     assert not pykka.ActorRegistry.get_all()
+
+
+def test_a_scheduler_with_a_store_dropped_without_shutdown_has_unlocked_it_when_collected(
+    tmp_path: Path,
+) -> None:
+    """Issue 21, point 15: 13 of 20 immediate re-opens found the file still locked."""
+    import gc
+
+    path = tmp_path / "dropped.db"
+
+    def make_and_drop(task_id: str) -> None:
+        s = Scheduler(workers=1, store=path)
+        s.schedule_once("tests.durable.tasks:noop", delay=3600, task_id=task_id)
+        del s
+        gc.collect()
+
+    for attempt in range(20):
+        with pytest.warns(ResourceWarning, match="never shut down"):
+            make_and_drop(f"t{attempt}")
+        reopened = Scheduler(workers=1, store=path)  # no StoreLockedError: the lock is free already
+        assert {info.task_id for info in reopened.tasks()} == {f"t{i}" for i in range(attempt + 1)}
+        reopened.shutdown()
+
+
+def test_a_query_whose_handler_fails_raises_instead_of_answering_none(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 21, point 11: a failing handler's ``None`` reached the caller (``tasks()`` returned None)."""
+    from actors.timetable import Timetable
+
+    def broken(self: Timetable, *_: object, **__: object) -> object:
+        raise RuntimeError("a bug in the handler")
+
+    with Scheduler(workers=1) as s:
+        handle = s.schedule_once(lambda: None, delay=3600, task_id="kept")
+        for method, query in (("infos", s.tasks), ("find", lambda: s.info("kept"))):
+            with monkeypatch.context() as patch, caplog.at_level(logging.ERROR):
+                patch.setattr(Timetable, method, broken)
+                with pytest.raises(SchedulerInternalError, match="a bug in the handler"):
+                    query()
+        assert [info.task_id for info in s.tasks()] == ["kept"]  # the scheduler carries on
+        assert handle.info().status is TaskStatus.SCHEDULED
 
 
 def test_a_timer_that_fails_logs_it_and_keeps_serving(caplog: pytest.LogCaptureFixture) -> None:

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from actors import MAX_WORKERS, FakeClock, Scheduler, SchedulerStartError
+from actors import LATEST_DUE, MAX_WORKERS, FakeClock, Scheduler, SchedulerStartError
 from messages import TaskStatus
 
 WAIT = 5.0
@@ -51,6 +51,30 @@ def test_a_huge_recurring_interval_does_not_stop_the_timer() -> None:
         s.schedule_once(soon.set, delay=0.02)
         assert soon.wait(WAIT)
         assert s.stats().timer_wakeups >= 1
+
+
+@pytest.mark.parametrize(
+    ("method", "when"),
+    [
+        ("schedule_once", {"at": datetime.max.replace(tzinfo=UTC)}),
+        ("schedule_once", {"delay": 1e15}),
+        ("schedule_once", {"delay": 1e15, "name": "slow path"}),
+        ("schedule_at_fixed_rate", {"interval": 1.0, "initial_delay": 1e15}),
+        ("schedule_with_fixed_delay", {"delay": 1.0, "initial_delay": 1e15}),
+    ],
+    ids=["at=datetime.max", "delay=1e15", "delay=1e15-with-options", "fixed-rate", "fixed-delay"],
+)
+def test_a_due_time_past_what_a_datetime_shows_is_refused(
+    make_scheduler, method: str, when: dict[str, object]
+) -> None:
+    s = make_scheduler()
+    with pytest.raises(ValueError, match="after 9999-12-31T23:59:59"):
+        getattr(s, method)(print, **when)
+    assert s.tasks() == []
+    latest = s.schedule_once(print, at=LATEST_DUE)  # the latest allowed: shown as it is
+    shown = latest.info().next_run_wall
+    assert shown is not None
+    assert abs((shown - LATEST_DUE).total_seconds()) < 0.001
 
 
 def test_huge_timeouts_are_accepted_everywhere(make_scheduler) -> None:

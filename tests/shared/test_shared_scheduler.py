@@ -357,6 +357,33 @@ def test_a_cron_task_runs_at_its_slot_and_is_planned_from_it(
     wait_for(lambda: reader.get("minutely").next_due == row.next_due, what="the next slot")  # type: ignore[union-attr]
 
 
+def test_a_claimed_row_that_does_not_decode_fails_naming_the_store_task_and_column(
+    node: Node, reader: PostgresStore, schema: str
+) -> None:
+    """Issue 21, point 11, on a shared store: the claim's load makes the same stand-in as SQLite's."""
+    a = node("a")
+    a.schedule_once(tasks.record, delay=3600, task_id="damaged")
+    sound = a.schedule_once(tasks.record, delay=0.2, task_id="sound")
+    with admin() as db:  # an operator's edit: a trigger that is not one, and due now
+        db.execute(
+            sql.SQL(
+                "UPDATE {}.task SET trigger_json = '[1]', next_due = next_due - 3600"
+                " WHERE task_id = 'damaged'"
+            ).format(sql.Identifier(schema))
+        )
+    wait_for(lambda: reader.get("damaged").status == "failed", what="the damaged run's end")  # type: ignore[union-attr]
+    row = reader.get("damaged")
+    assert row is not None
+    assert row.trigger_json == "[1]"
+    error = row.last_error or ""
+    assert "StoreError" in error
+    assert reader.location in error
+    assert "'damaged'" in error
+    assert "trigger_json" in error
+    sound.result(timeout=10)
+    assert [key.split("@")[0] for key in run_keys()] == ["sound"]
+
+
 def test_a_function_no_node_can_import_waits_in_the_store(node: Node, reader: PostgresStore) -> None:
     reader.add(
         TaskDefinition(

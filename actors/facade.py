@@ -1060,11 +1060,11 @@ class Scheduler:
         self._refuse_own_thread("advance")
         stepping.advance(self, seconds, timeout, check_refs(also))
 
-    def _settle_step(self, deadline: Deadline) -> int | None:
-        """Ask the scheduler to settle; return its activity count then, or ``None`` if it has stopped."""
+    def _settle_step(self, deadline: Deadline, until: float | None = None) -> int | None:
+        """Ask the scheduler to settle (up to ``until``, see ``Settle``); its activity count, or ``None``."""
         settled: Future[int | None] = Future()
         try:
-            self._send(Settle(settled))
+            self._send(Settle(settled, until))
         except SchedulerShutdownError:
             return None  # nothing will run any more
         return result_within(settled, deadline)

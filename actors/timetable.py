@@ -118,6 +118,9 @@ class Timetable(RunEndings):
         self.activity = 0  # counts releases, reports and endings: Scheduler.settle compares it
         self._hung_grace = hung_grace
         self.wall_offset = 0.0  # wall-clock time minus clock time: observe_wall_offset sets it
+        # The end of the last Scheduler.advance window a run overran (it moved a FakeClock
+        # past it): nothing due after it is released until the next settle or advance says so.
+        self.hold: float | None = None
         # A shared store's node holds a durable task for one claimed run only: after that run
         # (or a missed one) the task goes back to its store (detached), which says when it is
         # due next and which node runs it; it never waits for its next run here.
@@ -313,7 +316,7 @@ class Timetable(RunEndings):
             and task.state is not CANCELLING
         ):
             if self._deferred:
-                self._queue_due(now)  # what fell due before this cancel is released first, as always
+                self._queue_due(self._due_by(now))  # what fell due before this cancel is released first
             self._end_cancelled(task, now, mid_run=report.mid_run)
 
     def tick(self, *, now: float) -> None:
@@ -490,11 +493,17 @@ class Timetable(RunEndings):
         return self._heap.next_due()
 
     def is_settled(self, now: float) -> bool:
-        """Whether no worker holds a run and nothing is due at ``now``."""
+        """Whether no worker holds a run and nothing is due at ``now`` (nor held back by ``hold``)."""
         if self.busy:
             return False
         due = self.next_due()
-        return due is None or due > now
+        return due is None or due > self._due_by(now)
+
+    def next_release(self) -> float | None:
+        """When the next pending task is released: its due time, or ``None`` (none, or held back)."""
+        due = self._heap.next_due()
+        hold = self.hold
+        return None if due is None or (hold is not None and due > hold) else due
 
     @property
     def busy(self) -> bool:
@@ -526,15 +535,21 @@ class Timetable(RunEndings):
         """
         if self._deferred:
             return
+        due_by = self._due_by(now)
         missed: list[TaskRecord] = []
         while True:
-            self._queue_due(now)
+            self._queue_due(due_by)
             self._dealer.deal(self._effects.batches, announce=self._want_started, now=now, missed=missed)
             if not missed:
                 return
             for task in missed:
                 self._missed(task, now)
             missed.clear()
+
+    def _due_by(self, now: float) -> float:
+        """The latest due time released at ``now``: ``now``, or the ``hold`` if that is earlier."""
+        hold = self.hold
+        return now if hold is None or hold > now else hold
 
     def _queue_due(self, now: float) -> None:
         """Move the tasks due at ``now`` from the heap to the ready FIFO."""

@@ -16,7 +16,7 @@ from typing import Any, Protocol, final
 
 from messages.events import EventKind, TaskEvent, TaskId, is_minted_id
 from messages.frozen import fast_init
-from messages.triggers import TRIGGER_TYPES, Trigger
+from messages.triggers import TRIGGER_TYPES, Trigger, require_finite
 
 EMPTY_KWARGS: Mapping[str, Any] = MappingProxyType({})
 
@@ -245,12 +245,18 @@ class Settle:
     """Run what is due now, then set ``waiter``'s result once nothing due now is unfinished.
 
     The result is the scheduler's activity count at that moment (see ``Scheduler.settle``).
+    ``until``: the end of a ``Scheduler.advance`` window (clock seconds). Nothing due after it
+    runs, even once a run has moved a ``FakeClock`` past it, until a ``Settle`` without
+    ``until`` (or with a later one) comes; ``None`` runs what is due now.
     """
 
     waiter: Waiter = field(compare=False)
+    until: float | None = None
 
     def __post_init__(self) -> None:
         require_waiter("waiter", self.waiter)
+        if self.until is not None:
+            object.__setattr__(self, "until", require_finite("until", self.until))
 
 
 @final

@@ -213,6 +213,9 @@ class SchedulerActor(LibraryActor):
         stopped and ``started`` gets the error, so the ``Scheduler`` can raise it.
         """
         try:
+            # The offset tasks are planned against, read before any call can plan one: a jump
+            # before the first message is then a jump, not the first reading.
+            self._observe_wall_offset()
             if self._bus is None:
                 self._bus = self._start_bus()
             for subscription in self._subscriptions:  # before any task: see them all

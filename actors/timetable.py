@@ -22,6 +22,7 @@ race for it). Whoever moves first wins; the loser learns it from its own move, o
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
@@ -38,7 +39,7 @@ from actors.errors import (
 )
 from actors.parked import Parcel, ParkedTasks
 from actors.run_endings import RunEndings
-from actors.task_record import Failures, TaskRecord
+from actors.task_record import Failures, TaskRecord, TaskSpec
 from actors.task_state import (
     CANCELLED,
     CANCELLING,
@@ -55,6 +56,8 @@ from actors.wall_tasks import WallTasks
 from messages import (
     Cancelled,
     EventKind,
+    FixedDelay,
+    FixedRate,
     Schedule,
     TaskEvent,
     TaskId,
@@ -249,8 +252,14 @@ class Timetable(RunEndings):
         token and handles stay (``if_exists="replace"``).
 
         A task waiting for its due time waits for the new one; a run already handed to a worker
-        goes on as it was, and the new trigger decides the run after it.
+        goes on as it was, and the new trigger decides the run after it. A replacement adds no
+        run the new trigger does not call for: an interval task that has run counts the new
+        interval from where the old one counted its next run (its last slot, or the end of its
+        last run), so re-declaring it at every start with another interval does not run it again
+        right after the run it just made.
         """
+        if live.state is PENDING:
+            _put_off(new, _replaced_due(live, new))
         live.fn, live.args, live.kwargs, live.name, live.spec = (
             new.fn,
             new.args,
@@ -695,3 +704,50 @@ class Timetable(RunEndings):
 
 
 __all__ = ["Timetable"]
+
+
+def _replaced_due(live: TaskRecord, new: TaskRecord) -> float:
+    """When a pending task replaced by ``new`` is due: as ``new`` says, or later (``replace``).
+
+    Never sooner than the new interval after the end of the task's last run, for an interval
+    task that has run. One loaded from a store that has not run here counts from its old
+    trigger's next due time less its interval (its last slot).
+    """
+    old, trigger = live.spec.trigger, new.spec.trigger
+    if not live.run_count or not isinstance(old, FixedRate | FixedDelay):
+        return new.due_at
+    if not isinstance(trigger, FixedRate | FixedDelay):
+        return new.due_at
+    since = live.counted_from
+    if since is None:
+        since = live.due_at - (old.interval if isinstance(old, FixedRate) else old.delay)
+    every = trigger.interval if isinstance(trigger, FixedRate) else trigger.delay
+    return max(new.due_at, since + every)
+
+
+def _put_off(task: TaskRecord, due_at: float) -> None:
+    """Make a new (not yet owned) record first due at ``due_at``, later than it was.
+
+    A fixed-rate grid starts there (its slots are ``due_at + k * interval``), and a durable
+    task's wall-clock due time, which its store keeps, moves with it.
+    """
+    later = due_at - task.due_at
+    if later <= 0:
+        return
+    task.due_at = due_at
+    if task.due_wall is not None:
+        task.due_wall += later
+    trigger, spec = task.spec.trigger, task.spec
+    if isinstance(trigger, FixedRate):
+        task.spec = TaskSpec(
+            dataclasses.replace(trigger, first_at=due_at),
+            spec.failure_limit,
+            spec.executor,
+            spec.misfire_grace,
+            on_wall=spec.on_wall,
+            timeout=spec.timeout,
+            retry=spec.retry,
+            coroutine=spec.coroutine,
+            after=spec.after,
+            delay=spec.delay,
+        )

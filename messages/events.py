@@ -52,6 +52,27 @@ class EventKind(enum.Enum):
     ``""``, and ``TaskEvent.jump`` holds the jump in seconds (positive: forward)."""
 
 
+def event_kind(kind: object) -> EventKind:
+    """Return the ``EventKind`` ``kind`` is, or names.
+
+    A member, or its name or value as a str, in any case (``"failed"``, ``"FAILED"``,
+    ``"clock_jumped"``, ``"clock-jumped"``).
+
+    Raises:
+        ValueError: a str that names no kind (the message lists them).
+        TypeError: neither an ``EventKind`` nor a str.
+    """
+    if isinstance(kind, EventKind):
+        return kind
+    if not isinstance(kind, str):
+        raise TypeError(f"kinds must be EventKind members or their names, got {kind!r}")
+    member = EventKind.__members__.get(kind.upper().replace("-", "_"))
+    if member is None:
+        names = ", ".join(each.value for each in EventKind)
+        raise ValueError(f"{kind!r} is not an event kind; the kinds are: {names}")
+    return member
+
+
 class TaskStatus(enum.Enum):
     """Where a task is in its life. The last three are terminal."""
 

@@ -984,7 +984,12 @@ class Scheduler:
         return infos
 
     def stats(self) -> SchedulerStats:
-        """Return the scheduler's counters (live tasks, heap size, timer wake-ups, ...)."""
+        """Return the scheduler's counters (live tasks, heap size, timer wake-ups, ...).
+
+        ``heap_size`` counts the tasks waiting for their due time; the entries cancels left in
+        the heap, not yet pruned, are ``stale_heap_entries`` (``SchedulerStats`` says what
+        each field means).
+        """
         stats: SchedulerStats = self._query(QueryStats())
         return stats
 

@@ -557,13 +557,14 @@ class SchedulerActor(LibraryActor):
         return SchedulerStats(
             live_tasks=core.live_count,
             running=core.running_count,
-            heap_size=core.heap_size,
+            heap_size=core.waiting_in_heap,
             workers=self._pool_size,
             processes=len(self._slots),
             ticks=self._ticks,
             timer_wakeups=self._timer.wakeups if self._timer is not None else 0,
             replaced_threads=self._replaced,
             abandoned_workers=self._abandoned,
+            stale_heap_entries=core.heap_size - core.waiting_in_heap,
         )
 
     # -- the threads it runs (scheduler thread) ---------------------------------------------

@@ -387,6 +387,7 @@ class TaskRecord(Token):
             last_traceback=failures.last_traceback if failures else None,
             end_reason=self.end_reason(),
             waiting_for=self.waiting_for() if status is TaskStatus.WAITING else (),
+            wall_offset=wall_offset,
         )
 
     def waiting_for(self) -> tuple[str, ...]:

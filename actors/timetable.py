@@ -486,7 +486,7 @@ class Timetable(RunEndings):
         if task is not None:
             return task.snapshot(wall_offset=wall_offset)
         task = self._history.get(task_id)
-        return task.snapshot() if task is not None else None
+        return task.snapshot(wall_offset=wall_offset) if task is not None else None
 
     def infos(self, *, wall_offset: float | None = None) -> list[TaskInfo]:
         """Return a snapshot of every live task, in scheduling order (parked tasks last, in theirs)."""
@@ -528,6 +528,11 @@ class Timetable(RunEndings):
     def heap_size(self) -> int:
         """Heap entries, stale ones included (for tests of compaction)."""
         return self._heap.size
+
+    @property
+    def waiting_in_heap(self) -> int:
+        """Tasks waiting in the heap for their due time (its live entries)."""
+        return len(self._heap)
 
     @property
     def live_count(self) -> int:

@@ -87,7 +87,7 @@ def as_args(args: object, name: str = "args") -> tuple[Any, ...]:
             generator: their order is not the call's); the message says how to pass one.
     """
     if type(args) is tuple:
-        return args  # type: ignore[return-value]
+        return args
     if isinstance(args, str | bytes | bytearray | memoryview):
         raise TypeError(
             f"{name} must be a sequence of arguments, got the {type(args).__name__} {args!r}:"

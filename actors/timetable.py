@@ -714,18 +714,13 @@ __all__ = ["Timetable"]
 def _replaced_due(live: TaskRecord, new: TaskRecord) -> float:
     """When a pending task replaced by ``new`` is due: as ``new`` says, or later (``replace``).
 
-    Never sooner than the new interval after the end of the task's last run, for an interval
-    task that has run. One loaded from a store that has not run here counts from its old
-    trigger's next due time less its interval (its last slot).
+    Never sooner than the new interval after the end of the task's last run here, for an
+    interval task (a task loaded from a store that has not run yet is due as ``new`` says: its
+    due time here may be a placeholder, as the command line's hold-back makes it).
     """
-    old, trigger = live.spec.trigger, new.spec.trigger
-    if not live.run_count or not isinstance(old, FixedRate | FixedDelay):
+    since, trigger = live.counted_from, new.spec.trigger
+    if since is None or not isinstance(trigger, FixedRate | FixedDelay):
         return new.due_at
-    if not isinstance(trigger, FixedRate | FixedDelay):
-        return new.due_at
-    since = live.counted_from
-    if since is None:
-        since = live.due_at - (old.interval if isinstance(old, FixedRate) else old.delay)
     every = trigger.interval if isinstance(trigger, FixedRate) else trigger.delay
     return max(new.due_at, since + every)
 

@@ -121,8 +121,9 @@ class Timetable(RunEndings):
         self.activity = 0  # counts releases, reports and endings: Scheduler.settle compares it
         self._hung_grace = hung_grace
         self.wall_offset = 0.0  # wall-clock time minus clock time: observe_wall_offset sets it
-        # The end of the last Scheduler.advance window a run overran (it moved a FakeClock
-        # past it): nothing due after it is released until the next settle or advance says so.
+        # Nothing due after it is released (Settle(until=...)): while Scheduler.advance steps
+        # through a window, the window's end; after a window a run overran (it moved a
+        # FakeClock past it), the clock reading then. A Settle without until lifts it.
         self.hold: float | None = None
         # A shared store's node holds a durable task for one claimed run only: after that run
         # (or a missed one) the task goes back to its store (detached), which says when it is
@@ -253,10 +254,9 @@ class Timetable(RunEndings):
 
         A task waiting for its due time waits for the new one; a run already handed to a worker
         goes on as it was, and the new trigger decides the run after it. A replacement adds no
-        run the new trigger does not call for: an interval task that has run counts the new
-        interval from where the old one counted its next run (its last slot, or the end of its
-        last run), so re-declaring it at every start with another interval does not run it again
-        right after the run it just made.
+        run the new trigger does not call for: an interval task that has run here counts the new
+        interval from the end of its last run, so re-declaring it at every start with another
+        interval does not run it again right after the (catch-up) run it just made.
         """
         if live.state is PENDING:
             _put_off(new, _replaced_due(live, new))

@@ -3,7 +3,8 @@
 The public API: ``Scheduler`` (the facade), the actors it runs (``SchedulerActor``,
 ``WorkerActor``, ``ProcessWorkerActor``, ``EventBus``), keyed actor timers (``ActorTimers``,
 ``TimersMixin``), clocks (``Clock``, ``MonotonicClock``, ``FakeClock``), ``TaskHandle``,
-``Subscription``, ``current_run``/``RunContext``, ``Retry``, the stores (``Store``,
+``Subscription``, ``EventKind`` (also in ``messages``), ``current_run``/``RunContext``,
+``Retry``, the stores (``Store``,
 ``SQLiteStore``; ``SharedStore`` and ``PostgresStore`` for a schedule several schedulers share,
 with ``SharedTaskHandle`` and ``DatabaseClock``) and the errors. The messages live in
 ``messages``.
@@ -51,6 +52,7 @@ from actors.shared_handles import SharedTaskHandle
 from actors.store import SharedStore, SQLiteStore, Store
 from actors.validation import MAX_PROCESSES, MAX_WORKERS
 from actors.worker import WorkerActor
+from messages import EventKind  # what subscribe(kinds=...) takes: here too, beside Scheduler
 
 if TYPE_CHECKING:
     from actors.store.postgres import PostgresStore
@@ -68,6 +70,7 @@ __all__ = [
     "DependencyFailedError",
     "DuplicateTaskError",
     "EventBus",
+    "EventKind",
     "FakeClock",
     "InvalidTransitionError",
     "JobFileError",

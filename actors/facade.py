@@ -9,7 +9,7 @@ import os
 import threading
 import warnings
 import weakref
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from datetime import UTC, datetime, tzinfo
 from inspect import CO_COROUTINE
@@ -93,7 +93,8 @@ from messages import (
     TaskInfo,
     Unsubscribe,
 )
-from messages.commands import EMPTY_KWARGS
+from messages.commands import EMPTY_KWARGS, as_args
+from messages.events import event_kind
 from messages.triggers import require_finite
 
 logger = logging.getLogger(__name__)
@@ -327,7 +328,7 @@ class Scheduler:
         delay: float | None = None,
         *,
         at: float | datetime | None = None,
-        args: tuple[Any, ...] = (),
+        args: Sequence[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
         task_id: TaskId | None = None,
         name: str | None = None,
@@ -378,7 +379,8 @@ class Scheduler:
 
         Raises:
             TypeError: ``fn`` is not callable (or is ``async def``); an argument has the wrong
-                type; a process task's argument cannot be pickled; a durable task's argument
+                type (``args`` may be any sequence, a list or a tuple, but not a str or bytes);
+                a process task's argument cannot be pickled; a durable task's argument
                 does not round-trip through JSON.
             ValueError: both or neither of ``delay``/``at``; a NaN or infinite time, or one
                 after ``LATEST_DUE`` (9999-12-31T23:59:59Z); a naive ``datetime``; a ``task_id``
@@ -422,7 +424,7 @@ class Scheduler:
         fn: Callable[..., object] | str,
         delays: Iterable[float],
         *,
-        args: Iterable[tuple[Any, ...]] | None = None,
+        args: Iterable[Sequence[Any]] | None = None,
         kwargs: Mapping[str, Any] | None = None,
         name: str | None = None,
         misfire_grace: float | None = None,
@@ -451,7 +453,8 @@ class Scheduler:
 
         Raises:
             TypeError: ``fn`` is not callable; ``delays`` or ``args`` is not an iterable; a delay
-                is not a number; an item of ``args`` is not a tuple (the message gives its index);
+                is not a number; an item of ``args`` is not a sequence of arguments (a tuple or a
+                list; a str is not one: the message gives its index);
                 an option has the wrong type.
             ValueError: a NaN or infinite delay; ``args`` and ``delays`` differ in length; a
                 reference that does not import; a bad option.
@@ -496,7 +499,7 @@ class Scheduler:
         interval: float,
         initial_delay: float = 0.0,
         *,
-        args: tuple[Any, ...] = (),
+        args: Sequence[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
         task_id: TaskId | None = None,
         name: str | None = None,
@@ -533,7 +536,7 @@ class Scheduler:
         delay: float,
         initial_delay: float = 0.0,
         *,
-        args: tuple[Any, ...] = (),
+        args: Sequence[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
         task_id: TaskId | None = None,
         name: str | None = None,
@@ -566,7 +569,7 @@ class Scheduler:
         expr: str,
         tz: str | tzinfo = "UTC",
         *,
-        args: tuple[Any, ...] = (),
+        args: Sequence[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
         task_id: TaskId | None = None,
         name: str | None = None,
@@ -616,7 +619,7 @@ class Scheduler:
         after: TaskHandle | TaskId | Iterable[TaskHandle | TaskId],
         *,
         delay: float = 0.0,
-        args: tuple[Any, ...] = (),
+        args: Sequence[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
         task_id: TaskId | None = None,
         name: str | None = None,
@@ -768,7 +771,7 @@ class Scheduler:
     def _schedule(
         self,
         fn: Callable[..., object] | str,
-        args: tuple[Any, ...],
+        args: Sequence[Any],
         kwargs: Mapping[str, Any] | None,
         due_at: float,
         trigger: Recurrence | None,
@@ -785,6 +788,7 @@ class Scheduler:
         if due_at >= self._far_at and not after:
             self._check_due_time(due_at)
         target = resolve_task_function(fn) if isinstance(fn, str) else fn
+        args = as_args(args)  # a list is what people write (and what JSON gives back)
         checked = check_task(target, args, kwargs, options.name, options.failure_limit)
         coroutine = makes_coroutine(target)
         if (
@@ -964,10 +968,14 @@ class Scheduler:
         return True
 
     def handle(self, task_id: TaskId) -> TaskHandle:
-        """Return a handle of the live task ``task_id`` (scheduled here, or loaded from the store).
+        """Return a handle of the task ``task_id``, live or finished (as ``info`` knows it).
+
+        A live task is one scheduled here or loaded from the store. A finished one is any the
+        history still holds: its handle is ``done()``, and its ``result()`` is the final one at
+        once (the value its run returned, the exception it failed with, or ``CancelledError``).
 
         Raises:
-            UnknownTaskError: no live task has that id.
+            UnknownTaskError: no such task (or it left the ``history``).
             SchedulerShutdownError: the scheduler has stopped.
         """
         task = self._live.get(task_id) if isinstance(task_id, str) else None
@@ -977,9 +985,10 @@ class Scheduler:
             if shared is not None:
                 return shared
         if task is None and isinstance(task_id, str):
-            task = self._query(FindTask(task_id))  # one still on its way to the scheduler, say
+            # One still on its way to the scheduler, say, or one that has finished.
+            task = self._query(FindTask(task_id, finished=True))
         if not isinstance(task, TaskRecord):
-            raise UnknownTaskError(f"no live task with id {task_id!r}")
+            raise UnknownTaskError(f"no task with id {task_id!r} (neither live nor in the history)")
         return TaskHandle(task, self)
 
     def info(self, task_id: TaskId) -> TaskInfo:
@@ -1013,38 +1022,49 @@ class Scheduler:
         return infos
 
     def stats(self) -> SchedulerStats:
-        """Return the scheduler's counters (live tasks, heap size, timer wake-ups, ...)."""
+        """Return the scheduler's counters (live tasks, heap size, timer wake-ups, ...).
+
+        ``heap_size`` counts the tasks waiting for their due time; the entries cancels left in
+        the heap, not yet pruned, are ``stale_heap_entries`` (``SchedulerStats`` says what
+        each field means).
+        """
         stats: SchedulerStats = self._query(QueryStats())
         return stats
 
-    def subscribe(self, listener: AnyListener, kinds: Iterable[EventKind] | None = None) -> Subscription:
+    def subscribe(
+        self, listener: AnyListener, kinds: Iterable[EventKind | str] | None = None
+    ) -> Subscription:
         """Deliver every later event of the given kinds (all by default) to ``listener``.
+
+        ``kinds``: ``EventKind`` members (``from actors import EventKind``) or their names, in
+        any case (``kinds=["failed", "missed"]``).
 
         A callable listener is called on the event bus thread; an ``ActorRef`` is told the
         ``TaskEvent``. Events reach each listener in the order they happened.
 
         Raises:
-            TypeError: ``listener`` is neither callable nor an ``ActorRef``; a kind is not an ``EventKind``.
-            ValueError: ``kinds`` is empty.
+            TypeError: ``listener`` is neither callable nor an ``ActorRef``; ``kinds`` is not an
+                iterable, or a kind is neither an ``EventKind`` nor a str.
+            ValueError: ``kinds`` is empty, or a name names no kind (the message lists them).
             SchedulerShutdownError: after ``shutdown``.
         """
         subscription = self._subscription(listener, kinds)
         self._send(subscription)
         return Subscription(subscription.subscription_id, self)
 
-    def _subscription(self, listener: AnyListener, kinds: Iterable[EventKind] | None) -> Subscribe:
+    def _subscription(self, listener: AnyListener, kinds: Iterable[EventKind | str] | None) -> Subscribe:
         """Check a listener and its kinds; the ``Subscribe`` message for them, with a new id."""
         if not (callable(listener) or isinstance(listener, pykka.ActorRef)):
             raise TypeError(f"listener must be callable or a pykka ActorRef, got {listener!r}")
+        if isinstance(kinds, str | EventKind):  # one kind, not an iterable of its letters
+            raise TypeError(f"kinds must be an iterable of kinds, got {kinds!r}: write kinds=[{kinds!r}]")
         try:
-            wanted = frozenset(EventKind) if kinds is None else frozenset(kinds)
+            given = list(EventKind) if kinds is None else list(kinds)
         except TypeError as error:
             raise TypeError(f"kinds must be an iterable of EventKind members, got {kinds!r}") from error
+        wanted = frozenset(event_kind(kind) for kind in given)
         if not wanted:
             raise ValueError("kinds must name at least one EventKind")
-        for kind in wanted:
-            if not isinstance(kind, EventKind):
-                raise TypeError(f"kinds must be EventKind members, got {kind!r}")
         return Subscribe(next(self._subscription_ids), listener, wanted)
 
     def _unsubscribe(self, subscription_id: int) -> None:
@@ -1098,11 +1118,11 @@ class Scheduler:
         self._refuse_own_thread("advance")
         stepping.advance(self, seconds, timeout, check_refs(also))
 
-    def _settle_step(self, deadline: Deadline) -> int | None:
-        """Ask the scheduler to settle; return its activity count then, or ``None`` if it has stopped."""
+    def _settle_step(self, deadline: Deadline, until: float | None = None) -> int | None:
+        """Ask the scheduler to settle (up to ``until``, see ``Settle``); its activity count, or ``None``."""
         settled: Future[int | None] = Future()
         try:
-            self._send(Settle(settled))
+            self._send(Settle(settled, until))
         except SchedulerShutdownError:
             return None  # nothing will run any more
         return result_within(settled, deadline)

@@ -412,6 +412,7 @@ class RunEndings:
             assert isinstance(trigger, FixedDelay)
             due_at = next_fixed_delay(trigger.delay, after)
         task.due_at = due_at
+        task.counted_from = after
         if task.store_seq is not None:
             task.due_wall = due_at + self.wall_offset
         return True

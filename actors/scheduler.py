@@ -29,6 +29,7 @@ from actors.process_slot import ProcessSlot
 from actors.process_worker import ProcessWorkerActor
 from actors.shared_node import SharedNode
 from actors.store.protocol import Store, TaskDefinition
+from actors.subscriptions import Subscriptions
 from actors.task_record import TaskRecord
 from actors.threads import Role, ThreadRegistry
 from actors.timer import TimerThread
@@ -45,7 +46,6 @@ from messages import (
     Claimed,
     Completed,
     Drain,
-    EventKind,
     Failed,
     FindTask,
     Flush,
@@ -186,8 +186,10 @@ class SchedulerActor(LibraryActor):
             self._core.durable_runs_once = True  # a claimed task goes back to the store after its run
         self._armed: float | None = None  # the deadline the timer was last given
         self._watched: float | None = None  # the wall-clock offset it was last told to watch
-        self._subscriptions = {each.subscription_id: each for each in subscriptions or ()}
-        self._update_wanted()
+        self._subscriptions = Subscriptions()
+        for subscription in subscriptions or ():
+            self._subscriptions.add(subscription)
+        self._core.wanted = self._subscriptions.wanted
         self._settle_waiters: list[Waiter] = []
         self._drained: list[Waiter] = []  # woken when shut down and nothing runs any more
         self._stopping = False
@@ -214,9 +216,12 @@ class SchedulerActor(LibraryActor):
         stopped and ``started`` gets the error, so the ``Scheduler`` can raise it.
         """
         try:
+            # The offset tasks are planned against, read before any call can plan one: a jump
+            # before the first message is then a jump, not the first reading.
+            self._observe_wall_offset()
             if self._bus is None:
                 self._bus = self._start_bus()
-            for subscription in self._subscriptions.values():  # before any task: see them all
+            for subscription in self._subscriptions:  # before any task: see them all
                 self._tell_bus(subscription)
             for index in range(self._pool_size + len(self._slots)):  # one by one: on_stop stops those
                 self._workers.append(self._start_worker(index))  # started so far if one fails
@@ -348,17 +353,12 @@ class SchedulerActor(LibraryActor):
                 return core.next_due()
             case QueryStats():
                 return self._stats()
-            case Settle(waiter):
+            case Settle(waiter, until):
+                core.hold = until
                 core.tick(now=self._clock.now())
                 self._settle_waiters.append(waiter)
-            case Subscribe(subscription_id):
-                self._subscriptions[subscription_id] = message
-                self._update_wanted()
-                self._tell_bus(message)
-            case Unsubscribe(subscription_id):
-                self._subscriptions.pop(subscription_id, None)
-                self._update_wanted()
-                self._tell_bus(message)
+            case Subscribe() | Unsubscribe():
+                self._change_subscriptions(message)
             case Shutdown(drained):
                 self._drained.append(drained)
                 core.shut_down(now=self._clock.now())
@@ -521,7 +521,7 @@ class SchedulerActor(LibraryActor):
         if self._shared is not None:
             self._shared.after_message(core)
         if self._timer is not None and not core.closed:
-            head = core.next_due()
+            head = core.next_release()  # a FakeClock past a held-back task must not tick for ever
             watched = core.watched_wall_offset
             if head != self._armed or watched != self._watched:
                 self._armed, self._watched = head, watched
@@ -537,11 +537,16 @@ class SchedulerActor(LibraryActor):
                 _wake(waiter, None)
             self.stop()  # handled after the messages already queued
 
-    def _update_wanted(self) -> None:
-        wanted: frozenset[EventKind] = frozenset()
-        for subscription in self._subscriptions.values():
-            wanted |= subscription.kinds
-        self._core.wanted = wanted
+    def _change_subscriptions(self, message: Subscribe | Unsubscribe) -> None:
+        """Add or drop a subscription, here (the kinds the core builds) and on the bus."""
+        subscriptions = self._subscriptions
+        if isinstance(message, Subscribe):
+            changed = subscriptions.add(message)
+        else:
+            changed = subscriptions.remove(message.subscription_id)
+        if changed:
+            self._core.wanted = subscriptions.wanted
+        self._tell_bus(message)
 
     def _observe_wall_offset(self) -> None:
         """Tell the core how wall-clock time relates to clock time now (it re-plans after a jump)."""
@@ -561,13 +566,14 @@ class SchedulerActor(LibraryActor):
         return SchedulerStats(
             live_tasks=core.live_count,
             running=core.running_count,
-            heap_size=core.heap_size,
+            heap_size=core.waiting_in_heap,
             workers=self._pool_size,
             processes=len(self._slots),
             ticks=self._ticks,
             timer_wakeups=self._timer.wakeups if self._timer is not None else 0,
             replaced_threads=self._replaced,
             abandoned_workers=self._abandoned,
+            stale_heap_entries=core.heap_size - core.waiting_in_heap,
         )
 
     # -- the threads it runs (scheduler thread) ---------------------------------------------
@@ -628,7 +634,7 @@ class SchedulerActor(LibraryActor):
         logger.error("event bus %s; replacing it", reason)
         self._replaced += 1
         self._bus = self._start_bus()
-        for subscription in self._subscriptions.values():
+        for subscription in self._subscriptions:
             self._tell_bus(subscription)
 
 

@@ -194,6 +194,7 @@ class TaskRecord(Token):
     __slots__ = (
         "args",
         "claim",
+        "counted_from",
         "due_at",
         "due_wall",
         "failures",
@@ -243,6 +244,9 @@ class TaskRecord(Token):
         self.due_wall: float | None = None
         self.store_seq: int | None = None
         self.last_outcome: str | None = None  # how its last run ended, for the store
+        # When an interval task's next due time was counted from (clock time: the end of its
+        # last run here); None until it has one. A replaced definition counts from it too.
+        self.counted_from: float | None = None
 
     @classmethod
     def from_schedule(cls, cmd: Schedule, task_id: str, *, now: float, wall_offset: float) -> TaskRecord:
@@ -264,10 +268,11 @@ class TaskRecord(Token):
         if coroutine:
             spec = TaskSpec(recurring, limit, coroutine=True)
         name = cmd.name if cmd.name is not None else default_name(cmd.fn)
+        args = tuple(cmd.args)  # a tuple already (Schedule makes one): the same object
         if spec.calendar is None:
-            return cls(task_id, cmd.fn, cmd.args, cmd.kwargs, first_due_at(trigger, now), name, spec)
+            return cls(task_id, cmd.fn, args, cmd.kwargs, first_due_at(trigger, now), name, spec)
         due_wall = spec.calendar.next_fire(now + wall_offset)
-        task = cls(task_id, cmd.fn, cmd.args, cmd.kwargs, due_wall - wall_offset, name, spec)
+        task = cls(task_id, cmd.fn, args, cmd.kwargs, due_wall - wall_offset, name, spec)
         task.due_wall = due_wall
         return task
 
@@ -382,6 +387,7 @@ class TaskRecord(Token):
             last_traceback=failures.last_traceback if failures else None,
             end_reason=self.end_reason(),
             waiting_for=self.waiting_for() if status is TaskStatus.WAITING else (),
+            wall_offset=wall_offset,
         )
 
     def waiting_for(self) -> tuple[str, ...]:

@@ -22,6 +22,7 @@ race for it). Whoever moves first wins; the loser learns it from its own move, o
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
@@ -39,7 +40,7 @@ from actors.errors import (
 )
 from actors.parked import Parcel, ParkedTasks
 from actors.run_endings import RunEndings
-from actors.task_record import Failures, TaskRecord
+from actors.task_record import Failures, TaskRecord, TaskSpec
 from actors.task_state import (
     CANCELLED,
     CANCELLING,
@@ -56,6 +57,8 @@ from actors.wall_tasks import WallTasks
 from messages import (
     Cancelled,
     EventKind,
+    FixedDelay,
+    FixedRate,
     Schedule,
     TaskEvent,
     TaskId,
@@ -119,6 +122,10 @@ class Timetable(RunEndings):
         self.activity = 0  # counts releases, reports and endings: Scheduler.settle compares it
         self._hung_grace = hung_grace
         self.wall_offset = 0.0  # wall-clock time minus clock time: observe_wall_offset sets it
+        # Nothing due after it is released (Settle(until=...)): while Scheduler.advance steps
+        # through a window, the window's end; after a window a run overran (it moved a
+        # FakeClock past it), the clock reading then. A Settle without until lifts it.
+        self.hold: float | None = None
         # A shared store's node holds a durable task for one claimed run only: after that run
         # (or a missed one) the task goes back to its store (detached), which says when it is
         # due next and which node runs it; it never waits for its next run here.
@@ -247,8 +254,13 @@ class Timetable(RunEndings):
         token and handles stay (``if_exists="replace"``).
 
         A task waiting for its due time waits for the new one; a run already handed to a worker
-        goes on as it was, and the new trigger decides the run after it.
+        goes on as it was, and the new trigger decides the run after it. A replacement adds no
+        run the new trigger does not call for: an interval task that has run here counts the new
+        interval from the end of its last run, so re-declaring it at every start with another
+        interval does not run it again right after the (catch-up) run it just made.
         """
+        if live.state is PENDING:
+            _put_off(new, _replaced_due(live, new))
         live.fn, live.args, live.kwargs, live.name, live.spec = (
             new.fn,
             new.args,
@@ -314,7 +326,7 @@ class Timetable(RunEndings):
             and task.state is not CANCELLING
         ):
             if self._deferred:
-                self._queue_due(now)  # what fell due before this cancel is released first, as always
+                self._queue_due(self._due_by(now))  # what fell due before this cancel is released first
             self._end_cancelled(task, now, mid_run=report.mid_run)
 
     def tick(self, *, now: float) -> None:
@@ -475,7 +487,7 @@ class Timetable(RunEndings):
         if task is not None:
             return task.snapshot(wall_offset=wall_offset)
         task = self._history.get(task_id)
-        return task.snapshot() if task is not None else None
+        return task.snapshot(wall_offset=wall_offset) if task is not None else None
 
     def infos(self, *, wall_offset: float | None = None) -> list[TaskInfo]:
         """Return a snapshot of every live task, in scheduling order (parked tasks last, in theirs)."""
@@ -491,11 +503,17 @@ class Timetable(RunEndings):
         return self._heap.next_due()
 
     def is_settled(self, now: float) -> bool:
-        """Whether no worker holds a run and nothing is due at ``now``."""
+        """Whether no worker holds a run and nothing is due at ``now`` (nor held back by ``hold``)."""
         if self.busy:
             return False
         due = self.next_due()
-        return due is None or due > now
+        return due is None or due > self._due_by(now)
+
+    def next_release(self) -> float | None:
+        """When the next pending task is released: its due time, or ``None`` (none, or held back)."""
+        due = self._heap.next_due()
+        hold = self.hold
+        return None if due is None or (hold is not None and due > hold) else due
 
     @property
     def busy(self) -> bool:
@@ -517,6 +535,11 @@ class Timetable(RunEndings):
         return self._heap.size
 
     @property
+    def waiting_in_heap(self) -> int:
+        """Tasks waiting in the heap for their due time (its live entries)."""
+        return len(self._heap)
+
+    @property
     def live_count(self) -> int:
         """Tasks that are not yet terminal."""
         return len(self._tasks) + len(self._parked)
@@ -531,10 +554,11 @@ class Timetable(RunEndings):
         """
         if self._deferred:
             return
+        due_by = self._due_by(now)
         missed: list[TaskRecord] = []
         stranded: list[TaskRecord] = []
         while True:
-            self._queue_due(now)
+            self._queue_due(due_by)
             self._dealer.deal(
                 self._effects.batches, announce=self._want_started, now=now, missed=missed, stranded=stranded
             )
@@ -546,6 +570,11 @@ class Timetable(RunEndings):
                 self._fail_run(task, _no_processes(task), "", now)
             missed.clear()
             stranded.clear()
+
+    def _due_by(self, now: float) -> float:
+        """The latest due time released at ``now``: ``now``, or the ``hold`` if that is earlier."""
+        hold = self.hold
+        return now if hold is None or hold > now else hold
 
     def _queue_due(self, now: float) -> None:
         """Move the tasks due at ``now`` from the heap to the ready FIFO."""
@@ -699,3 +728,45 @@ def _no_processes(task: TaskRecord) -> NoWorkerProcessesError:
 
 
 __all__ = ["Timetable"]
+
+
+def _replaced_due(live: TaskRecord, new: TaskRecord) -> float:
+    """When a pending task replaced by ``new`` is due: as ``new`` says, or later (``replace``).
+
+    Never sooner than the new interval after the end of the task's last run here, for an
+    interval task (a task loaded from a store that has not run yet is due as ``new`` says: its
+    due time here may be a placeholder, as the command line's hold-back makes it).
+    """
+    since, trigger = live.counted_from, new.spec.trigger
+    if since is None or not isinstance(trigger, FixedRate | FixedDelay):
+        return new.due_at
+    every = trigger.interval if isinstance(trigger, FixedRate) else trigger.delay
+    return max(new.due_at, since + every)
+
+
+def _put_off(task: TaskRecord, due_at: float) -> None:
+    """Make a new (not yet owned) record first due at ``due_at``, later than it was.
+
+    A fixed-rate grid starts there (its slots are ``due_at + k * interval``), and a durable
+    task's wall-clock due time, which its store keeps, moves with it.
+    """
+    later = due_at - task.due_at
+    if later <= 0:
+        return
+    task.due_at = due_at
+    if task.due_wall is not None:
+        task.due_wall += later
+    trigger, spec = task.spec.trigger, task.spec
+    if isinstance(trigger, FixedRate):
+        task.spec = TaskSpec(
+            dataclasses.replace(trigger, first_at=due_at),
+            spec.failure_limit,
+            spec.executor,
+            spec.misfire_grace,
+            on_wall=spec.on_wall,
+            timeout=spec.timeout,
+            retry=spec.retry,
+            coroutine=spec.coroutine,
+            after=spec.after,
+            delay=spec.delay,
+        )

@@ -16,7 +16,7 @@ from actors.clock import Clock
 from actors.references import LazyReference, check_picklable_arguments, reference_of, resolve_stored
 from actors.retry import Retry
 from messages import is_minted_id
-from messages.commands import EMPTY_KWARGS, require_failure_limit
+from messages.commands import EMPTY_KWARGS, as_args, require_failure_limit
 from messages.triggers import require_finite, require_positive_duration
 
 __all__ = [
@@ -260,7 +260,8 @@ def check_bulk(
 
     Raises:
         TypeError: ``delays`` or ``args`` is not an iterable (a str is not one); a delay is
-            not a number; an item of ``args`` is not a tuple. The message gives its index.
+            not a number; an item of ``args`` is not a sequence of arguments (a tuple or a
+            list; a str is not one). The message gives its index.
         ValueError: a delay, or the due time it makes from ``now``, is NaN or infinite;
             ``args`` has another length than ``delays``.
     """
@@ -278,16 +279,17 @@ def check_bulk(
     if args is None:
         return due_at, None
     if isinstance(args, str | bytes) or not isinstance(args, Iterable):
-        raise TypeError(f"args must be an iterable of tuples, one per delay, got {args!r}")
+        raise TypeError(f"args must be an iterable of argument tuples, one per delay, got {args!r}")
     arguments = list(args)
     if len(arguments) != len(due_at):
         raise ValueError(
             f"args has {len(arguments)} items for {len(due_at)} delays: give one tuple per delay"
         )
-    if not all(type(each) is tuple for each in arguments):  # else look closer (a named tuple will do)
-        for index, each in enumerate(arguments):
-            if not isinstance(each, tuple):
-                raise TypeError(f"args[{index}] must be a tuple, got {each!r}")
+    if not all(type(each) is tuple for each in arguments):  # else look closer (a list will do)
+        arguments = [
+            each if isinstance(each, tuple) else as_args(each, f"args[{index}]")
+            for index, each in enumerate(arguments)
+        ]
     return due_at, arguments
 
 

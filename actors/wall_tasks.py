@@ -7,7 +7,8 @@ clock time when it was planned). When the wall clock is stepped (NTP, a manual r
 from suspend) the offset moves: by more than ``JUMP_THRESHOLD`` and every wall-clock task is
 planned again; less is drift, which the next plan takes in.
 
-The owner (the timetable) calls ``observe`` with the offset it is given before each message.
+The owner (the timetable) calls ``observe`` with the offset it is given as the scheduler starts
+(so the first task is planned against a known offset) and before each message.
 Like the rest of the core this reads no clock.
 """
 

@@ -9,14 +9,14 @@ message carries can stop the scheduler.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Protocol, final
 
 from messages.events import EventKind, TaskEvent, TaskId, is_minted_id
 from messages.frozen import fast_init
-from messages.triggers import TRIGGER_TYPES, Trigger
+from messages.triggers import TRIGGER_TYPES, Trigger, require_finite
 
 EMPTY_KWARGS: Mapping[str, Any] = MappingProxyType({})
 
@@ -76,6 +76,28 @@ def require_task_id(task_id: object) -> None:
         raise TypeError(f"task_id must be a str, got {task_id!r}")
 
 
+def as_args(args: object, name: str = "args") -> tuple[Any, ...]:
+    """Return positional arguments as a tuple; any sequence will do, but not a str or bytes.
+
+    A list is what people write, and what JSON gives back; a str or bytes is one argument, not
+    a sequence of them.
+
+    Raises:
+        TypeError: ``args`` is a str, bytes or bytearray, or not a sequence (a set, a dict, a
+            generator: their order is not the call's); the message says how to pass one.
+    """
+    if type(args) is tuple:
+        return args
+    if isinstance(args, str | bytes | bytearray | memoryview):
+        raise TypeError(
+            f"{name} must be a sequence of arguments, got the {type(args).__name__} {args!r}:"
+            f" for one argument write {name}=({args!r},)"
+        )
+    if not isinstance(args, Sequence):
+        raise TypeError(f"{name} must be a sequence of arguments (a tuple or a list), got {args!r}")
+    return tuple(args)
+
+
 def require_waiter(name: str, waiter: object) -> None:
     """Check that ``waiter`` has a callable ``set_result`` (``TypeError`` otherwise)."""
     if not callable(getattr(waiter, "set_result", None)):
@@ -97,7 +119,8 @@ class Schedule:
             lets the scheduler mint one (``"task-<n>"``, a form reserved for minted ids).
         fn: What to run, called on a worker thread as ``fn(*args, **kwargs)``.
         trigger: When to run it.
-        args: Positional arguments for ``fn``.
+        args: Positional arguments for ``fn``: any sequence but a str or bytes (a list is
+            kept as a tuple).
         kwargs: Keyword arguments for ``fn``.
         name: A label for events and snapshots; defaults to ``fn``'s qualified name.
         max_consecutive_failures: For recurring tasks: stop with status ``FAILED`` after
@@ -107,7 +130,7 @@ class Schedule:
     task_id: TaskId | None = None
     fn: Callable[..., object] = field(compare=False)
     trigger: Trigger
-    args: tuple[Any, ...] = ()
+    args: Sequence[Any] = ()
     kwargs: Mapping[str, Any] = field(default_factory=lambda: EMPTY_KWARGS, compare=False)
     name: str | None = None
     max_consecutive_failures: int | None = None
@@ -125,8 +148,8 @@ class Schedule:
             raise TypeError(
                 f"trigger must be one of {sorted(t.__name__ for t in TRIGGER_TYPES)}, got {self.trigger!r}"
             )
-        if not isinstance(self.args, tuple):
-            raise TypeError(f"args must be a tuple, got {self.args!r}")
+        if type(self.args) is not tuple:
+            object.__setattr__(self, "args", as_args(self.args))
         if not isinstance(self.kwargs, Mapping):
             raise TypeError(f"kwargs must be a mapping, got {self.kwargs!r}")
         if not all(isinstance(key, str) for key in self.kwargs):
@@ -247,12 +270,18 @@ class Settle:
     """Run what is due now, then set ``waiter``'s result once nothing due now is unfinished.
 
     The result is the scheduler's activity count at that moment (see ``Scheduler.settle``).
+    ``until``: the end of a ``Scheduler.advance`` window (clock seconds). Nothing due after it
+    runs, even once a run has moved a ``FakeClock`` past it, until a ``Settle`` without
+    ``until`` (or with a later one) comes; ``None`` runs what is due now.
     """
 
     waiter: Waiter = field(compare=False)
+    until: float | None = None
 
     def __post_init__(self) -> None:
         require_waiter("waiter", self.waiter)
+        if self.until is not None:
+            object.__setattr__(self, "until", require_finite("until", self.until))
 
 
 @final

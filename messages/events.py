@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import enum
 import re
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, field, fields
+from datetime import UTC, datetime
 from typing import final
 
-from messages.triggers import Trigger
+from messages.triggers import Cron, Once, Trigger
 
 TaskId = str
 """A task's id: given by the caller, or minted by the scheduler (``"task-<n>"``)."""
@@ -53,6 +53,27 @@ class EventKind(enum.Enum):
     """The wall clock jumped (was stepped by more than a second against the monotonic clock),
     so wall-clock tasks were re-planned. Not about one task: ``task_id`` and ``name`` are
     ``""``, and ``TaskEvent.jump`` holds the jump in seconds (positive: forward)."""
+
+
+def event_kind(kind: object) -> EventKind:
+    """Return the ``EventKind`` ``kind`` is, or names.
+
+    A member, or its name or value as a str, in any case (``"failed"``, ``"FAILED"``,
+    ``"clock_jumped"``, ``"clock-jumped"``).
+
+    Raises:
+        ValueError: a str that names no kind (the message lists them).
+        TypeError: neither an ``EventKind`` nor a str.
+    """
+    if isinstance(kind, EventKind):
+        return kind
+    if not isinstance(kind, str):
+        raise TypeError(f"kinds must be EventKind members or their names, got {kind!r}")
+    member = EventKind.__members__.get(kind.upper().replace("-", "_"))
+    if member is None:
+        names = ", ".join(each.value for each in EventKind)
+        raise ValueError(f"{kind!r} is not an event kind; the kinds are: {names}")
+    return member
 
 
 class TaskStatus(enum.Enum):
@@ -143,6 +164,12 @@ class TaskInfo:
             ``"stopped after 3 consecutive failures (max_consecutive_failures=3)"``.
         node: On a shared store, the node that holds the task's run in flight (claimed or
             running), by its name in the store; ``None`` otherwise.
+        wall_offset: Wall-clock time (POSIX seconds) minus clock time when the snapshot was
+            taken, to turn the clock times above into wall-clock instants; ``None`` if unknown.
+
+    Clock seconds (``next_run_at``, a trigger's ``first_at`` or ``at``) are monotonic: no
+    person can read them. ``repr`` shows each beside its wall-clock instant (aware, UTC) in
+    brackets, and ``str`` is a one-line summary in wall-clock time.
     """
 
     task_id: TaskId
@@ -159,11 +186,63 @@ class TaskInfo:
     end_reason: str | None = None
     waiting_for: tuple[TaskId, ...] = ()
     node: str | None = None
+    wall_offset: float | None = field(default=None, compare=False)  # a reading, not the task's state
 
     @property
     def done(self) -> bool:
         """Whether the task is in a terminal status and will never run again."""
         return self.status in TERMINAL_STATUSES
+
+    def _wall_at(self, at: float | None) -> datetime | None:
+        """The wall-clock instant of clock time ``at``, if this snapshot knows the offset."""
+        offset = self.wall_offset
+        if offset is None and self.next_run_at is not None and self.next_run_wall is not None:
+            offset = self.next_run_wall.timestamp() - self.next_run_at
+        if at is None or offset is None:
+            return None
+        try:
+            return datetime.fromtimestamp(offset + at, UTC)
+        except (OverflowError, ValueError, OSError):
+            return None
+
+    def _trigger_text(self) -> str:
+        """The trigger's repr, with the wall-clock instant beside its clock time."""
+        trigger = self.trigger
+        text = repr(trigger)
+        if isinstance(trigger, Cron):
+            return text  # wall-clock times already
+        at = trigger.at if isinstance(trigger, Once) else trigger.first_at
+        wall = self._wall_at(at)
+        if wall is None:
+            return text
+        label = "at" if isinstance(trigger, Once) else "first_at"
+        return text.replace(f"{label}={at!r}", f"{label}={at!r} [{wall.isoformat()}]", 1)
+
+    def __repr__(self) -> str:
+        """The fields, each clock time followed by its wall-clock instant in brackets."""
+        parts = []
+        for each in fields(self):
+            value = getattr(self, each.name)
+            if each.name == "trigger":
+                text = self._trigger_text()
+            elif each.name == "next_run_at" and value is not None and self.next_run_wall is not None:
+                text = f"{value!r} [{self.next_run_wall.isoformat()}]"
+            else:
+                text = repr(value)
+            parts.append(f"{each.name}={text}")
+        return f"TaskInfo({', '.join(parts)})"
+
+    def __str__(self) -> str:
+        """One line for people: id, name, status, next run on the wall clock, counters."""
+        text = f"task {self.task_id!r} ({self.name}): {self.status.value}"
+        if self.next_run_wall is not None:
+            text += f", next run {self.next_run_wall.isoformat(sep=' ')}"
+        text += f", {self.run_count} runs, {self.failure_count} failed"
+        if self.last_error is not None:
+            text += f", last error {type(self.last_error).__name__}: {self.last_error}"
+        if self.end_reason is not None:
+            text += f" ({self.end_reason})"
+        return text
 
 
 @final
@@ -174,7 +253,11 @@ class SchedulerStats:
     Attributes:
         live_tasks: Tasks not yet in a terminal status.
         running: Runs a worker has started and not yet reported.
-        heap_size: Heap entries, stale (cancelled) ones included.
+        heap_size: Tasks waiting in the heap for their due time: the live entries only (a task
+            due and waiting for a worker, running, or waiting for another task is not there).
+        stale_heap_entries: Entries a cancel or a new due time left behind in the heap, not
+            yet pruned. Deletion is lazy: they are dropped in one pass once they outnumber the
+            live entries (and are more than a few dozen), so they cost memory, never a run.
         workers: Size of the worker pool.
         ticks: ``Tick`` messages handled.
         timer_wakeups: Times the timer thread woke from a wait (0 when there is no timer).
@@ -194,3 +277,4 @@ class SchedulerStats:
     replaced_threads: int = 0
     processes: int = 0
     abandoned_workers: int = 0
+    stale_heap_entries: int = 0

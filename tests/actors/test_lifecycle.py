@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 import threading
+from concurrent.futures import CancelledError
 
 import pytest
 
 from actors import DuplicateTaskError, FakeClock, Scheduler, SchedulerShutdownError, UnknownTaskError
-from messages import EventKind, TaskStatus
+from messages import EventKind, Once, Schedule, TaskStatus
 from tests.conftest import Gate
 
 
@@ -74,6 +75,30 @@ def test_history_is_bounded_but_handles_keep_their_final_state(make_scheduler) -
     assert [h.result(timeout=0) for h in handles] == list(range(10))
 
 
+# Regression (issue 22, point 10): handle(id) of a finished task raised UnknownTaskError while
+# info(id) knew it. Any task the history holds has a handle, with its final result.
+def test_a_finished_task_in_the_history_has_a_handle_with_its_final_result(make_scheduler) -> None:
+    s = make_scheduler(workers=1, history=3)
+    s.schedule_once(lambda: "value", delay=0, task_id="completed")
+    s.schedule_once(lambda: 1 / 0, delay=0, task_id="failed")
+    s.schedule_once(lambda: None, delay=5, task_id="cancelled").cancel()
+    s.settle()
+    assert s.handle("completed").done()
+    assert s.handle("completed").result(timeout=0) == "value"
+    with pytest.raises(ZeroDivisionError):
+        s.handle("failed").result(timeout=0)
+    with pytest.raises(CancelledError):
+        s.handle("cancelled").result(timeout=0)
+    assert s.handle("failed").info() == s.info("failed")
+    for n in range(3):  # push them out of the history: then neither knows them
+        s.schedule_once(lambda: None, delay=0, task_id=f"later-{n}")
+    s.settle()
+    with pytest.raises(UnknownTaskError, match="'completed'"):
+        s.handle("completed")
+    with pytest.raises(UnknownTaskError):
+        s.info("completed")
+
+
 def test_unknown_task_error_is_a_key_error(make_scheduler) -> None:
     s = make_scheduler()
     with pytest.raises(KeyError, match="no task with id 'ghost'"):
@@ -113,10 +138,12 @@ NOT_NUMBERS = ["1", None, True, [1]]
         (lambda s: s.schedule_with_fixed_delay(print, 1, max_consecutive_failures=0), ValueError),
         (lambda s: s.schedule_once(print, delay=1, task_id="task-7"), ValueError),
         (lambda s: s.schedule_once(print, delay=1, task_id=7), TypeError),
-        (lambda s: s.schedule_once(print, delay=1, args=[1]), TypeError),
+        (lambda s: s.schedule_once(print, delay=1, args="1"), TypeError),  # a str is one argument
+        (lambda s: s.schedule_once(print, delay=1, args={1}), TypeError),  # a set has no order
         (lambda s: s.subscribe("not callable"), TypeError),
         (lambda s: s.subscribe(print, kinds=[]), ValueError),
-        (lambda s: s.subscribe(print, kinds=["due"]), TypeError),
+        (lambda s: s.subscribe(print, kinds=["no such kind"]), ValueError),
+        (lambda s: s.subscribe(print, kinds=[1]), TypeError),
     ],
 )
 def test_bad_input_is_rejected_and_changes_nothing(make_scheduler, clock: FakeClock, call, error) -> None:
@@ -127,6 +154,62 @@ def test_bad_input_is_rejected_and_changes_nothing(make_scheduler, clock: FakeCl
     s.advance(1)
     assert survivor.result(timeout=5) == "survived"
     assert s.tasks() == []
+
+
+# Regression (issue 22, point 7): args had to be a tuple, so docs/persistence.md's args=["ops"]
+# failed; a list is what people write and what JSON gives back. Any sequence will do, but a str
+# (or bytes) is one argument, not a sequence of them.
+def test_args_may_be_any_sequence_but_a_str(make_scheduler, clock: FakeClock) -> None:
+    s = make_scheduler()
+    echo = lambda *given: given  # noqa: E731
+    once = s.schedule_once(echo, delay=0, args=["ops", 1])
+    rate = s.schedule_at_fixed_rate(echo, 10, args=["rate"])
+    delay = s.schedule_with_fixed_delay(echo, 10, args=range(2))
+    cron = s.schedule_cron(echo, "* * * * *", args=["cron"])
+    after = s.schedule_after(echo, once, args=["after"])
+    many = s.schedule_many(echo, [0.0, 0.0], args=[["a"], ("b",)])
+    hand_sent = Schedule(task_id="by-message", fn=echo, trigger=Once(0.0), args=["message"])
+    assert hand_sent.args == ("message",)
+    assert s.ref.ask(hand_sent) is True
+    s.advance(60)
+    assert once.result(timeout=5) == ("ops", 1)
+    assert after.result(timeout=5) == ("after",)
+    assert [s.handle(task_id).result(timeout=5) for task_id in many] == [("a",), ("b",)]
+    assert s.handle("by-message").result(timeout=5) == ("message",)
+    for recurring in (rate, delay, cron):
+        assert recurring.info().run_count >= 1
+        assert recurring.info().failure_count == 0
+    for bad in ("ops", b"ops", {"ops"}, iter(["ops"])):
+        with pytest.raises(TypeError, match="args"):
+            s.schedule_once(echo, delay=0, args=bad)
+        with pytest.raises(TypeError, match="args"):
+            Schedule(task_id="x", fn=echo, trigger=Once(0.0), args=bad)
+    with pytest.raises(TypeError, match=r"args\[1\]"):
+        s.schedule_many(echo, [0.0, 0.0], args=[["a"], "b"])
+    with pytest.raises(TypeError, match=r"args=\('ops',\)"):  # the message says how
+        s.schedule_once(echo, delay=0, args="ops")
+
+
+# Regression (issue 22, point 8): subscribe(kinds=...) needed EventKind, which actors did not
+# export, and refused the kinds' names.
+def test_subscribe_takes_kinds_by_name_in_any_case(make_scheduler) -> None:
+    import actors
+
+    assert actors.EventKind is EventKind
+    s = make_scheduler()
+    failures: list[str] = []
+    starts: list[str] = []
+    s.subscribe(lambda event: failures.append(event.task_id), kinds=["failed"])
+    s.subscribe(lambda event: starts.append(event.task_id), kinds=("STARTED", "clock-jumped"))
+    s.schedule_once(lambda: 1 / 0, delay=0, task_id="bad")
+    s.schedule_once(lambda: None, delay=0, task_id="good")
+    s.settle()
+    assert failures == ["bad"]
+    assert sorted(starts) == ["bad", "good"]
+    with pytest.raises(ValueError, match="'fialed' is not an event kind; the kinds are: due, started"):
+        s.subscribe(print, kinds=["fialed"])
+    with pytest.raises(TypeError, match="kinds"):
+        s.subscribe(print, kinds="failed")  # one name, not a list of them
 
 
 def test_duplicate_live_task_id(make_scheduler) -> None:

@@ -105,3 +105,23 @@ def test_snapshots_show_the_next_run_on_the_wall_clock(make_scheduler, clock) ->
     assert info.next_run_at == clock.now() + 90
     assert info.next_run_wall == datetime(2026, 1, 1, 0, 1, 30, tzinfo=UTC)
     assert "wall=2026-01-01T00:00:00+00:00" in repr(s)
+
+
+# Regression (issue 22, point 12): TaskInfo's repr showed monotonic clock times (first_at=799.5)
+# that nobody can read. Each is followed by its wall-clock instant, and str() is one line of
+# wall-clock time; a finished task's snapshot still knows how the clocks related.
+def test_task_info_shows_wall_clock_times_beside_clock_times(make_scheduler, clock) -> None:
+    s = make_scheduler()
+    every = s.schedule_at_fixed_rate(lambda: None, 60.0, 30.0, task_id="every-minute", name="beat")
+    once = s.schedule_once(lambda: None, 10.0, task_id="once")
+    s.advance(40)
+    info = every.info()
+    assert f"first_at={clock.now() - 10.0!r} [2026-01-01T00:00:30+00:00]" in repr(info)
+    assert f"next_run_at={info.next_run_at!r} [2026-01-01T00:01:30+00:00]" in repr(info)
+    assert str(info) == (
+        "task 'every-minute' (beat): scheduled, next run 2026-01-01 00:01:30+00:00, 1 runs, 0 failed"
+    )
+    finished = s.info("once")
+    assert finished.next_run_at is None
+    assert "at=1010.0 [2026-01-01T00:00:10+00:00]" in repr(finished)
+    assert finished == once.info()  # the clock reading it carries is not part of the task's state

@@ -153,3 +153,32 @@ def test_recurring_result_waits_for_the_end(make_scheduler) -> None:
     assert handle.cancel() is True
     with pytest.raises(CancelledError):
         handle.result(timeout=5)
+
+
+# Regression (issue 22, point 11): re-declaring a recurring task with if_exists="replace" and a
+# new interval ran it at once, right after the run it had just made (the catch-up run of a
+# restart, say). The new interval counts from the old trigger's last slot instead.
+@pytest.mark.parametrize("method", ["schedule_at_fixed_rate", "schedule_with_fixed_delay"])
+def test_replacing_an_interval_adds_no_run_the_new_interval_does_not_call_for(
+    make_scheduler, clock: FakeClock, method: str
+) -> None:
+    s = make_scheduler()
+    runs: list[float] = []
+    start = clock.now()
+    declare = getattr(s, method)
+    first = declare(lambda: runs.append(clock.now() - start), 3600.0, task_id="report")
+    s.settle()  # the run the first declaration calls for: at once
+    clock.advance(5)  # a few seconds later, the program declares it again, every minute now
+    again = declare(lambda: runs.append(clock.now() - start), 60.0, task_id="report", if_exists="replace")
+    assert again == first
+    s.settle()
+    assert runs == [0.0]  # no extra run now ...
+    assert again.info().next_run_at == start + 60.0  # ... but a minute after the last one
+    s.advance(55 + 120)
+    assert runs == [0.0, 60.0, 120.0, 180.0]
+    # A task that has not run yet, or one whose new interval is already past, runs as declared.
+    fresh = declare(lambda: None, 3600.0, 10.0, task_id="fresh")
+    declare(lambda: None, 60.0, task_id="fresh", if_exists="replace")
+    s.settle()
+    assert fresh.info().run_count == 1  # at once, as the new declaration says
+    assert fresh.info().next_run_at == clock.now() + 60.0

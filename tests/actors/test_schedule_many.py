@@ -183,7 +183,8 @@ def test_a_reference_string_names_the_function(make_scheduler) -> None:
         ("12", None, TypeError, "delays must be"),
         (3.0, None, TypeError, "delays must be"),
         ([1.0, 2.0], [()], ValueError, "1 items for 2 delays"),
-        ([1.0, 2.0], [(), [1]], TypeError, "args[1]"),
+        ([1.0, 2.0], [(), "1"], TypeError, "args[1]"),  # a list will do, a str is one argument
+        ([1.0, 2.0], [(), {1}], TypeError, "args[1]"),
         ([1.0], 5, TypeError, "args must be"),
     ],
 )

@@ -51,6 +51,22 @@ def test_a_jump_forward_runs_what_became_due_once_and_says_so(
     assert info.next_run_at == pytest.approx(clock.now() + 3600.0)
 
 
+# Regression (issue 21, point 14): a jump after a cron task was scheduled but before the scheduler
+# had handled any message was taken as the first reading of the wall offset: the task ran right,
+# but CLOCK_JUMPED never came. The scheduler reads the offset as it starts, so the first task
+# is planned against a known offset.
+def test_a_jump_before_the_scheduler_handled_any_message_is_published(clock: FakeClock) -> None:
+    recorder = EventRecorder()
+    with Scheduler(workers=1, clock=clock, listeners=[recorder]) as s:
+        runs: list[datetime] = []
+        s.schedule_cron(lambda: runs.append(clock.wall()), "0 10 * * *")  # 10:00, in an hour
+        clock.set_wall(START + timedelta(minutes=30))  # 09:30 on the wall, the clock unmoved
+        s.advance(1800)
+        jumped = [e for e in recorder.events if e.kind is EventKind.CLOCK_JUMPED]
+        assert [e.jump for e in jumped] == [pytest.approx(1800.0)]
+        assert runs == [START + timedelta(hours=1)]
+
+
 def test_a_jump_back_runs_nothing_twice_and_nothing_early(
     make_scheduler: Callable[..., Scheduler], clock: FakeClock
 ) -> None:

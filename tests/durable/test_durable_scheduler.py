@@ -186,6 +186,27 @@ def test_if_exists_keep_and_replace_for_a_program_declaring_its_tasks_at_start(
     assert (row.fn_ref, row.run_count) == ("tests.durable.tasks:echo", 3)
 
 
+# Regression (issue 22, point 11): a program that re-declares its hourly task at every start with
+# if_exists="replace" and a new interval got an extra run at once, right after the catch-up run
+# the restart had just made.
+def test_a_restart_that_replaces_the_interval_adds_no_run_after_the_catch_up_run(
+    start: Callable[..., Scheduler],
+) -> None:
+    s = start()
+    s.schedule_at_fixed_rate(tasks.record, 3600.0, task_id="report", if_exists="replace")
+    s.settle()
+    s.shutdown()
+    again = start(wall=START + timedelta(minutes=90))  # down for 90 minutes: one catch-up run
+    again.settle()
+    assert len(tasks.CALLS) == 2
+    report = again.schedule_at_fixed_rate(tasks.record, 60.0, task_id="report", if_exists="replace")
+    again.settle()
+    assert len(tasks.CALLS) == 2  # no run the new interval does not call for ...
+    assert report.info().next_run_at == again.clock.now() + 60.0  # ... a minute after the last
+    again.advance(60.0)
+    assert len(tasks.CALLS) == 3
+
+
 def test_handle_finds_loaded_and_live_tasks(start: Callable[..., Scheduler]) -> None:
     s = start()
     s.schedule_once(tasks.noop, delay=60.0, task_id="later")

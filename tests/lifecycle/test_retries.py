@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
+import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 
 import pytest
@@ -142,3 +147,53 @@ def test_bad_retry_types_are_type_errors(make_scheduler: Callable[..., Scheduler
         Retry(attempts=2.5)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="Retry"):
         make_scheduler().schedule_once(print, 1.0, retry=3)  # type: ignore[arg-type]
+
+
+RETRY_TIMES = """
+import json
+from actors import FakeClock, Retry, Scheduler, current_run
+
+clock = FakeClock()
+times = {}
+
+def flaky(name):
+    times.setdefault(name, []).append(clock.now())
+    if current_run().attempt < 4:
+        raise ConnectionError(name)
+
+with Scheduler(clock=clock, workers=1) as s:
+    for name in ("alpha", "beta"):
+        s.schedule_once(flaky, 0.0, task_id=name, args=[name], retry=Retry(attempts=4))
+    s.advance(30)
+print(json.dumps(times))
+"""
+
+
+# Regression (issue 22, point 9): Retry() has jitter=0.1 by default, and a FakeClock test must be
+# able to rely on the times it gives. The jitter is seeded with the task, run and attempt
+# (random.Random(str) hashes with SHA-512, not the salted hash()): the same in every process.
+def test_the_default_jitter_is_the_same_for_a_task_and_attempt_in_every_process() -> None:
+    runs = []
+    for hash_seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        child = subprocess.run(
+            [sys.executable, "-c", RETRY_TIMES],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        runs.append(json.loads(child.stdout))
+    assert runs[0] == runs[1]
+    alpha, beta = runs[0]["alpha"], runs[0]["beta"]
+    waits = [later - earlier for earlier, later in itertools.pairwise(alpha)]
+    assert len(waits) == 3
+    for wait, nominal in zip(waits, (1.0, 2.0, 4.0), strict=True):  # the defaults: delay 1, backoff 2
+        assert wait != nominal  # jittered ...
+        assert abs(wait - nominal) <= 0.1 * nominal + 1e-9  # ... by at most 10 %
+    assert alpha != beta  # each task draws its own
+    retry = Retry()
+    assert waits == pytest.approx(
+        [retry.delay_before(attempt, f"alpha:1:{attempt}") for attempt in (2, 3, 4)]
+    )

@@ -19,7 +19,7 @@ import subprocess
 import sys
 import threading
 from collections import namedtuple
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta, timezone
@@ -149,8 +149,8 @@ def common_problems(
         problems.append((ValueError, r"\bfn\b"))
     elif not callable(fn):
         problems.append((TypeError, r"\bfn\b"))
-    if not isinstance(args, tuple):
-        problems.append((TypeError, "args"))
+    if isinstance(args, str | bytes | bytearray) or not isinstance(args, Sequence):
+        problems.append((TypeError, "args"))  # any other sequence will do (a list, as JSON gives)
     if kwargs is not None and not isinstance(kwargs, Mapping):
         problems.append((TypeError, "kwargs"))
     if task_id is not None and not isinstance(task_id, str):
@@ -325,12 +325,18 @@ def test_subscribe_rejects_bad_input() -> None:
             problems: list[Problem] = []
             if not callable(listener):
                 problems.append((TypeError, "listener"))
-            if kinds is not None:
+            if isinstance(kinds, str):  # one name: not an iterable of its letters
+                problems.append((TypeError, "kinds"))
+            elif kinds is not None:
                 members = list(kinds)  # type: ignore[call-overload]
                 if not members:
                     problems.append((ValueError, "kinds"))
-                elif not all(isinstance(kind, EventKind) for kind in members):
+                if not all(isinstance(kind, EventKind | str) for kind in members):
                     problems.append((TypeError, "kinds"))
+                names = {kind.name for kind in EventKind}
+                named = [kind.upper().replace("-", "_") for kind in members if isinstance(kind, str)]
+                if any(name not in names for name in named):
+                    problems.append((ValueError, "event kind"))  # names are taken in any case
             subscription = check(lambda: s.subscribe(listener, kinds), problems)  # type: ignore[arg-type]
             if subscription is not None:
                 subscription.cancel()

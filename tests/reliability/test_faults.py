@@ -437,6 +437,32 @@ def test_advance_survives_a_run_that_overruns_the_window(
     assert clock.now() == 1011.0
 
 
+# Regression (issue 21, point 7): an hourly fixed-rate task whose run takes an hour (it moves the
+# fake clock 3600 s) made each next slot due at once, and advance(7200) never stopped (98,014
+# runs). It stops at the end of its window: the slot the last run's overrun brought due runs
+# once, and what comes due after that waits for the next advance.
+def test_advance_stops_at_the_end_of_its_window_when_each_run_takes_the_whole_interval(
+    make_scheduler: Callable[..., Scheduler], clock: FakeClock
+) -> None:
+    s = make_scheduler(workers=1)
+    runs: list[float] = []
+
+    def takes_an_hour() -> None:
+        runs.append(clock.now())
+        clock.advance(3600)
+
+    hourly = s.schedule_at_fixed_rate(takes_an_hour, 3600)
+    s.advance(7200, timeout=WAIT)
+    assert runs == [1000.0, 4600.0, 8200.0, 11800.0]
+    assert clock.now() == 15400.0
+    assert hourly.info().next_run_at == 15400.0  # due, but held back until time is moved again
+    assert s.stats().running == 0  # the timer does not go on running it behind the test's back
+    assert len(runs) == 4
+    s.advance(3600, timeout=WAIT)  # the next window takes the held slot, and stops again
+    assert runs[4:] == [15400.0, 19000.0, 22600.0]
+    assert clock.now() == 26200.0
+
+
 # Regression: once the SchedulerActor was dead, facade calls used to leak pykka.ActorDeadError
 # instead of SchedulerShutdownError (settle returns, as after shutdown).
 def test_a_dead_scheduler_actor_is_reported_as_shut_down(make_scheduler: Callable[..., Scheduler]) -> None:

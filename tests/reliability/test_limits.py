@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 import pytest
 
 from actors import LATEST_DUE, MAX_WORKERS, FakeClock, Scheduler, SchedulerStartError
-from messages import TaskStatus
+from messages import EventKind, TaskStatus
 
 WAIT = 5.0
 HUGE = 1e10  # seconds: above threading.TIMEOUT_MAX (about 9.2e9)
@@ -133,3 +133,18 @@ def test_threads_the_system_refuses_fail_construction_with_a_clear_error() -> No
 
 def test_start_error_is_a_scheduler_error() -> None:
     assert issubclass(SchedulerStartError, RuntimeError)
+
+
+# Regression (issue 21, point 6): each subscribe and unsubscribe recomputed the union of every
+# subscription's kinds on the scheduler thread, O(N²) in all: after 10k subscriptions a task
+# due at once ended about 11 s late. The kinds are counted now, O(kinds) per change.
+def test_ten_thousand_subscriptions_do_not_make_a_due_task_late(make_scheduler) -> None:
+    s = make_scheduler(workers=1)
+    kinds = list(EventKind)
+    subscriptions = [
+        s.subscribe(lambda event: None, kinds=[kinds[index % len(kinds)]]) for index in range(10_000)
+    ]
+    for subscription in subscriptions[::2]:
+        subscription.cancel()
+    handle = s.schedule_once(lambda: "ran", delay=0)
+    assert handle.result(timeout=3.0) == "ran"

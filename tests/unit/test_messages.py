@@ -230,7 +230,8 @@ def test_schedule_rejects_non_callable(fn: object) -> None:
         ("task_id", b"t"),
         ("trigger", None),
         ("trigger", 5.0),
-        ("args", [1]),
+        ("args", "1"),  # a str is one argument (any other sequence will do)
+        ("args", {1}),
         ("kwargs", [("a", 1)]),
         ("kwargs", {1: "a"}),
         ("name", 3),

@@ -14,6 +14,7 @@ PURE_FILES = [
     ROOT / "actors" / "run_endings.py",
     ROOT / "actors" / "dependencies.py",
     ROOT / "actors" / "wall_tasks.py",
+    ROOT / "actors" / "subscriptions.py",
     ROOT / "actors" / "effects.py",
     ROOT / "actors" / "retry.py",
     ROOT / "actors" / "dealer.py",

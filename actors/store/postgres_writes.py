@@ -197,9 +197,25 @@ def _rounds(updates: Sequence[TaskUpdate]) -> list[list[int]]:
     return rounds
 
 
-def claim(db: Connection, limit: int, importable: list[str] | None, node: str, lease: float) -> list[Lease]:
-    """Claim up to ``limit`` due, free rows (one statement); return them in claim order."""
-    params: dict[str, Any] = {"limit": limit, "node": node, "lease": lease}
+def claim(
+    db: Connection,
+    limit: int,
+    importable: list[str] | None,
+    node: str,
+    lease: float,
+    held: list[int] | None = None,
+) -> list[Lease]:
+    """Claim up to ``limit`` due, free rows (one statement); return them in claim order.
+
+    ``held``: the rows the node holds, if it says (see ``SharedStore.claim_due``).
+    """
+    params: dict[str, Any] = {
+        "limit": limit,
+        "node": node,
+        "lease": lease,
+        "adopt": held is not None,
+        "held": held or [],
+    }
     if importable is None:
         rows = db.execute(q.CLAIM, params).fetchall()
     else:

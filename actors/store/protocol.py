@@ -473,7 +473,9 @@ class SharedStore(Store, Protocol):
             StoreError: The store failed or is closed.
         """
 
-    def claim_due(self, limit: int, importable: Collection[str] | None = None) -> list[Lease]:
+    def claim_due(
+        self, limit: int, importable: Collection[str] | None = None, *, held: Collection[int] | None = None
+    ) -> list[Lease]:
         """Claim up to ``limit`` due rows that nobody holds, in ``(next_due, seq)`` order.
 
         One statement: each claimed row is owned by this node for ``lease`` seconds with its
@@ -485,9 +487,16 @@ class SharedStore(Store, Protocol):
             limit: At most this many rows (the node's idle workers); 0 claims nothing.
             importable: If given, only rows whose ``fn_ref`` is one of these (the functions
                 this node can import), so a rolling deploy never strands a row.
+            held: If given, the rows (``seq``) this node holds now. A row this node owns is
+                then claimed again exactly when it is not one of them, whatever its lease
+                says: one it holds has its run here (its keeper renews it; claiming it again
+                would run it twice), one it does not hold is an orphan (claimed by a call
+                whose answer was lost, or left by a release that failed), taken back at
+                once instead of at the end of its lease.
 
         Raises:
             ValueError: ``limit`` is negative.
+            TypeError: ``held`` holds something that is not an int.
             StoreError: The store failed or is closed.
         """
 

@@ -14,6 +14,7 @@ import random
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
 import psycopg
@@ -26,7 +27,7 @@ from messages import TaskStatus
 from tests.shared import tasks
 from tests.shared.conftest import Node
 from tests.store.helpers import definition
-from tests.store.pg import DSN, admin, backends, terminate, wait_for_db_clock
+from tests.store.pg import DSN, admin, backends, drop_schemas, require_postgres, terminate, wait_for_db_clock
 
 RECORD = "tests.shared.tasks:record"
 LEASE = 1.0  # short: a save held up for a few leases is quick to arrange
@@ -220,3 +221,63 @@ def test_acknowledged_tasks_run_soon_after_a_storm_of_dropped_connections_stress
 ) -> None:
     a = node("a", workers=4, lease=STORM_LEASE, poll=POLL, timeout=2.0)
     storm_while_scheduling(a, reader, seconds=8.0, seed=seed)
+
+
+@pytest.fixture
+def refusable_role(schema: str) -> Iterator[str]:
+    """A login role of the test's own owning ``schema``: ``NOLOGIN`` makes the server refuse it."""
+    require_postgres()
+    role = f"r_{schema}"
+    with admin() as db:
+        db.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
+        db.execute(
+            sql.SQL("ALTER SCHEMA {} OWNER TO {}").format(sql.Identifier(schema), sql.Identifier(role))
+        )
+    yield role
+    with admin() as db:
+        db.execute(sql.SQL("ALTER ROLE {} LOGIN").format(sql.Identifier(role)))
+        for (pid,) in db.execute("SELECT pid FROM pg_stat_activity WHERE usename = %s", (role,)).fetchall():
+            db.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    drop_schemas([schema])  # before the role that owns it
+    with admin() as db:
+        db.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
+
+
+def outage(role: str, *, down: bool) -> None:
+    """Refuse ``role`` at login and end its sessions (the server gone, for it), or let it in again."""
+    with admin() as db:
+        db.execute(
+            sql.SQL("ALTER ROLE {} {}").format(sql.Identifier(role), sql.SQL("NOLOGIN" if down else "LOGIN"))
+        )
+        if down:
+            for (pid,) in db.execute(
+                "SELECT pid FROM pg_stat_activity WHERE usename = %s", (role,)
+            ).fetchall():
+                db.execute("SELECT pg_terminate_backend(%s)", (pid,))
+
+
+def test_store_calls_work_again_as_soon_as_the_server_answers_after_an_outage(
+    schema: str, refusable_role: str
+) -> None:
+    dsn = psycopg.conninfo.make_conninfo(DSN, user=refusable_role)
+    store = PostgresStore(dsn, schema=schema, node="a", timeout=20.0)
+    store.open()
+    try:
+        store.db_now()
+        outage(refusable_role, down=True)
+        answers: list[float] = []
+        caller = threading.Thread(target=lambda: answers.append((store.db_now(), time.monotonic())[1]))
+        caller.start()  # its connection is dead: it waits for another while the server refuses it
+        # Down for 4 s: the pool's own backoff (1, 2, 4 s...) would next try about 3 s after it is back.
+        time.sleep(4.0)  # the outage's own length
+        outage(refusable_role, down=False)
+        back = time.monotonic()
+        caller.join(25)
+        assert answers, "the call waiting through the outage failed"
+        print(f"the call waiting through the outage answered {answers[0] - back:.3f} s after the server")
+        assert answers[0] - back < 1.0, f"the first call answered {answers[0] - back:.2f} s after the server"
+        started = time.monotonic()
+        store.db_now()
+        assert time.monotonic() - started < 1.0
+    finally:
+        store.close()

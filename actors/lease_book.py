@@ -42,9 +42,9 @@ class Held:
             save may wait for a lock or a connection longer than a lease: were the lease let
             go, this node or another would claim the run again and run it twice); but a
             renewal that finds it gone does not call it lost, since the save may have ended it.
-        declined: The scheduler would not take the run (its id is a memory task's here): not
-            renewed, and kept so that this node does not claim it again; it ends with its
-            lease, and other nodes may run it then.
+        declined: The scheduler would not take the run (its id is a memory task's here, or
+            its row cannot be loaded): not renewed, and kept so that this node does not claim
+            it again; it ends with its lease, and other nodes may run it then.
     """
 
     lease: Lease

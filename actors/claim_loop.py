@@ -13,6 +13,12 @@ an ``executor="process"`` run; and hands the leases to the scheduler actor. What
   hints can be lost; each poll also re-reads the database's clock (``DatabaseClock``);
 - room: a worker fell idle while more runs were due (``wake_for_room``).
 
+Each claim says which rows the node holds (``LeaseBook.seqs``): a row it holds is never
+claimed again here, even if its lease lapsed (its run is here: that would run it twice),
+and a row it owns but does not hold (an orphan of a claim whose answer a dropped connection
+lost, or of a release that failed) is claimed again at once. So a poll and the first look
+after a failure claim without asking the store when the next row is due first.
+
 Hints are many on a busy fleet (every saved outcome sends one), and most say nothing is due:
 so the loop acts on hints at most every ``HINT_GAP`` seconds (folding those in between);
 unless its last claim filled its room, it first asks the store when the next row is due (an
@@ -181,6 +187,7 @@ class ClaimLoop:
                 if polled:
                     next_poll = now + poll_delay(self._poll, self._rng.random())
                     self._hinted = True
+                    self._more_due = True  # claim without asking first: orphans are not "due"
                     if self._on_poll is not None:
                         self._on_poll()
                     self._clock.sample()
@@ -191,6 +198,7 @@ class ClaimLoop:
                 log = logger.warning if failures == 1 else logger.info
                 log("claim loop: the store failed (%d in a row): %s", failures, error)
                 self._hinted = True  # read the references again once it answers
+                self._more_due = True  # and claim at once: a claim whose answer was lost left orphans
                 timeout = store_retry_pause(failures, self._poll)
             except Exception:  # a bug must not end the claiming
                 logger.exception("claim loop failed; it carries on")
@@ -223,7 +231,7 @@ class ClaimLoop:
             self._more_due = False
             for executor in executors:  # one claim per pool, each no larger than its room
                 room = rooms[executor]
-                leases = self._store.claim_due(room, names, [executor])
+                leases = self._store.claim_due(room, names, [executor], held=self._book.seqs())
                 self.claims += 1
                 if leases:
                     self._book.claimed(leases, executor)

@@ -40,8 +40,13 @@ class Held:
         lost: The lease was found lost at a renewal: the run's outcome will be refused.
         task: The task the run belongs to, once the scheduler has it (to ask its run to stop).
         stop_asked: Its run was asked to stop (a cancel with ``interrupt`` from some node).
-        saving: Its outcome is being saved, which ends the lease: not renewed meanwhile (a
-            renewal racing the save would find it ended, and call it lost).
+        saving: Its outcome is being saved, which ends the lease. Still renewed meanwhile (a
+            save may wait for a lock or a connection longer than a lease: were the lease let
+            go, this node or another would claim the run again and run it twice); but a
+            renewal that finds it gone does not call it lost, since the save may have ended it.
+        declined: The scheduler would not take the run (its id is a memory task's here, or
+            its row cannot be loaded): not renewed, and kept so that this node does not claim
+            it again; it ends with its lease, and other nodes may run it then.
     """
 
     lease: Lease
@@ -50,6 +55,7 @@ class Held:
     task: Stoppable | None = None
     stop_asked: bool = False
     saving: bool = False
+    declined: bool = False
 
 
 class LeaseBook:
@@ -129,6 +135,18 @@ class LeaseBook:
                 if held is not None:
                     held.saving = saving
 
+    def decline(self, seq: int) -> None:
+        """The scheduler would not take the run of row ``seq``: let its lease end, and never claim it here."""
+        with self._lock:
+            held = self._held.get(seq)
+            if held is not None:
+                held.declined = True
+
+    def seqs(self) -> list[int]:
+        """The rows held (claim loop): a claim must not take one of them again (``SharedStore.claim_due``)."""
+        with self._lock:
+            return list(self._held)
+
     def forget(self, seqs: Iterable[int]) -> list[Lease]:
         """Stop holding these rows (their outcome is saved, or they were given up); return their leases."""
         with self._lock:
@@ -146,9 +164,9 @@ class LeaseBook:
     # -- renewing (lease keeper) -------------------------------------------------------------
 
     def renewable(self) -> list[Lease]:
-        """The leases to renew: every one held and not known lost."""
+        """The leases to renew: every one held, not known lost and not declined (saving ones too)."""
         with self._lock:
-            return [held.lease for held in self._held.values() if not held.lost and not held.saving]
+            return [held.lease for held in self._held.values() if not held.lost and not held.declined]
 
     def renewed(
         self, asked: Sequence[Lease], renewed: Sequence[Lease]
@@ -164,10 +182,12 @@ class LeaseBook:
         with self._lock:
             for lease in asked:
                 held = self._held.get(lease.seq)
-                if held is None or held.lease.fence != lease.fence or held.saving:
-                    continue  # forgotten meanwhile (saved or given up), or its save may have ended it
+                if held is None or held.lease.fence != lease.fence:
+                    continue  # forgotten meanwhile (saved or given up)
                 new = fresh.get((lease.seq, lease.fence))
                 if new is None:
+                    if held.saving:
+                        continue  # its save may have ended it: the save's answer says
                     held.lost = True
                     lost.append(lease)
                     continue

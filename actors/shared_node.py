@@ -59,12 +59,12 @@ def is_shared(store: Store) -> TypeGuard[SharedStore]:
 
 
 def _on_grid(update: TaskUpdate, held: Held) -> float | None:
-    """The update's next due time, on its fixed-rate grid if it has one (``shared_plan.on_grid``)."""
+    """The update's next due time: on its fixed-rate grid if it has one, after the slot that ran."""
     due = update.next_due
     if due is None or '"rate"' not in held.lease.task.trigger_json:
         return due
     trigger = json.loads(held.lease.task.trigger_json)
-    return on_grid(due, trigger["anchor"], trigger["rate"])
+    return on_grid(due, trigger["anchor"], trigger["rate"], ran=held.lease.task.next_due)
 
 
 class ClaimedTask(TaskRecord):
@@ -214,7 +214,7 @@ class SharedNode:
                         "claimed task %r has the id of a memory task here; left to other nodes",
                         lease.task.task_id,
                     )
-                    self.book.forget([lease.seq])  # not renewed, not given back: it ends in time
+                    self.book.decline(lease.seq)  # not renewed, not claimed again here: it ends in time
                     continue
                 try:
                     offset = core.wall_offset
@@ -234,6 +234,7 @@ class SharedNode:
                     refused.append(lease)
                 except Exception:  # a row this version cannot read: leave it to its lease's end
                     logger.exception("claimed task %r cannot be loaded", lease.task.task_id)
+                    self.book.decline(lease.seq)
         self._give_back(refused)
 
     def start_run(self, task: ClaimedTask, one_time: bool) -> bool:

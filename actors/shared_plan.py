@@ -76,17 +76,24 @@ def local_due(due_wall: float | None, wall_offset: float, now: float) -> float:
     return min(due_wall - wall_offset, now)
 
 
-def on_grid(due: float, anchor: float, interval: float) -> float:
+def on_grid(due: float, anchor: float, interval: float, ran: float | None = None) -> float:
     """A fixed-rate task's next due time (database clock), put back on its grid ``anchor + k * interval``.
 
     The core plans a fixed-rate slot on the node's clock and converts it with the offset between
     the clocks as it is then; if that offset moved during the run (a better reading of the
     database's clock), the slot would be off its grid by as much. The slot number is right:
-    this takes the grid point nearest to ``due``.
+    this takes the grid point nearest to ``due``; but never the slot ``ran`` (the claimed
+    slot that just ran) or one before it. A claimed run starts at once, on the database's
+    word that it is due: where this node's reading of that clock is behind by more than half
+    an interval, the core sees the run start a slot early, and would plan the slot it just
+    ran as the next one (a fast task would run that slot twice).
     """
     if not interval > 0:
         return due
-    return anchor + round((due - anchor) / interval) * interval
+    slot = round((due - anchor) / interval)
+    if ran is not None:
+        slot = max(slot, round((ran - anchor) / interval) + 1)
+    return anchor + slot * interval
 
 
 class ClockSample(NamedTuple):

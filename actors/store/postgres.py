@@ -40,6 +40,7 @@ from actors.store.postgres_options import (
     check_leases,
     check_name,
     check_seconds,
+    check_seqs,
     default_node,
     executor_names,
     importable_names,
@@ -401,21 +402,25 @@ class PostgresStore:
         limit: int,
         importable: Collection[str] | None = None,
         executors: Collection[str] | None = None,
+        *,
+        held: Collection[int] | None = None,
     ) -> list[Lease]:
         """Claim up to ``limit`` due rows nobody holds; see ``SharedStore.claim_due``. Any thread.
 
         Repeatable after a lost connection: a claim whose answer was lost holds its rows
-        until the lease ends, then they are claimable again (a late run, never a double one).
+        until the lease ends, or until this node's next claim that says what it ``held``
+        (then they are claimed again at once: a late run, never a double one).
         """
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
             raise ValueError(f"limit must be an int >= 0, got {limit!r}")
         names = importable_names(importable)
         kinds = executor_names(executors)
+        seqs = check_seqs(held)
         if limit == 0 or names == [] or kinds == []:
             self._live()  # a closed store still says so
             return []
         return self._read(
-            "claim_due", lambda db: writes.claim(db, limit, names, self._node, self._lease, kinds)
+            "claim_due", lambda db: writes.claim(db, limit, names, self._node, self._lease, kinds, seqs)
         )
 
     def renew(self, leases: Sequence[Lease]) -> list[Lease]:

@@ -98,6 +98,21 @@ def executor_names(executors: Collection[str] | None) -> list[str] | None:
     return sorted(names)
 
 
+def check_seqs(held: Collection[int] | None) -> list[int] | None:
+    """Return the row numbers of ``held`` as a sorted list (``None`` stays ``None``).
+
+    Raises:
+        TypeError: ``held`` holds something that is not an int.
+    """
+    if held is None:
+        return None
+    seqs = set(held)
+    for seq in seqs:
+        if isinstance(seq, bool) or not isinstance(seq, int):
+            raise TypeError(f"held must hold int row numbers (seq), got {seq!r}")
+    return sorted(seqs)
+
+
 def check_leases(leases: Sequence[Lease]) -> None:
     """Raise ``TypeError`` unless ``leases`` holds ``Lease`` objects only."""
     for lease in leases:

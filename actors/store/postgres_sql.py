@@ -195,6 +195,10 @@ DB_NOW: Final = f"SELECT {NOW}"
 # nearly always empty), the first limit rows in (next_due, seq) order are claimed; the rest
 # are unlocked when the statement ends. The CTEs are evaluated once (MATERIALIZED), so the
 # LIMIT bounds the rows claimed even if the planner would re-scan a subquery.
+# With %(adopt)s (the node says which rows it holds, %(held)s), a row this node owns counts
+# as expired when it is not one of those, whatever its lease says (an orphan: claimed by a
+# call whose answer was lost, or given back by a release that failed), and never when it is
+# (its run is on this node, whose keeper renews it: claiming it again would run it twice).
 _CLAIM: Final = """
     WITH free AS MATERIALIZED (
         SELECT seq, next_due FROM task
@@ -204,8 +208,9 @@ _CLAIM: Final = """
            FOR UPDATE SKIP LOCKED),
     expired AS MATERIALIZED (
         SELECT seq, next_due FROM task
-         WHERE owner IS NOT NULL AND lease_until < {now} AND status = 'scheduled'
-           AND next_due <= {now}{only}
+         WHERE owner IS NOT NULL AND status = 'scheduled' AND next_due <= {now}{only}
+           AND CASE WHEN %(adopt)s AND owner = %(node)s THEN seq <> ALL(%(held)s::bigint[])
+                    ELSE lease_until < {now} END
          ORDER BY next_due, seq
          LIMIT %(limit)s
            FOR UPDATE SKIP LOCKED),

@@ -204,14 +204,20 @@ def claim(
     node: str,
     lease: float,
     executors: list[str] | None = None,
+    held: list[int] | None = None,
 ) -> list[Lease]:
-    """Claim up to ``limit`` due, free rows (one statement); return them in claim order."""
+    """Claim up to ``limit`` due, free rows (one statement); return them in claim order.
+
+    ``held``: the rows the node holds, if it says (see ``SharedStore.claim_due``).
+    """
     params: dict[str, Any] = {
         "limit": limit,
         "node": node,
         "lease": lease,
         "importable": importable,
         "executors": executors,
+        "adopt": held is not None,
+        "held": held or [],
     }
     rows = db.execute(q.CLAIMS[importable is not None, executors is not None], params).fetchall()
     leases = [

@@ -478,6 +478,8 @@ class SharedStore(Store, Protocol):
         limit: int,
         importable: Collection[str] | None = None,
         executors: Collection[str] | None = None,
+        *,
+        held: Collection[int] | None = None,
     ) -> list[Lease]:
         """Claim up to ``limit`` due rows that nobody holds, in ``(next_due, seq)`` order.
 
@@ -494,8 +496,16 @@ class SharedStore(Store, Protocol):
                 (``"thread"``, ``"process"``: the pools this node has room in), so a node
                 never holds a run it has no worker for.
 
+            held: If given, the rows (``seq``) this node holds now. A row this node owns is
+                then claimed again exactly when it is not one of them, whatever its lease
+                says: one it holds has its run here (its keeper renews it; claiming it again
+                would run it twice), one it does not hold is an orphan (claimed by a call
+                whose answer was lost, or left by a release that failed), taken back at
+                once instead of at the end of its lease.
+
         Raises:
             ValueError: ``limit`` is negative, or an executor is not one.
+            TypeError: ``held`` holds something that is not an int.
             StoreError: The store failed or is closed.
         """
 

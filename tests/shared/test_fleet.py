@@ -18,10 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from psycopg import sql
 
 from actors.store import PostgresStore
 from tests.shared.fleet import Fleet, Verdict, check, end_rates, install_commit_log, make_plan, wait_done
-from tests.store.pg import DSN, drop_schemas, new_schema, require_postgres
+from tests.store.pg import DSN, admin, drop_schemas, new_schema, require_postgres
 from tests.store.test_postgres_restart import CLUSTER, online, pg_ctl
 
 LEASE = 1.5
@@ -206,3 +207,57 @@ def test_a_database_restart_mid_run_loses_nothing_stress(setting: Callable[..., 
 
     verdict = run(setting(), restart, window=20.0, once=600, rates=10, seed=6)
     assert_exactly_once(verdict)
+
+
+# -- saves held up past the lease (issue 21, point 2) ---------------------------------------------------
+
+
+def hold_up_saves(hold: float, times: int, *, cut: bool) -> Faults:
+    """``times`` x: a second session takes ``LOCK TABLE run`` for ``hold`` seconds, so every save of an
+    outcome waits (its rows stay leased, so the nodes must renew them meanwhile); with ``cut``, the
+    saves waiting for it also have their connections ended (they fail, and are retried later)."""
+
+    def inject(fleet: Fleet, store: PostgresStore, end: float, rng: random.Random) -> None:
+        for _ in range(times):
+            if time.monotonic() + hold >= end:
+                return
+            time.sleep(rng.uniform(0.2, 0.6))  # the gap between two faults
+            with admin() as locker:
+                locker.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(fleet.schema)))
+                with locker.transaction():
+                    locker.execute("LOCK TABLE run IN EXCLUSIVE MODE")
+                    until = time.monotonic() + hold
+                    while time.monotonic() < until:
+                        if cut:
+                            waiting = locker.execute(
+                                "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                                " AND application_name LIKE 'pykka-taskscheduler node-%%'"
+                                " AND pid <> pg_backend_pid()"
+                            ).fetchall()
+                            for (pid,) in waiting:
+                                locker.execute("SELECT pg_terminate_backend(%s)", (pid,))
+                        time.sleep(0.1)  # the fault's own length, in steps
+
+    return inject
+
+
+# Fast runs on a fine grid, so the nodes' saves are many and a slot planned twice would show.
+FAST_RATES = {"pause": 0.002, "once": 60, "rates": 8, "interval": 0.05}
+
+
+def test_saves_held_up_past_the_lease_start_no_run_twice(setting: Callable[..., Setting]) -> None:
+    verdict = run(setting(), hold_up_saves(2 * LEASE, times=1, cut=False), window=4.0, seed=7, **FAST_RATES)  # type: ignore[arg-type]
+    assert_exactly_once(verdict)
+    assert verdict.duplicates == 0  # no node was faulted: a side effect started twice is a bug
+
+
+@pytest.mark.stress
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("cut", [False, True])
+def test_saves_held_up_and_cut_for_a_minute_start_no_run_twice_stress(
+    setting: Callable[..., Setting], cut: bool
+) -> None:
+    faults = hold_up_saves(2.5 * LEASE, times=12, cut=cut)
+    verdict = run(setting(), faults, window=60.0, once=600, rates=16, interval=0.01, pause=0.001, seed=8)
+    assert_exactly_once(verdict)
+    assert verdict.duplicates == 0

@@ -100,6 +100,14 @@ def test_a_fixed_rate_slot_goes_back_on_its_grid() -> None:
     assert on_grid(T0, T0, 0.0) == T0  # no grid to speak of
 
 
+def test_the_next_fixed_rate_slot_is_never_the_claimed_slot_that_just_ran() -> None:
+    # The node's reading of the database's clock was 7 ms behind: the core saw the claimed run
+    # start 7 ms before its slot, so a quick run planned that very slot (T0 + 60.0) again.
+    assert on_grid(T0 + 60.0 - 0.001, T0, 0.01, ran=T0 + 60.0) == pytest.approx(T0 + 60.01)
+    assert on_grid(T0 + 59.0, T0, 1.0, ran=T0 + 60.0) == T0 + 61.0  # or one before it
+    assert on_grid(T0 + 63.2, T0, 1.0, ran=T0 + 60.0) == T0 + 63.0  # missed slots stay skipped
+
+
 def test_a_reading_of_the_database_clock_is_placed_at_its_midpoint() -> None:
     tight = ClockSample.between(10.0, T0 + 10.0, 10.002)
     assert tight.offset == pytest.approx(T0 - 0.001)
@@ -200,6 +208,21 @@ def test_renewals_mark_lost_leases_and_ask_stopped_runs_once() -> None:
     assert book.renewed(book.renewable(), renewed)[1] == []  # asked once only
 
 
+def test_a_lease_whose_outcome_is_being_saved_is_still_renewed_and_never_called_lost() -> None:
+    book = LeaseBook()
+    book.claimed([lease(1), lease(2)])
+    book.saving([1, 2])
+    asked = book.renewable()
+    assert [held.seq for held in asked] == [1, 2]  # a save may wait longer than a lease
+    lost, _ = book.renewed(asked, [lease(1, expires=T0 + 60)])
+    assert lost == []  # 2's save may have ended it: not lost, the save's answer says
+    assert book.get(1).lease.expires == T0 + 60  # type: ignore[union-attr]
+    assert book.get(2).lost is False  # type: ignore[union-attr]
+    book.decline(2)  # a run the scheduler would not take: let it end, never claim it again here
+    assert [held.seq for held in book.renewable()] == [1]
+    assert sorted(book.seqs()) == [1, 2]
+
+
 # -- the claim loop, against a stand-in store ----------------------------------------------------------
 
 
@@ -219,7 +242,12 @@ class StandInStore:
         return set(self.refs), since + 1
 
     def claim_due(
-        self, limit: int, importable: Collection[str] | None = None, executors: Collection[str] | None = None
+        self,
+        limit: int,
+        importable: Collection[str] | None = None,
+        executors: Collection[str] | None = None,
+        *,
+        held: Collection[int] | None = None,
     ) -> list[Lease]:
         with self.lock:
             kinds = None if executors is None else sorted(executors)

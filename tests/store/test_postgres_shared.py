@@ -173,6 +173,27 @@ def test_an_expired_lease_is_claimed_again_and_the_late_outcome_refused(make_nod
     assert a.get("x").next_due == task.next_due + 60  # type: ignore[union-attr]
 
 
+def test_a_claim_that_says_what_it_holds_never_retakes_those_and_retakes_its_orphans_at_once(
+    make_node: Node,
+) -> None:
+    a = make_node("a", lease=0.3)
+    lost_answer = make_node("a", lease=30.0)  # the same node's claim, whose answer never reached it
+    held, orphan = due(a, "held", ago=2), due(a, "orphan", ago=1)
+    (lease,) = a.claim_due(1)
+    assert lease.task.task_id == "held"
+    (gone,) = lost_answer.claim_due(1)
+    assert gone.task.task_id == "orphan"
+
+    wait_for_db_clock(a, lease.expires)  # the held row's lease has lapsed: its keeper is late
+    (again,) = a.claim_due(10, held=[held.seq])
+
+    assert (again.seq, again.fence) == (orphan.seq, gone.fence + 1)  # the orphan at once, 30 s early
+    assert a.claim_due(10, held=[held.seq, orphan.seq]) == []  # never a row it holds, lapsed or not
+    assert a.renew([lease]) != []  # the keeper takes the lapsed lease up again
+    with pytest.raises(TypeError, match="held"):
+        a.claim_due(1, held=["1"])  # type: ignore[list-item]
+
+
 def test_a_fenced_save_ends_the_lease_and_lands_on_a_cancelled_row(make_node: Node) -> None:
     a, b = make_node("a"), make_node("b")
     task = due(a, "x")

@@ -20,7 +20,7 @@ from psycopg import sql
 from actors.errors import StoreError
 from actors.store import Lease, PostgresStore, StoredTask
 from tests.store.helpers import definition, record, update
-from tests.store.pg import DSN, admin, backends, spawn_node, terminate, wait_for_db_clock
+from tests.store.pg import DSN, admin, backends, spawn_node, terminate, unique_node, wait_for_db_clock
 
 Node = Callable[..., PostgresStore]
 
@@ -313,11 +313,12 @@ def test_listen_calls_back_when_another_node_changes_the_schedule(make_node: Nod
 
 
 def test_listen_reconnects_and_calls_back_after_losing_its_connection(make_node: Node) -> None:
-    a, b = make_node("a", poll=30.0), make_node("b")  # no probe query: LISTEN shows in pg_stat_activity
+    name = unique_node("a")  # only this test's connections are cut
+    a, b = make_node(name, poll=30.0), make_node("b")  # no probe query: LISTEN shows in pg_stat_activity
     calls = threading.Semaphore(0)
     stop = a.listen(calls.release)
     try:
-        (listener,) = [pid for pid, query in backends("a") if query.startswith("LISTEN")]
+        (listener,) = [pid for pid, query in backends(name) if query.startswith("LISTEN")]
         terminate([listener])
         assert calls.acquire(timeout=5), "no call after reconnecting"
         b.add(definition("x"))

@@ -17,7 +17,7 @@ from actors.store import PostgresStore
 from actors.store.postgres_connections import redact
 from actors.store.postgres_schema import MIGRATIONS, SCHEMA_VERSION, Migration, prepare
 from tests.store.helpers import ROOT, definition, record, update
-from tests.store.pg import DSN, admin, backends, drop_schemas, spawn_node, terminate
+from tests.store.pg import DSN, admin, backends, drop_schemas, spawn_node, terminate, unique_node
 
 Node = Callable[..., PostgresStore]
 
@@ -220,10 +220,11 @@ def test_a_save_that_fails_keeps_nothing_and_says_why(
 
 
 def test_a_node_carries_on_after_its_connections_are_cut(make_node: Node) -> None:
-    store = make_node("a")
+    name = unique_node("a")  # only this test's connections are cut
+    store = make_node(name)
     store.add(definition("a"))
     assert store.renew([]) == []
-    pids = [pid for pid, _ in backends("a")]
+    pids = [pid for pid, _ in backends(name)]
     assert pids
 
     terminate(pids)
@@ -231,7 +232,7 @@ def test_a_node_carries_on_after_its_connections_are_cut(make_node: Node) -> Non
     assert [t.task_id for t in store.load()] == ["a"]  # one retry, on a fresh connection
     store.add(definition("b"))
     assert store.cancel("b")
-    assert {pid for pid, _ in backends("a")}.isdisjoint(pids)
+    assert {pid for pid, _ in backends(name)}.isdisjoint(pids)
 
 
 def test_a_forked_child_refuses_the_store_and_leaves_the_parent_s_sessions_alone(pg_schema: str) -> None:

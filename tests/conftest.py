@@ -21,6 +21,26 @@ MAX_WORKERS = 4
 STRESS_SELECTED = re.compile(r"(?<!not )\bstress\b")
 
 
+# Modules whose tests take seconds each (model searches, fleets of processes, real leases) run
+# first: the workers then end on short tests together, not one of them on a long one alone.
+LONG_FIRST = (
+    "tests/reliability/test_model.py",
+    "tests/unit/test_lifecycle_model.py",
+    "tests/unit/test_timetable_model.py",
+    "tests/shared/test_fleet.py",
+    "tests/cli/test_cron_jobs.py",
+    "tests/unit/test_timetable.py",
+    "tests/reliability/test_churn.py",
+    "tests/store/test_model.py",
+    "tests/store/test_postgres_shared.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Put the tests of ``LONG_FIRST`` first (the same order on every worker, as xdist requires)."""
+    items.sort(key=lambda item: item.nodeid.split("::", 1)[0] not in LONG_FIRST)
+
+
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     """Workers for ``-n auto``: one per CPU, at most ``MAX_WORKERS``; none (one process) for ``-s`` or stress.
 

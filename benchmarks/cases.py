@@ -47,8 +47,8 @@ class Config:
         """Full configuration, or the small one used by ``--quick``.
 
         ``--quick`` checks that every workload and peer runs, not how fast: sizes and windows
-        are as small as still exercise each path (under 30 s on 2 vCPUs, most of it the
-        windows the workloads wait out, the slowest peers and the plots).
+        are as small as still exercise each path (45 s on 2 loaded vCPUs, 13 s of it CPU: most
+        of it is the windows the workloads wait out, the slowest peers and the plots).
         """
         if not quick:
             return cls(repeats=repeats or 3)

@@ -72,8 +72,14 @@ def test_the_python_blocks_of_the_document_run(
                 run_one(block, tmp_path, postgres)
     finally:
         for name in set(sys.modules) - before:  # another document's "jobs" is another module
-            if str(getattr(sys.modules[name], "__file__", None) or "").startswith(str(tmp_path)):
+            if made_in(sys.modules[name], tmp_path):
                 del sys.modules[name]
+
+
+def made_in(module: types.ModuleType, directory: Path) -> bool:
+    """Whether ``module`` (a namespace package such as ``jobs`` included) comes from ``directory``."""
+    places = [getattr(module, "__file__", None) or "", *getattr(module, "__path__", [])]
+    return any(Path(place).is_relative_to(directory) for place in places if place)
 
 
 def run_one(block: Block, directory: Path, postgres: Postgres) -> None:

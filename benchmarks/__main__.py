@@ -1,9 +1,11 @@
 """Command line: ``python -m benchmarks [--quick] [--only NAME] [--out DIR]``.
 
-Prints one JSON line per result on stdout, then a readable table; progress
-goes to stderr. Writes ``results.json``, ``table.txt`` and ``table.md`` to
-the output directory and PNG plots to ``docs/perf`` (full runs) or
-``OUT/plots`` (``--quick``, so CI never rewrites the docs).
+Prints the readable table on stdout at the end; progress goes to stderr.
+Writes each result to ``results.jsonl`` in the output directory as soon as
+it is measured (one JSON object a line: a long run that dies keeps what it
+measured), then ``results.json``, ``table.txt`` and ``table.md``, and PNG
+plots to ``docs/perf`` (full runs) or ``OUT/plots`` (``--quick``, so CI
+never rewrites the docs).
 
 Exit status is 1 when any workload produced no result at all, or when any
 peer failed (including the library under test not being importable); a peer
@@ -101,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.replot is not None:
         meta, results = report.read_json(args.replot)
     else:
-        results, failed_workloads = run_all(cfg, only, peers)
+        args.out.mkdir(parents=True, exist_ok=True)
+        results, failed_workloads = run_all(cfg, only, peers, args.out / "results.jsonl")
         meta["elapsed_s"] = round(time.monotonic() - started, 1)
     out: Path = args.out
     table = write_outputs(args, meta, results)
@@ -111,23 +114,25 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_all(
-    cfg: Config, only: list[str] | None, peers: list[type[Adapter]]
+    cfg: Config, only: list[str] | None, peers: list[type[Adapter]], lines: Path
 ) -> tuple[list[Result], list[str]]:
-    """Run every selected workload; results and the workloads with no result."""
+    """Run the selected workloads, writing each result to ``lines`` at once; results, workloads without."""
     results: list[Result] = []
     failed_workloads: list[str] = []
+    with lines.open("w", encoding="utf-8") as jsonl:
 
-    def emit(res: Result) -> None:
-        print(json.dumps(res.to_json(), ensure_ascii=False), flush=True)
+        def emit(res: Result) -> None:
+            jsonl.write(json.dumps(res.to_json(), ensure_ascii=False) + "\n")
+            jsonl.flush()
 
-    for workload, cases in build_cases(cfg, only).items():
-        log(f"== {workload}")
-        produced: list[Result] = []
-        for case in cases:
-            produced += run_case(case, peers, emit)
-        results += produced
-        if not any(r.status == "ok" for r in produced):
-            failed_workloads.append(workload)
+        for workload, cases in build_cases(cfg, only).items():
+            log(f"== {workload}")
+            produced: list[Result] = []
+            for case in cases:
+                produced += run_case(case, peers, emit)
+            results += produced
+            if not any(r.status == "ok" for r in produced):
+                failed_workloads.append(workload)
     return results, failed_workloads
 
 

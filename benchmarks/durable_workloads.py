@@ -29,21 +29,20 @@ from benchmarks.runner import log
 
 __all__ = ["durable_burst_cases", "durable_schedule_cases", "restart_cases"]
 
-WARMUP_CALLS = 200
 #: The restart's tasks are due this far ahead (and 1 ms apart), except the one already due.
 RESTART_DUE_IN_S = FAR_S
 
 
-def measure_durable_schedule(adapter: Adapter, calls: int) -> Measurement:
+def measure_durable_schedule(adapter: Adapter, calls: int, warmup: int) -> Measurement:
     """Time each durable ``schedule_once`` (committed when it returns), due an hour ahead (µs)."""
     times: list[float] = []
     clock = time.perf_counter_ns
     schedule = adapter.schedule_durable
-    for i in range(WARMUP_CALLS + calls):
+    for i in range(warmup + calls):
         start = clock()
         schedule(FAR_S + i * 1e-3)
         times.append((clock() - start) / 1000.0)
-    timed = sorted(times[WARMUP_CALLS:])
+    timed = sorted(times[warmup:])
     return Measurement(
         {
             "median_us": percentile(timed, 50),
@@ -152,11 +151,13 @@ def durable_schedule_cases(cfg: Config) -> list[Case]:
         Case(
             "durable_schedule",
             f"{cfg.durable_calls:,} calls",
-            {"calls": cfg.durable_calls, "warmup": WARMUP_CALLS, "due_in_s": FAR_S},
-            pending=WARMUP_CALLS + cfg.durable_calls,
+            {"calls": cfg.durable_calls, "warmup": cfg.durable_warmup_calls, "due_in_s": FAR_S},
+            pending=cfg.durable_warmup_calls + cfg.durable_calls,
             repeats=cfg.repeats,
             units={"median_us": "µs", "p99_us": "µs", "max_us": "µs"},
-            measure=functools.partial(measure_durable_schedule, calls=cfg.durable_calls),
+            measure=functools.partial(
+                measure_durable_schedule, calls=cfg.durable_calls, warmup=cfg.durable_warmup_calls
+            ),
             adapter_kwargs={"durable": True},
         )
     ]

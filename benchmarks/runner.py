@@ -40,7 +40,7 @@ CHILD_TIMEOUT_S = 1800.0
 
 
 def log(msg: str) -> None:
-    """Progress goes to stderr; stdout carries only JSON lines."""
+    """Progress goes to stderr; stdout carries only the final table (a child's: its one JSON result)."""
     print(msg, file=sys.stderr, flush=True)
 
 

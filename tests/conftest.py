@@ -1,7 +1,9 @@
-"""Shared fixtures: every test must leave no actor and no thread behind."""
+"""Shared fixtures: every test must leave no actor and no thread behind; how many processes run them."""
 
 from __future__ import annotations
 
+import os
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -13,6 +15,44 @@ from actors import FakeClock, Scheduler
 from messages import EventKind, TaskEvent
 
 THREAD_EXIT_GRACE = 5.0  # seconds a thread may take to finish exiting after shutdown returned
+# At most this many worker processes for ``-n auto`` (pyproject's addopts): more would crowd
+# the PostgreSQL server's connections and the real-clock tests more than they gain.
+MAX_WORKERS = 4
+STRESS_SELECTED = re.compile(r"(?<!not )\bstress\b")
+
+
+# Modules whose tests take seconds each (model searches, fleets of processes, real leases) run
+# first: the workers then end on short tests together, not one of them on a long one alone.
+LONG_FIRST = (
+    "tests/reliability/test_model.py",
+    "tests/unit/test_lifecycle_model.py",
+    "tests/unit/test_timetable_model.py",
+    "tests/shared/test_fleet.py",
+    "tests/cli/test_cron_jobs.py",
+    "tests/unit/test_timetable.py",
+    "tests/reliability/test_churn.py",
+    "tests/store/test_model.py",
+    "tests/store/test_postgres_shared.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Put the tests of ``LONG_FIRST`` first (the same order on every worker, as xdist requires)."""
+    items.sort(key=lambda item: item.nodeid.split("::", 1)[0] not in LONG_FIRST)
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """Workers for ``-n auto``: one per CPU, at most ``MAX_WORKERS``; none (one process) for ``-s`` or stress.
+
+    ``-s`` shows a test's output only without workers, and the stress tests measure one process
+    (memory, pauses, rates) and print their figures. ``-n N`` is taken as given;
+    ``PYTEST_XDIST_AUTO_NUM_WORKERS`` too (``None`` hands it to xdist).
+    """
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    if config.option.capture == "no" or STRESS_SELECTED.search(config.option.markexpr or ""):
+        return 0
+    return max(1, min(len(os.sched_getaffinity(0)), MAX_WORKERS))
 
 
 @pytest.fixture(autouse=True)

@@ -90,8 +90,17 @@ def spawn_node(*args: str) -> subprocess.Popen[str]:
     )
 
 
+def unique_node(name: str) -> str:
+    """A node name no other test (in this run or another one on the server) uses at the same time.
+
+    Give it to a node whose connections a test finds by name (``backends``) and cuts
+    (``terminate``): the server is shared, so a plain ``"a"`` would match other tests' nodes.
+    """
+    return f"{name}-{os.getpid()}-{secrets.token_hex(3)}"
+
+
 def backends(node: str) -> list[tuple[int, str]]:
-    """The server processes (pid, last query) of the connections ``node`` holds."""
+    """The server processes (pid, last query) of the connections ``node`` holds (see ``unique_node``)."""
     with admin() as db:
         rows = db.execute(
             "SELECT pid, query FROM pg_stat_activity WHERE application_name = %s",

@@ -12,7 +12,6 @@ import signal
 import subprocess
 import threading
 import time
-import uuid
 from collections import Counter
 from collections.abc import Callable
 
@@ -24,7 +23,7 @@ from psycopg.conninfo import make_conninfo
 from actors.errors import StoreError
 from actors.store import Lease, PostgresStore, StoredTask
 from tests.store.helpers import definition, record, update
-from tests.store.pg import DSN, admin, backends, spawn_node, terminate, wait_for_db_clock
+from tests.store.pg import DSN, admin, backends, spawn_node, terminate, unique_node, wait_for_db_clock
 
 Node = Callable[..., PostgresStore]
 
@@ -385,7 +384,7 @@ def test_listen_calls_back_when_another_node_changes_the_schedule(make_node: Nod
 
 
 def test_listen_reconnects_and_calls_back_after_losing_its_connection(make_node: Node) -> None:
-    name = f"a-{uuid.uuid4().hex[:12]}"  # backends() looks server-wide: a name no other run uses
+    name = unique_node("a")  # only this test's connections are cut
     a, b = make_node(name, poll=30.0), make_node("b")  # no probe query: LISTEN shows in pg_stat_activity
     calls = threading.Semaphore(0)
     stop = a.listen(calls.release)

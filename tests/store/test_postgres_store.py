@@ -7,7 +7,6 @@ import subprocess
 import sys
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator
 
 import psycopg
@@ -19,7 +18,7 @@ from actors.store import PostgresStore
 from actors.store.postgres_connections import redact
 from actors.store.postgres_schema import MIGRATIONS, SCHEMA_VERSION, Migration, prepare
 from tests.store.helpers import ROOT, definition, record, update
-from tests.store.pg import DSN, admin, backends, drop_schemas, spawn_node, terminate
+from tests.store.pg import DSN, admin, backends, drop_schemas, spawn_node, terminate, unique_node
 
 Node = Callable[..., PostgresStore]
 
@@ -226,7 +225,7 @@ def test_a_save_that_fails_keeps_nothing_and_says_why(
 
 
 def test_a_node_carries_on_after_its_connections_are_cut(make_node: Node) -> None:
-    name = f"a-{uuid.uuid4().hex[:12]}"  # backends() looks server-wide: a name no other run uses
+    name = unique_node("a")  # only this test's connections are cut
     store = make_node(name)
     store.add(definition("a"))
     assert store.renew([]) == []

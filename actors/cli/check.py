@@ -11,7 +11,8 @@ from datetime import UTC, datetime, tzinfo
 
 from actors.cli import exits
 from actors.cli.jobfile import JobFile, JobSpec, describe_next_runs, import_problems, load_jobfile
-from actors.cli.rows import describe_spec, format_duration, shown_path
+from actors.cli.rows import describe_spec, format_duration
+from actors.cli.stores import shown_store
 from actors.errors import JobFileError
 from actors.zones import resolve_zone
 
@@ -36,7 +37,7 @@ def check(path: str, now: datetime | None = None) -> int:
     if problems:
         print("\n".join(problems), file=sys.stderr)
         return exits.BAD_INPUT
-    store = ":memory: (nothing kept)" if jobfile.store is None else shown_path(jobfile.store)
+    store = ":memory: (nothing kept)" if jobfile.store is None else shown_store(jobfile.store)
     print(f"{path}: valid: {len(jobfile.jobs)} job(s), {jobfile.workers} workers, store {store}")
     print("\n".join(lines))
     return exits.OK

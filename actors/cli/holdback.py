@@ -9,7 +9,11 @@ cancelled load with their next run far away, and the runner replaces or cancels 
 after the start. Nothing of this is written to the store: it changes only what ``load``
 returns, and a replace gives the task a new due time anyway.
 
-Threads: ``load_parts`` is called once by the ``Scheduler`` constructor, on the runner's main thread.
+It also writes each job's fingerprint into the definitions it adds (``Stamps``), in the same
+statement: see ``actors/cli/fingerprints.py``.
+
+Threads: ``load_parts`` is called once by the ``Scheduler`` constructor, on the runner's main
+thread; ``add`` on whichever thread the scheduler adds from.
 """
 
 from __future__ import annotations
@@ -17,9 +21,11 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Callable, Collection
+from contextlib import AbstractContextManager, nullcontext
 from typing import Final
 
-from actors.store import SQLiteStore, StoredTask
+from actors.cli.fingerprints import Stamps
+from actors.store import IfExists, SQLiteStore, StoredTask, TaskDefinition
 
 __all__ = ["FAR_AWAY", "HoldBackStore"]
 
@@ -28,11 +34,25 @@ FAR_AWAY: Final = 4_102_444_800.0
 
 
 class HoldBackStore(SQLiteStore):
-    """An ``SQLiteStore`` whose ``load`` gives the tasks in ``hold`` a next run far away."""
+    """An ``SQLiteStore`` whose ``load`` gives the tasks in ``hold`` a next run far away.
 
-    def __init__(self, path: str | os.PathLike[str], hold: Collection[str]) -> None:
+    Every task it adds carries its job's fingerprint from ``stamps`` (none given: none).
+    """
+
+    def __init__(
+        self, path: str | os.PathLike[str], hold: Collection[str], stamps: Stamps | None = None
+    ) -> None:
         super().__init__(path)
         self._hold = frozenset(hold)
+        self.stamps = stamps if stamps is not None else Stamps()
+
+    def add(self, task: TaskDefinition, if_exists: IfExists = "error") -> tuple[StoredTask, bool]:
+        """Store ``task`` with its job's fingerprint in its options, in one statement; see ``Store.add``."""
+        return super().add(self.stamps.stamp(task), if_exists)
+
+    def reconciling(self) -> AbstractContextManager[object]:
+        """Nothing to hold: the store's lock file already makes this run the only one on it."""
+        return nullcontext()
 
     def load_parts(self, take: Callable[[list[StoredTask]], object]) -> None:
         """Hand every live task to ``take``, those held back due at ``FAR_AWAY`` (on the caller's thread).

@@ -36,6 +36,7 @@ from actors.cli.jobkeys import (
     show,
     wrong_type,
 )
+from actors.cli.stores import StoreName, store_name
 from actors.cron import check_cron, next_fires
 from actors.errors import JobFileError
 from actors.references import check_json_arguments, resolve
@@ -131,14 +132,15 @@ class JobFile:
     Attributes:
         path: The file, absolute.
         workers: How many jobs may run at once.
-        store: The SQLite file that keeps the jobs' state, absolute; ``None`` for ``":memory:"``.
+        store: Where the jobs' state is kept: an SQLite file (a ``Path``, absolute), a
+            PostgreSQL URL (a ``str``); ``None`` for ``":memory:"``.
         tz: The default zone of cron jobs, by name.
         jobs: The jobs, in the file's order.
     """
 
     path: Path
     workers: int
-    store: Path | None
+    store: StoreName | None
     tz: str
     jobs: tuple[JobSpec, ...]
 
@@ -185,7 +187,7 @@ def parse_jobfile(text: str, path: str | Path) -> JobFile:
             problems.append(f"{label}: {_unknown_top_level(name, value)}")
     settings = _scheduler_settings(document.get("scheduler", {}), label, problems)
     default_store = absolute.with_suffix(".db").name
-    store = _store_path(settings.get("store", default_store), absolute.parent)
+    store = store_name(settings.get("store", default_store), absolute.parent)
     tz = settings.get("tz", "UTC")
     jobs = _jobs(document.get("jobs"), label, tz, store is not None, problems)
     if problems:
@@ -328,12 +330,6 @@ def _convert_keys(
         except (TypeError, ValueError) as error:
             problems.append(f"{where}: key {key!r}: {error}")
     return values
-
-
-def _store_path(store: str, folder: Path) -> Path | None:
-    if store == MEMORY_STORE:
-        return None
-    return folder / Path(store).expanduser()
 
 
 def _unknown_top_level(name: str, value: object) -> str:

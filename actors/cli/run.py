@@ -27,18 +27,22 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 from actors.cli import exits, logs
 from actors.cli.board import Board
 from actors.cli.check import trigger_problems
+from actors.cli.fingerprints import Stamps
 from actors.cli.holdback import HoldBackStore
 from actors.cli.jobfile import JobFile, import_problems, load_jobfile
-from actors.cli.rows import shown_path
 from actors.cli.service import JobService, event_listener, to_hold_back
+from actors.cli.stores import shown_store, store_name
 from actors.errors import JobFileError, SchedulerError, StoreError, StoreLockedError
 from actors.facade import Scheduler
 from messages import EventKind, TaskEvent
+
+if TYPE_CHECKING:
+    from actors.cli.shared_store import SharedJobStore
 
 __all__ = ["RunOptions", "run"]
 
@@ -57,7 +61,8 @@ class RunOptions:
 
     Attributes:
         jobfile: The job file, as given.
-        store: ``--store``: overrides the file's store (a path, or ``":memory:"``); ``None``: the file's.
+        store: ``--store``: overrides the file's store (a path, a PostgreSQL URL, or
+            ``":memory:"``); ``None``: the file's.
         workers: ``--workers``: overrides the file's; ``None``: the file's.
         duration: ``--for``: seconds to run before stopping; ``None``: until stopped.
         grace: ``--grace``: seconds running runs get to finish at a stop.
@@ -94,8 +99,12 @@ def run(options: RunOptions) -> int:
     board = Board()
     listener = event_listener(board, None if view is not None else events.log)
     try:
-        store = None if jobfile.store is None else HoldBackStore(jobfile.store, to_hold_back(jobfile))
+        store = _open_store(jobfile)
         scheduler = Scheduler(jobfile.workers, store=store, listeners=[listener])
+    except ImportError as error:
+        _print_problems([f"{options.jobfile}: a PostgreSQL store needs psycopg ({error}): "
+                         "pip install 'pykka-taskscheduler[postgres]'"])  # fmt: skip
+        return exits.FAILURE
     except StoreLockedError as error:
         _print_problems([f"{options.jobfile}: {error}; stop it first, or give another --store"])
         return exits.STORE_LOCKED
@@ -103,7 +112,7 @@ def run(options: RunOptions) -> int:
         _print_problems([f"{options.jobfile}: {error}"])
         return exits.FAILURE
     try:
-        return _serve(scheduler, JobService(scheduler, jobfile, board), options, signals, view)
+        return _serve(scheduler, JobService(scheduler, jobfile, board, store), options, signals, view)
     finally:
         events.stopping = True
         _stop(scheduler, options.grace)
@@ -122,7 +131,7 @@ def _serve(
     except (SchedulerError, TypeError, ValueError, OSError) as error:
         _print_problems([f"{options.jobfile}: cannot schedule the jobs: {error}"])
         return exits.FAILURE
-    store = "memory only" if jobfile.store is None else f"store {shown_path(jobfile.store)}"
+    store = "memory only" if jobfile.store is None else f"store {shown_store(jobfile.store)}"
     logger.info(
         "running %d job(s) from %s (%s, %d workers); SIGHUP reloads, SIGINT or SIGTERM stops",
         len(jobfile.jobs), options.jobfile, store, jobfile.workers,
@@ -170,14 +179,28 @@ def _load(options: RunOptions) -> JobFile:
     """Load the job file, apply ``--store``/``--workers``, and check that every ``fn`` imports."""
     jobfile = load_jobfile(options.jobfile)
     if options.store is not None:
-        store = None if options.store == ":memory:" else Path(options.store).expanduser().absolute()
-        jobfile = replace(jobfile, store=store)
+        jobfile = replace(jobfile, store=store_name(options.store, Path.cwd()))
     if options.workers is not None:
         jobfile = replace(jobfile, workers=options.workers)
     problems = import_problems(jobfile) + trigger_problems(jobfile, datetime.now(UTC))
     if problems:
         raise JobFileError(problems)
     return jobfile
+
+
+def _open_store(jobfile: JobFile) -> HoldBackStore | SharedJobStore | None:
+    """The runner's store: a file that holds back what the reconcile will change, or a shared database.
+
+    Raises:
+        ImportError: a PostgreSQL store without psycopg installed.
+    """
+    if jobfile.store is None:
+        return None
+    if isinstance(jobfile.store, Path):
+        return HoldBackStore(jobfile.store, to_hold_back(jobfile), Stamps())
+    from actors.cli.shared_store import SharedJobStore  # noqa: PLC0415 - psycopg is optional
+
+    return SharedJobStore(jobfile.store, Stamps())
 
 
 def _stop(scheduler: Scheduler, grace: float) -> None:

@@ -1,6 +1,7 @@
-"""``status (JOBFILE | --store PATH)``: print every task in a store, and exit.
+"""``status (JOBFILE | --store STORE)``: print every task in a store, and exit.
 
-It reads the store read-only and takes no lock, so it works while a ``run`` holds the store.
+It reads an SQLite store read-only and takes no lock, so it works while a ``run`` holds the
+store; a PostgreSQL store (``postgresql://...``) is read as any client of the database reads it.
 Threads: the caller's.
 """
 
@@ -9,42 +10,82 @@ from __future__ import annotations
 import sys
 from datetime import datetime
 from pathlib import Path
+from typing import Final
 
 from actors.cli import exits
 from actors.cli.jobfile import load_jobfile
-from actors.cli.rows import row_from_stored, shown_path, table_text
+from actors.cli.rows import row_from_stored, table_text
+from actors.cli.stores import StoreName, shown_store, store_name
 from actors.errors import JobFileError, StoreError
-from actors.store import SQLiteStore
+from actors.store import SQLiteStore, StoredTask
 
 __all__ = ["status"]
+
+_SQLITE_HEADER: Final = b"SQLite format 3\x00"
 
 
 def status(jobfile: str | None, store: str | None, now: datetime | None = None) -> int:
     """Print the tasks of the store named by ``store``, else by the job file; return the exit code."""
     now = now or datetime.now().astimezone()
-    if store is None:
-        assert jobfile is not None
-        try:
-            path = load_jobfile(jobfile).store
-        except JobFileError as error:
-            print("\n".join(error.problems), file=sys.stderr)
-            return exits.BAD_INPUT
-        if path is None:
-            print(
-                f'{jobfile}: store = ":memory:": nothing is kept, so there is no status to show',
-                file=sys.stderr,
-            )
-            return exits.BAD_INPUT
-    else:
-        path = Path(store).expanduser()
     try:
-        with SQLiteStore.inspect(path) as reader:
-            tasks = reader.tasks()
+        name = _store_to_read(jobfile, store)
+    except JobFileError as error:
+        print("\n".join(error.problems), file=sys.stderr)
+        return exits.BAD_INPUT
+    try:
+        tasks = _read(name)
+    except ImportError as error:
+        print(f"a PostgreSQL store needs psycopg ({error}): pip install 'pykka-taskscheduler[postgres]'",
+              file=sys.stderr)  # fmt: skip
+        return exits.FAILURE
     except StoreError as error:
-        hint = " (a run of the job file creates it)" if not path.exists() else ""
+        hint = " (a run of the job file creates it)" if isinstance(name, Path) and not name.exists() else ""
         print(f"{error}{hint}", file=sys.stderr)
         return exits.FAILURE
     live = sum(task.live for task in tasks)
-    print(f"{shown_path(path)}: {len(tasks)} task(s), {live} live; times in {now:%Z} (UTC{now:%z})")
+    print(f"{shown_store(name)}: {len(tasks)} task(s), {live} live; times in {now:%Z} (UTC{now:%z})")
     print(table_text([row_from_stored(task) for task in tasks], now))
     return exits.OK
+
+
+def _store_to_read(jobfile: str | None, store: str | None) -> StoreName:
+    """The store ``--store`` names, else the job file's.
+
+    Raises:
+        JobFileError: the job file is bad, is a store itself, or keeps nothing.
+    """
+    if store is not None:
+        name = store_name(store, Path.cwd())
+        if name is None:
+            raise JobFileError(["status: --store :memory: keeps nothing, so there is no status to show"])
+        return name
+    assert jobfile is not None
+    if _looks_like_a_store(jobfile):
+        raise JobFileError(
+            [
+                f"{jobfile}: this looks like a task store (an SQLite database), not a job file; "
+                f"to read it: status --store {jobfile}"
+            ]
+        )
+    name = load_jobfile(jobfile).store
+    if name is None:
+        raise JobFileError([f'{jobfile}: store = ":memory:": nothing is kept, so there is no status to show'])
+    return name
+
+
+def _read(store: StoreName) -> list[StoredTask]:
+    if isinstance(store, Path):
+        with SQLiteStore.inspect(store) as reader:
+            return reader.tasks()
+    from actors.cli.shared_store import read_shared  # noqa: PLC0415 - psycopg is optional
+
+    return read_shared(store)
+
+
+def _looks_like_a_store(path: str) -> bool:
+    """Whether ``path`` is an SQLite database (given where a job file was meant)."""
+    try:
+        with open(path, "rb") as file:
+            return file.read(len(_SQLITE_HEADER)) == _SQLITE_HEADER
+    except OSError:
+        return False  # loading it says why

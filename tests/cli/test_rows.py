@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from actors.cli.fingerprints import fingerprints_path, read_fingerprints, write_fingerprints
+from actors.cli.fingerprints import legacy_path, read_legacy
 from actors.cli.jobfile import parse_duration, parse_jobfile
 from actors.cli.rows import (
     JobRow,
@@ -78,17 +78,16 @@ def test_the_plain_table_pads_its_columns() -> None:
     ]
 
 
-def test_fingerprints_round_trip_and_a_damaged_file_counts_as_none(tmp_path: Path) -> None:
-    path = fingerprints_path(tmp_path / "jobs.db")
+def test_an_older_versions_fingerprints_file_is_read_and_a_damaged_one_counts_as_none(tmp_path: Path) -> None:
+    path = legacy_path(tmp_path / "jobs.db")
     assert path.name == "jobs.db.jobs.json"
-    assert read_fingerprints(path) == {}
-    write_fingerprints(path, {"a": "1", "b": "2"})
-    assert read_fingerprints(path) == {"a": "1", "b": "2"}
-    assert [p.name for p in tmp_path.iterdir()] == ["jobs.db.jobs.json"]  # no temporary file left
+    assert read_legacy(path) == {}
+    path.write_text('{"jobs": {"a": "1", "b": "2"}}')
+    assert read_legacy(path) == {"a": "1", "b": "2"}
     path.write_text("{not json")
-    assert read_fingerprints(path) == {}
+    assert read_legacy(path) == {}
     path.write_text('["a list"]')
-    assert read_fingerprints(path) == {}
+    assert read_legacy(path) == {}
 
 
 def test_the_scheduler_does_not_import_rich(tmp_path: Path) -> None:

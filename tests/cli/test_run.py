@@ -180,3 +180,27 @@ def test_status_works_while_run_holds_the_store_and_a_second_run_is_exit_3(tmp_p
         again.expect(r"INFO job once: left ended \(unchanged, and it ended completed; change it")
         assert again.wait() == 0
     assert "task=once event=" not in again.output()  # a one-time job that ran does not run again
+
+
+def test_a_one_time_job_whose_run_is_killed_after_its_outcome_is_committed_is_not_run_again(
+    tmp_path: Path,
+) -> None:
+    # Many jobs after the one-time job make the first start's reconcile last a while: the job
+    # runs and its outcome is committed while the runner is still adding the others, and the
+    # kill lands there, before anything but the store could have recorded what was scheduled.
+    later = "".join(f'[jobs.later-{n}]\nfn = "tasks:tick"\ncron = "0 0 1 1 *"\n' for n in range(400))
+    welcome = '[jobs.welcome]\nfn = "tasks:say"\nat = 2020-01-01T00:00:00Z\nargs = ["hi"]\n'
+    write_jobfile(tmp_path, welcome + later)
+    with Service("jobs.toml", "--no-status", cwd=tmp_path) as first:
+        first.expect(r"task=welcome event=completed run=1 ")  # published once the outcome is committed
+        first.send(signal.SIGKILL)
+        assert first.wait() == -signal.SIGKILL
+    assert "INFO running 401 job(s)" not in first.output()  # killed inside the reconcile
+    assert not (tmp_path / "jobs.db.jobs.json").exists()  # the store is the only record
+    with Service("jobs.toml", "--no-status", cwd=tmp_path) as second:
+        second.expect(r"INFO job welcome: left ended \(unchanged, and it ended completed; ")
+        second.expect(r"INFO running 401 job\(s\) from jobs.toml")
+        second.send(signal.SIGTERM)
+        assert second.wait() == 0
+    assert "said hi" not in second.output()
+    assert "task=welcome" not in second.output()

@@ -10,9 +10,9 @@ interrupts, a row's fingerprint is the one of the definition it holds. (Until ro
 were in a file beside the store, ``<store>.jobs.json``, written after the store: a ``kill -9``
 in between made the next start run an ended one-time job again.)
 
-An older store's ``<store>.jobs.json`` is still read, for the rows that carry no fingerprint
-yet, and deleted once no job of the file needs it (every such row has been added or replaced
-since, with its fingerprint).
+An older store's ``<store>.jobs.json`` is moved into the rows once, as the runner opens the
+store (``HoldBackStore.open``): each row without a fingerprint takes the file's, then the file
+is deleted.
 
 Threads: ``Stamps.expect`` on the runner's main thread; ``Stamps.stamp`` on whichever thread
 the scheduler adds a task from (its own, or the caller's).
@@ -37,6 +37,7 @@ __all__ = [
     "read_legacy",
     "recorded_fingerprints",
     "stored_fingerprint",
+    "with_fingerprint",
 ]
 
 logger = logging.getLogger(__name__)
@@ -64,9 +65,14 @@ class Stamps:
         fingerprint = self._by_id.get(task.task_id)
         if fingerprint is None:
             return task
-        options = json.loads(task.options_json)
-        options[FINGERPRINT_OPTION] = fingerprint
-        return dataclasses.replace(task, options_json=json.dumps(options))
+        return dataclasses.replace(task, options_json=with_fingerprint(task.options_json, fingerprint))
+
+
+def with_fingerprint(options_json: str, fingerprint: str) -> str:
+    """Return a task's options JSON with ``fingerprint`` as its job's."""
+    options = json.loads(options_json)
+    options[FINGERPRINT_OPTION] = fingerprint
+    return json.dumps(options)
 
 
 def stored_fingerprint(task: StoredTask) -> str | None:
@@ -79,7 +85,9 @@ def stored_fingerprint(task: StoredTask) -> str | None:
     return fingerprint if isinstance(fingerprint, str) else None
 
 
-def recorded_fingerprints(stored: Iterable[StoredTask], legacy: Mapping[str, str]) -> dict[str, str]:
+def recorded_fingerprints(
+    stored: Iterable[StoredTask], legacy: Mapping[str, str] = MappingProxyType({})
+) -> dict[str, str]:
     """Return each stored task's fingerprint by id: its row's, else the legacy file's entry."""
     recorded = {}
     for task in stored:

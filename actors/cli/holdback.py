@@ -10,7 +10,8 @@ after the start. Nothing of this is written to the store: it changes only what `
 returns, and a replace gives the task a new due time anyway.
 
 It also writes each job's fingerprint into the definitions it adds (``Stamps``), in the same
-statement: see ``actors/cli/fingerprints.py``.
+statement, and as it opens moves an older version's fingerprints file into the rows: see
+``actors/cli/fingerprints.py``.
 
 Threads: ``load_parts`` is called once by the ``Scheduler`` constructor, on the runner's main
 thread; ``add`` on whichever thread the scheduler adds from.
@@ -19,15 +20,20 @@ thread; ``add`` on whichever thread the scheduler adds from.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 from collections.abc import Callable, Collection
 from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
 from typing import Final
 
-from actors.cli.fingerprints import Stamps
+from actors.cli.fingerprints import Stamps, legacy_path, read_legacy, stored_fingerprint, with_fingerprint
+from actors.cli.stores import shown_store
 from actors.store import IfExists, SQLiteStore, StoredTask, TaskDefinition
 
 __all__ = ["FAR_AWAY", "HoldBackStore"]
+
+logger = logging.getLogger("actors.cli")
 
 FAR_AWAY: Final = 4_102_444_800.0
 """2100-01-01T00:00:00Z: where held-back tasks are due until the runner replaces or cancels them."""
@@ -44,7 +50,37 @@ class HoldBackStore(SQLiteStore):
     ) -> None:
         super().__init__(path)
         self._hold = frozenset(hold)
+        self._legacy = legacy_path(Path(path))
         self.stamps = stamps if stamps is not None else Stamps()
+
+    def open(self) -> None:
+        """Open the store (``SQLiteStore.open``), then move an older version's fingerprints file into it.
+
+        Each row without a fingerprint takes the file's, in one transaction, then the file is
+        deleted (a crash in between leaves rows that have theirs: the file is not read again).
+        """
+        super().open()
+        if not self._legacy.exists():
+            return
+        legacy = read_legacy(self._legacy)
+        stamps = [
+            (with_fingerprint(task.options_json, legacy[task.task_id]), task.seq)
+            for task in self.tasks()
+            if task.task_id in legacy and stored_fingerprint(task) is None
+        ]
+        if stamps:
+            # The one write the runner makes itself: the options column, and only its own key.
+            self._write(
+                "keep the job fingerprints in the store",
+                lambda db: db.executemany("UPDATE task SET options_json = ? WHERE seq = ?", stamps),
+                rows=len(stamps),
+            )
+        try:
+            self._legacy.unlink()
+        except OSError as error:
+            logger.warning("cannot delete %s, which is no longer read: %s", self._legacy, error)
+            return
+        logger.info("the job fingerprints are kept in the store now; deleted %s", shown_store(self._legacy))
 
     def add(self, task: TaskDefinition, if_exists: IfExists = "error") -> tuple[StoredTask, bool]:
         """Store ``task`` with its job's fingerprint in its options, in one statement; see ``Store.add``."""

@@ -12,7 +12,7 @@ scheduler calls on its event bus thread.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Protocol
@@ -24,10 +24,9 @@ from actors.cli.fingerprints import (
     legacy_path,
     read_legacy,
     recorded_fingerprints,
-    stored_fingerprint,
 )
 from actors.cli.jobfile import JobFile, JobSpec
-from actors.cli.reconcile import Decision, Held, fingerprints_of, reconcile
+from actors.cli.reconcile import Held, fingerprints_of, reconcile
 from actors.cli.rows import JobRow, describe_spec, one_line, row_from_stored
 from actors.cli.stores import read_stored
 from actors.errors import StoreError, UnknownTaskError
@@ -98,12 +97,9 @@ class JobService:
         else:
             with self._store.reconciling():
                 stored = self._read_store()
-                legacy = self._legacy()
-                decisions = reconcile(jobfile.jobs, held_of(stored), recorded_fingerprints(stored, legacy))
+                decisions = reconcile(jobfile.jobs, held_of(stored), recorded_fingerprints(stored))
                 self._store.stamps.expect(fingerprints)
                 carry_out(self._scheduler, decisions)
-            if legacy and not _still_needed(legacy, stored, decisions):
-                self._forget_legacy()
         self._jobfile = jobfile
         self._recorded = fingerprints
 
@@ -150,20 +146,6 @@ class JobService:
         self._stored_rows = {task.task_id: task for task in stored if not task.live}
         return stored
 
-    def _legacy(self) -> dict[str, str]:
-        path = self._jobfile.store
-        return read_legacy(legacy_path(path)) if isinstance(path, Path) else {}
-
-    def _forget_legacy(self) -> None:
-        path = self._jobfile.store
-        assert isinstance(path, Path)
-        try:
-            legacy_path(path).unlink(missing_ok=True)
-        except OSError as error:
-            logger.warning("cannot delete %s, which is no longer needed: %s", legacy_path(path), error)
-            return
-        logger.info("the job fingerprints are now kept in the store; deleted %s", legacy_path(path))
-
     def _held(self, jobs: tuple[JobSpec, ...]) -> list[Held]:
         """Return every task a memory-only scheduler holds: its live tasks, and the file's ended ones."""
         held = {info.task_id: info for info in self._scheduler.tasks()}
@@ -194,15 +176,6 @@ def to_hold_back(jobfile: JobFile) -> set[str]:
     recorded = recorded_fingerprints(stored, read_legacy(legacy_path(jobfile.store)))
     decisions = reconcile(jobfile.jobs, held_of(stored), recorded)
     return {decision.task_id for decision in decisions if decision.action in ("replace", "cancel")}
-
-
-def _still_needed(legacy: Mapping[str, str], stored: list[StoredTask], decisions: Sequence[Decision]) -> bool:
-    """Whether a row the reconcile left as it was still has only the legacy file's fingerprint."""
-    untouched = {decision.task_id for decision in decisions if decision.action in ("keep", "ended")}
-    return any(
-        task.task_id in untouched and task.task_id in legacy and stored_fingerprint(task) is None
-        for task in stored
-    )
 
 
 def event_listener(

@@ -12,11 +12,11 @@ from datetime import UTC, datetime, tzinfo
 from actors.cli import exits
 from actors.cli.jobfile import JobFile, JobSpec, describe_next_runs, import_problems, load_jobfile
 from actors.cli.rows import describe_spec, format_duration
-from actors.cli.stores import shown_store
+from actors.cli.stores import shown_store, store_problem
 from actors.errors import JobFileError
 from actors.zones import resolve_zone
 
-__all__ = ["check", "trigger_problems"]
+__all__ = ["check", "store_problems", "trigger_problems"]
 
 NEXT_RUNS = 3
 
@@ -30,7 +30,7 @@ def check(path: str, now: datetime | None = None) -> int:
     now = now or datetime.now(UTC)
     try:
         jobfile = load_jobfile(path)
-        problems = import_problems(jobfile) + trigger_problems(jobfile, now)
+        problems = store_problems(jobfile) + import_problems(jobfile) + trigger_problems(jobfile, now)
         lines = [] if problems else [line for spec in jobfile.jobs for line in _describe(spec, jobfile, now)]
     except JobFileError as error:
         problems = error.problems
@@ -41,6 +41,12 @@ def check(path: str, now: datetime | None = None) -> int:
     print(f"{path}: valid: {len(jobfile.jobs)} job(s), {jobfile.workers} workers, store {store}")
     print("\n".join(lines))
     return exits.OK
+
+
+def store_problems(jobfile: JobFile) -> list[str]:
+    """Return one line if the store cannot be used as written (a PostgreSQL URL: psycopg, its form)."""
+    problem = store_problem(jobfile.store)
+    return [] if problem is None else [f"{jobfile.path.name}: [scheduler] key 'store': {problem}"]
 
 
 def trigger_problems(jobfile: JobFile, now: datetime) -> list[str]:

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Final, Literal
 
 from actors.cli import exits, logs
 from actors.cli.board import Board
-from actors.cli.check import trigger_problems
+from actors.cli.check import store_problems, trigger_problems
 from actors.cli.fingerprints import Stamps
 from actors.cli.holdback import HoldBackStore
 from actors.cli.jobfile import JobFile, import_problems, load_jobfile
@@ -182,7 +182,8 @@ def _load(options: RunOptions) -> JobFile:
         jobfile = replace(jobfile, store=store_name(options.store, Path.cwd()))
     if options.workers is not None:
         jobfile = replace(jobfile, workers=options.workers)
-    problems = import_problems(jobfile) + trigger_problems(jobfile, datetime.now(UTC))
+    problems = store_problems(jobfile) + import_problems(jobfile)
+    problems += trigger_problems(jobfile, datetime.now(UTC))
     if problems:
         raise JobFileError(problems)
     return jobfile

@@ -12,12 +12,11 @@ Threads: the caller's.
 from __future__ import annotations
 
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 from actors.cli.jobkeys import MEMORY_STORE
 from actors.store import POSTGRES_SCHEMES, SQLiteStore, StoredTask
 
-__all__ = ["StoreName", "is_shared", "read_stored", "shown_store", "store_name"]
+__all__ = ["StoreName", "is_shared", "read_stored", "shown_store", "store_name", "store_problem"]
 
 StoreName = Path | str
 """A store: a ``Path`` is an SQLite file (absolute); a ``str`` a PostgreSQL URL."""
@@ -32,6 +31,23 @@ def store_name(text: str, folder: Path) -> StoreName | None:
     return folder / Path(text).expanduser()
 
 
+def store_problem(store: StoreName | None) -> str | None:
+    """Say what is wrong with a PostgreSQL URL without connecting (psycopg missing, a malformed URL)."""
+    if not isinstance(store, str):
+        return None
+    try:
+        import psycopg  # noqa: PLC0415 - optional
+        from psycopg.conninfo import conninfo_to_dict  # noqa: PLC0415
+    except ImportError as error:
+        return f"a PostgreSQL store needs psycopg ({error}): pip install 'pykka-taskscheduler[postgres]'"
+    try:
+        conninfo_to_dict(store)
+    except psycopg.Error as error:
+        reason = str(error).strip().replace(store, shown_store(store))  # libpq quotes it, password too
+        return f"not a PostgreSQL URL libpq understands: {reason}"
+    return None
+
+
 def is_shared(store: StoreName | None) -> bool:
     """Whether ``store`` is a PostgreSQL database (shared by every run of it), not a file."""
     return isinstance(store, str)
@@ -40,14 +56,26 @@ def is_shared(store: StoreName | None) -> bool:
 def shown_store(store: StoreName) -> str:
     """Write a store as a user would: a path relative to the current folder, a URL without its password."""
     if isinstance(store, str):
-        parts = urlsplit(store)
-        user, at, hosts = parts.netloc.rpartition("@")
-        netloc = f"{user.partition(':')[0]}@{hosts}" if at else hosts
-        return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+        return _without_password(store)
     try:
         return str(store.relative_to(Path.cwd()))
     except ValueError:
         return str(store)
+
+
+def _without_password(url: str) -> str:
+    """The URL with no password, in the user part nor in the query; never raises (a malformed one too)."""
+    scheme, _, rest = url.partition("://")
+    cut = min((i for i in (rest.find("/"), rest.find("?")) if i >= 0), default=len(rest))
+    netloc, tail = rest[:cut], rest[cut:]
+    user, at, hosts = netloc.rpartition("@")
+    if at:
+        netloc = f"{user.partition(':')[0]}@{hosts}"
+    path, question, query = tail.partition("?")
+    if question:
+        kept = [pair for pair in query.split("&") if not pair.lower().startswith(("password=", "passfile="))]
+        tail = f"{path}?{'&'.join(kept)}" if kept else path
+    return f"{scheme}://{netloc}{tail}"
 
 
 def read_stored(store: Path) -> list[StoredTask]:

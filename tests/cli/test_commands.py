@@ -187,6 +187,17 @@ def test_check_shows_a_postgresql_store_without_its_password(tmp_path: Path) -> 
     assert "s3cret" not in result.stdout
 
 
+def test_check_and_run_refuse_a_malformed_postgresql_url_naming_the_key(tmp_path: Path) -> None:
+    store = 'store = "postgresql://app:s3cret@[db/jobs"'
+    write_jobfile(tmp_path, GOOD.replace("[scheduler]\n", f"[scheduler]\n{store}\n"))
+    for command in ("check", "run"):
+        result = cli(command, "jobs.toml", cwd=tmp_path)
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.startswith("jobs.toml: [scheduler] key 'store': not a PostgreSQL URL")
+        assert "s3cret" not in result.stderr
+        assert "Traceback" not in result.stderr
+
+
 def test_the_demo_is_still_there(tmp_path: Path) -> None:
     result = cli("demo", cwd=tmp_path)
     assert result.returncode == 0

@@ -52,6 +52,9 @@ event_logger = logging.getLogger("actors.cli.events")
 REDRAW_EVERY: Final = 1.0
 """Seconds between redraws of the live view."""
 
+SIGNAL_LATENCY: Final = 0.5
+"""The longest a signal may wait before the main loop handles it, in seconds."""
+
 Command = Literal["stop", "reload"]
 
 
@@ -256,10 +259,17 @@ class _Signals:
 
     def next(self, timeout: float | None) -> Command | None:
         """Wait up to ``timeout`` seconds (``None``: for ever) for the next command."""
-        try:
-            return self._commands.get(timeout=timeout)
-        except queue.Empty:
-            return None
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            # Python runs a handler between bytecodes: a signal that lands just as this thread
+            # goes to sleep in the queue's lock is handled only when it wakes. So it never
+            # sleeps longer than SIGNAL_LATENCY (a plain get() lost a Ctrl-C now and then).
+            left = SIGNAL_LATENCY if deadline is None else min(SIGNAL_LATENCY, deadline - time.monotonic())
+            try:
+                return self._commands.get(timeout=max(0.0, left))
+            except queue.Empty:
+                if deadline is not None and time.monotonic() >= deadline:
+                    return None
 
     def _interrupt(self, signum: int, frame: FrameType | None) -> None:
         self._interrupts += 1

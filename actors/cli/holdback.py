@@ -57,7 +57,7 @@ class HoldBackStore(SQLiteStore):
         """Open the store (``SQLiteStore.open``), then move an older version's fingerprints file into it.
 
         Each row without a fingerprint takes the file's, in one transaction, then the file is
-        deleted (a crash in between leaves rows that have theirs: the file is not read again).
+        deleted (after a crash in between it is read again, and rows that have one keep theirs).
         """
         super().open()
         if not self._legacy.exists():

@@ -190,20 +190,20 @@ def test_status_works_while_run_holds_the_store_and_a_second_run_is_exit_3(tmp_p
 def test_a_one_time_job_whose_run_is_killed_after_its_outcome_is_committed_is_not_run_again(
     tmp_path: Path,
 ) -> None:
-    # Many jobs after the one-time job make the first start's reconcile last a while: the job
+    # Many jobs after the one-time job make the first start's reconcile last a while (0.5 s here): the job
     # runs and its outcome is committed while the runner is still adding the others, and the
     # kill lands there, before anything but the store could have recorded what was scheduled.
-    later = "".join(f'[jobs.later-{n}]\nfn = "tasks:tick"\ncron = "0 0 1 1 *"\n' for n in range(400))
+    later = "".join(f'[jobs.later-{n}]\nfn = "tasks:tick"\ncron = "0 0 1 1 *"\n' for n in range(2000))
     write_jobfile(tmp_path, WELCOME + later)
     with Service("jobs.toml", "--no-status", cwd=tmp_path) as first:
         first.expect(r"task=welcome event=completed run=1 ")  # published once the outcome is committed
         first.send(signal.SIGKILL)
         assert first.wait() == -signal.SIGKILL
-    assert "INFO running 401 job(s)" not in first.output()  # killed inside the reconcile
+    assert "INFO running 2001 job(s)" not in first.output()  # killed inside the reconcile
     assert not (tmp_path / "jobs.db.jobs.json").exists()  # the store is the only record
     with Service("jobs.toml", "--no-status", cwd=tmp_path) as second:
         second.expect(r"INFO job welcome: left ended \(unchanged, and it ended completed; ")
-        second.expect(r"INFO running 401 job\(s\) from jobs.toml")
+        second.expect(r"INFO running 2001 job\(s\) from jobs.toml")
         second.send(signal.SIGTERM)
         assert second.wait() == 0
     assert "said hi" not in second.output()

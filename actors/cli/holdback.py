@@ -90,6 +90,9 @@ class HoldBackStore(SQLiteStore):
         """Nothing to hold: the store's lock file already makes this run the only one on it."""
         return nullcontext()
 
+    def reconciled(self) -> None:
+        """Nothing to release: the held-back tasks are replaced or cancelled by the reconcile itself."""
+
     def load_parts(self, take: Callable[[list[StoredTask]], object]) -> None:
         """Hand every live task to ``take``, those held back due at ``FAR_AWAY`` (on the caller's thread).
 

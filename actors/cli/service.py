@@ -55,6 +55,10 @@ class JobStore(Protocol):
         """Make this run's reconcile the only one on the store while the block runs."""
         ...
 
+    def reconciled(self) -> None:
+        """The schedule follows the job file: run whatever it held back until now."""
+        ...
+
 
 class JobService:
     """Runs the jobs of a job file on ``scheduler``, whose store (if any) is ``store``."""
@@ -100,6 +104,7 @@ class JobService:
                 decisions = reconcile(jobfile.jobs, held_of(stored), recorded_fingerprints(stored))
                 self._store.stamps.expect(fingerprints)
                 carry_out(self._scheduler, decisions)
+            self._store.reconciled()
         self._jobfile = jobfile
         self._recorded = fingerprints
 

@@ -12,17 +12,23 @@ Several ``run`` processes may share one database, each due run executed by one o
   the read of the store to its last write; the second run reads what the first wrote, its
   fingerprints included, and keeps it.
 
-There is no lock file (the database is meant to be shared) and no hold-back as on SQLite: a
-job whose definition changed may run its old definition once if it is due as the run starts,
-as it may on any other run still going with the old file.
+- the hold-back: a run claims nothing before its first reconcile is done (``claim_due``
+  gives nothing, ``next_wakeup`` says nothing is due, until ``reconciled``), so it never runs
+  the old definition of a job its file changed, nor a job its file dropped (as the SQLite
+  ``HoldBackStore`` does by loading those far away). Another run still going with the old file
+  may, until this one has reconciled.
 
-Threads: ``reconciling`` on the runner's main thread; ``add`` on whichever thread adds;
+There is no lock file: the database is meant to be shared.
+
+Threads: ``reconciling`` and ``reconciled`` on the runner's main thread; ``add`` on whichever
+thread adds; ``claim_due``, ``next_wakeup`` and ``listen`` on the node's claim loop;
 ``read_shared`` on the caller's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from typing import Final
 
@@ -30,7 +36,7 @@ import psycopg
 
 from actors.cli.fingerprints import Stamps
 from actors.errors import StoreError
-from actors.store import IfExists, PostgresStore, StoredTask, TaskDefinition
+from actors.store import IfExists, Lease, PostgresStore, StoredTask, TaskDefinition
 from actors.store.postgres_connections import redact
 from actors.store.postgres_schema import lock_key
 
@@ -48,6 +54,37 @@ class SharedJobStore(PostgresStore):
         super().__init__(dsn)
         self._url = dsn
         self.stamps = stamps
+        self._reconciled = threading.Event()  # set once by the main thread, read by the claim loop
+        self._wakeups_lock = threading.Lock()  # guards _wakeups: the claim loop adds, the main thread reads
+        self._wakeups: list[Callable[[], None]] = []
+
+    def claim_due(self, limit: int, importable: Collection[str] | None = None) -> list[Lease]:
+        """Claim due runs (``PostgresStore.claim_due``), or none before the first reconcile."""
+        if not self._reconciled.is_set():
+            return []
+        return super().claim_due(limit, importable)
+
+    def next_wakeup(self, importable: Collection[str] | None = None) -> float | None:
+        """The store's next wake-up (``PostgresStore.next_wakeup``); none before the first reconcile."""
+        if not self._reconciled.is_set():
+            return None
+        return super().next_wakeup(importable)
+
+    def listen(self, wakeup: Callable[[], None]) -> Callable[[], None]:
+        """Listen for hints (``PostgresStore.listen``); ``wakeup`` is also called once reconciled."""
+        with self._wakeups_lock:
+            self._wakeups.append(wakeup)
+        return super().listen(wakeup)
+
+    def reconciled(self) -> None:
+        """The schedule follows the job file: claim from now on, and look for due runs at once."""
+        if self._reconciled.is_set():
+            return
+        self._reconciled.set()
+        with self._wakeups_lock:
+            wakeups = list(self._wakeups)
+        for wakeup in wakeups:
+            wakeup()
 
     def add(self, task: TaskDefinition, if_exists: IfExists = "error") -> tuple[StoredTask, bool]:
         """Store ``task`` with its job's fingerprint in its options, in one statement; see ``Store.add``."""

@@ -124,3 +124,26 @@ def test_status_of_a_database_without_a_store_is_exit_1_and_creates_nothing(tmp_
     assert result.returncode == 1
     assert "holds no task store yet" in result.stderr
     assert cli("status", "--store", url, cwd=tmp_path).returncode == 1  # still none
+
+
+def test_a_restart_on_a_database_runs_no_job_the_file_changed_or_dropped(tmp_path: Path, url: str) -> None:
+    jobs = jobfile_on(
+        url,
+        tmp_path,
+        '[jobs.word]\nfn = "tasks:say"\nevery = "100ms"\nargs = ["old"]\n'
+        '[jobs.gone]\nfn = "tasks:say"\nevery = "100ms"\nargs = ["gone"]\n',
+    )
+    with Service("jobs.toml", "--no-status", cwd=tmp_path) as first:
+        first.expect(r"task=word event=completed run=2 ")
+        first.expect(r"task=gone event=completed run=2 ", anywhere=True)
+        first.send(signal.SIGTERM)
+        assert first.wait() == 0
+    jobs.write_text(jobs.read_text().replace('"old"', '"new"').split("[jobs.gone]")[0])
+    with Service("jobs.toml", "--no-status", cwd=tmp_path) as second:  # both rows are overdue now
+        second.expect(r"INFO job word: replaced \(definition changed\)$")
+        second.expect(r"INFO job gone: cancelled \(not in the job file any more\)$")
+        second.expect(r"WARNING said new$")
+        second.send(signal.SIGTERM)
+        assert second.wait() == 0
+    assert "said old" not in second.output()
+    assert "said gone" not in second.output()

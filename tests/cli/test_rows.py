@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from actors.cli.fingerprints import legacy_path, read_legacy
+from actors.cli.fingerprints import FINGERPRINT_OPTION, Stamps, legacy_path, read_legacy
 from actors.cli.jobfile import parse_duration, parse_jobfile
 from actors.cli.rows import (
     JobRow,
@@ -18,6 +20,8 @@ from actors.cli.rows import (
     table_text,
     until,
 )
+from actors.cli.stores import shown_store
+from actors.store import TaskDefinition
 
 NOW = datetime(2026, 5, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -127,3 +131,28 @@ def test_event_lines() -> None:
         "event=clock_jumped jump=-3600.000s",
         logging.WARNING,
     )
+
+
+def test_stamps_write_a_jobs_fingerprint_into_its_definition_and_leave_others_alone() -> None:
+    stamps = Stamps()
+    task = TaskDefinition(
+        task_id="a", fn_ref="t:f", args_json="[]", kwargs_json="{}", trigger_json='{"once": true}',
+        options_json='{"name": "x"}', next_due=None,
+    )  # fmt: skip
+    assert stamps.stamp(task) is task  # nothing expected yet
+    stamps.expect({"a": "digest-a"})
+    stamped = stamps.stamp(task)
+    assert json.loads(stamped.options_json) == {"name": "x", FINGERPRINT_OPTION: "digest-a"}
+    assert stamps.stamp(dataclasses.replace(task, task_id="b")).options_json == '{"name": "x"}'
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("postgresql://app:pw@h:5/db?password=x&sslmode=require", "postgresql://app@h:5/db?sslmode=require"),
+        ("postgres://h/db", "postgres://h/db"),
+        ("postgresql://app:pw@[bad/db", "postgresql://app@[bad/db"),  # malformed: shown all the same
+    ],
+)
+def test_a_store_url_is_shown_without_its_password(url: str, shown: str) -> None:
+    assert shown_store(url) == shown

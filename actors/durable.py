@@ -14,7 +14,8 @@ a migration):
   ``{"rate": <interval>, "anchor": <wall time of its first slot>}``, ``{"delay": <delay>}``,
   or ``{"cron": <expression>, "tz": <zone name>}``;
 - options: only what differs from the defaults: ``{"name": ..., "max_consecutive_failures":
-  ..., "misfire_grace": ..., "executor": "process"}``.
+  ..., "misfire_grace": ..., "executor": "process"}``. Keys it does not know are ignored:
+  the command line keeps ``"job_fingerprint"`` there (``actors/cli/fingerprints.py``).
 
 Nothing here reads a clock, and loading never runs user code: a reference is imported (that
 is all), never unpickled.

@@ -11,12 +11,13 @@ import sys
 from datetime import UTC, datetime, tzinfo
 
 from actors.cli import exits
-from actors.cli.jobfile import JobFile, JobSpec, check_jobfile, describe_next_runs, trigger_problems
-from actors.cli.rows import describe_spec, format_duration, shown_path
+from actors.cli.jobfile import JobFile, JobSpec, check_jobfile, describe_next_runs
+from actors.cli.rows import describe_spec, format_duration
+from actors.cli.stores import shown_store
 from actors.errors import JobFileError
 from actors.zones import resolve_zone
 
-__all__ = ["check", "trigger_problems"]
+__all__ = ["check"]
 
 NEXT_RUNS = 3
 
@@ -34,7 +35,7 @@ def check(path: str, now: datetime | None = None) -> int:
         print("\n".join(error.problems), file=sys.stderr)
         return exits.BAD_INPUT
     lines = [line for spec in jobfile.jobs for line in _describe(spec, jobfile, now)]
-    store = ":memory: (nothing kept)" if jobfile.store is None else shown_path(jobfile.store)
+    store = ":memory: (nothing kept)" if jobfile.store is None else shown_store(jobfile.store)
     print(f"{path}: valid: {len(jobfile.jobs)} job(s), {jobfile.workers} workers, store {store}")
     print("\n".join(lines))
     return exits.OK

@@ -42,6 +42,7 @@ from actors.cli.jobkeys import (
     value_problem,
     wrong_type,
 )
+from actors.cli.stores import StoreName, store_name, store_problem
 from actors.cron import check_cron, next_fires
 from actors.errors import JobFileError
 from actors.references import check_json_arguments
@@ -60,6 +61,7 @@ __all__ = [
     "load_jobfile",
     "parse_duration",
     "parse_jobfile",
+    "store_problems",
     "stored_argument_problems",
     "trigger_problems",
 ]
@@ -156,7 +158,8 @@ class JobFile:
     Attributes:
         path: The file, absolute.
         workers: How many jobs may run at once.
-        store: The SQLite file that keeps the jobs' state, absolute; ``None`` for ``":memory:"``.
+        store: Where the jobs' state is kept: an SQLite file (a ``Path``, absolute), a
+            PostgreSQL URL (a ``str``); ``None`` for ``":memory:"``.
         tz: The default zone of cron jobs, by name.
         jobs: The jobs, in the file's order.
         processes: How many worker processes run the ``executor = "process"`` jobs.
@@ -165,7 +168,7 @@ class JobFile:
 
     path: Path
     workers: int
-    store: Path | None
+    store: StoreName | None
     tz: str
     jobs: tuple[JobSpec, ...]
     processes: int = 0
@@ -226,8 +229,18 @@ def check_jobfile(path: str | Path, now: datetime) -> JobFile:
     """
     jobfile, problems = read_jobfile(path)
     if jobfile is not None:
-        problems += import_problems(jobfile, str(path)) + trigger_problems(jobfile, now, str(path))
+        problems += store_problems(jobfile, str(path)) + import_problems(jobfile, str(path))
+        problems += trigger_problems(jobfile, now, str(path))
     return _whole(jobfile, problems)
+
+
+def store_problems(jobfile: JobFile, label: str | None = None) -> list[str]:
+    """Return one line if the store cannot be used as written (a PostgreSQL URL: psycopg, its form).
+
+    ``label`` names the file in the messages (default: its name).
+    """
+    problem = store_problem(jobfile.store)
+    return [] if problem is None else [f"{label or jobfile.path.name}: [scheduler] key 'store': {problem}"]
 
 
 def trigger_problems(jobfile: JobFile, now: datetime, label: str | None = None) -> list[str]:
@@ -285,7 +298,7 @@ def _parse(text: str, path: str | Path) -> tuple[JobFile | None, list[str]]:
             problems.append(f"{label}: {_unknown_top_level(name, value)}")
     settings = _scheduler_settings(document.get("scheduler", {}), label, problems)
     default_store = absolute.with_suffix(".db").name
-    store = _store_path(settings.get("store", default_store), absolute.parent)
+    store = store_name(settings.get("store", default_store), absolute.parent)
     tz = settings.get("tz", "UTC")
     processes = settings.get("processes", 0)
     jobs = _jobs(document.get("jobs"), label, _Context(tz, store is not None, processes), problems)
@@ -451,12 +464,6 @@ def _convert_keys(
         except (TypeError, ValueError) as error:
             problems.append(f"{where}: key {key!r}: {error}")
     return values
-
-
-def _store_path(store: str, folder: Path) -> Path | None:
-    if store == MEMORY_STORE:
-        return None
-    return folder / Path(store).expanduser()
 
 
 def _unknown_top_level(name: str, value: object) -> str:

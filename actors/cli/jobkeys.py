@@ -339,7 +339,9 @@ def _retry(value: object) -> RetrySpec:
 
 def _store(value: object) -> str:
     if not isinstance(value, str) or not value:
-        raise wrong_type(f'a file name such as "jobs.db", or "{MEMORY_STORE}" for none', value)
+        raise wrong_type(
+            f'a file name such as "jobs.db", a URL "postgresql://...", or "{MEMORY_STORE}" for none', value
+        )
     return value
 
 

@@ -52,7 +52,11 @@ def parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="run a job file's jobs until stopped (or for --for seconds)")
     run.set_defaults(command=_run)
     run.add_argument("jobfile", metavar="JOBFILE", help="the TOML job file")
-    run.add_argument("--store", metavar="PATH|:memory:", help="the SQLite store (overrides the file's)")
+    run.add_argument(
+        "--store",
+        metavar="PATH|URL|:memory:",
+        help="the SQLite file or PostgreSQL URL (overrides the file's)",
+    )
     run.add_argument("--workers", type=_workers, metavar="N", help="how many jobs may run at once")
     run.add_argument(
         "--for",
@@ -84,7 +88,9 @@ def parser() -> argparse.ArgumentParser:
     status = commands.add_parser("status", help="print every task in a store (works beside a run)")
     status.set_defaults(command=_status)
     status.add_argument("jobfile", metavar="JOBFILE", nargs="?", help="the job file whose store to read")
-    status.add_argument("--store", metavar="PATH", help="the store file to read")
+    status.add_argument(
+        "--store", metavar="PATH|URL", help="the store to read: an SQLite file or a PostgreSQL URL"
+    )
 
     demo = commands.add_parser(
         "demo", help="fixed rate vs fixed delay on the real clock: a 30 ms task whose third run takes 50 ms"
@@ -153,7 +159,7 @@ def _status(arguments: argparse.Namespace) -> int:
     from actors.cli.status import status  # noqa: PLC0415
 
     if (arguments.jobfile is None) == (arguments.store is None):
-        print("status: give either a JOBFILE or --store PATH (one of the two)", file=sys.stderr)
+        print("status: give either a JOBFILE or --store PATH|URL (one of the two)", file=sys.stderr)
         return exits.BAD_INPUT
     return status(arguments.jobfile, arguments.store)
 

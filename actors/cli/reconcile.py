@@ -15,6 +15,7 @@ yes                    live                equal to the file's            ``keep
 yes                    live                different, or none recorded    ``replace``
 yes                    ended               equal to the file's            ``ended``
 yes                    ended               different, or none recorded    ``add``
+yes                    cancelled           (any)                          ``add``
 no                     live                (any)                          ``cancel``
 no                     ended               (any)                          (nothing)
 =====================  ==================  =============================  ==========
@@ -22,8 +23,10 @@ no                     ended               (any)                          (nothi
 ``keep`` leaves the task alone: its counters and its next slot carry on. ``replace`` gives the
 live task the new definition and keeps its counters. ``ended`` leaves a job that ended
 (a one-time job that ran, a job stopped by ``max_consecutive_failures``) ended, so that a
-restart does not run it again; change its definition to schedule it afresh. Nothing here
-imports threads, clocks or the scheduler.
+restart does not run it again; change its definition to schedule it afresh. A cancelled
+task is one the runner cancelled when its job left the file (the command line cancels
+nothing else): back in the file, it is scheduled afresh, whatever its fingerprint. Nothing
+here imports threads, clocks or the scheduler.
 """
 
 from __future__ import annotations
@@ -112,8 +115,11 @@ def _decide(spec: JobSpec, task: Held | None, recorded: str | None) -> Decision:
             return Decision("keep", job_id, spec, "unchanged")
         why = "definition changed" if recorded is not None else "no record of its definition"
         return Decision("replace", job_id, spec, why)
+    if task.status == "cancelled":
+        return Decision("add", job_id, spec, "it was cancelled, and it is in the job file again")
     if unchanged:
         return Decision(
             "ended", job_id, spec, f"unchanged, and it ended {task.status}; change it to schedule it again"
         )
-    return Decision("add", job_id, spec, f"it ended {task.status}, and its definition changed")
+    why = "its definition changed" if recorded is not None else "there is no record of its definition"
+    return Decision("add", job_id, spec, f"it ended {task.status}, and {why}")

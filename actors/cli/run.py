@@ -22,22 +22,27 @@ import queue
 import signal
 import sys
 import time
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 from actors.cli import exits, logs
 from actors.cli.board import Board
+from actors.cli.fingerprints import Stamps
 from actors.cli.holdback import HoldBackStore
-from actors.cli.jobfile import JobFile, check_jobfile, stored_argument_problems
-from actors.cli.rows import shown_path
+from actors.cli.jobfile import JobFile, check_jobfile, store_problems, stored_argument_problems
 from actors.cli.service import JobService, event_listener, to_hold_back
+from actors.cli.stores import shown_store, store_name
 from actors.errors import JobFileError, SchedulerError, SchedulerStartError, StoreError, StoreLockedError
 from actors.facade import Scheduler
 from messages import EventKind, TaskEvent
+
+if TYPE_CHECKING:
+    from actors.cli.shared_store import SharedJobStore
 
 __all__ = ["RunOptions", "run"]
 
@@ -46,6 +51,9 @@ event_logger = logging.getLogger("actors.cli.events")
 
 REDRAW_EVERY: Final = 1.0
 """Seconds between redraws of the live view."""
+
+SIGNAL_LATENCY: Final = 0.5
+"""The longest a signal may wait before the main loop handles it, in seconds."""
 
 Command = Literal["stop", "reload"]
 
@@ -56,7 +64,8 @@ class RunOptions:
 
     Attributes:
         jobfile: The job file, as given.
-        store: ``--store``: overrides the file's store (a path, or ``":memory:"``); ``None``: the file's.
+        store: ``--store``: overrides the file's store (a path, a PostgreSQL URL, or
+            ``":memory:"``); ``None``: the file's.
         workers: ``--workers``: overrides the file's; ``None``: the file's.
         duration: ``--for``: seconds to run before stopping; ``None``: until stopped.
         grace: ``--grace``: seconds running runs get to finish at a stop.
@@ -92,8 +101,23 @@ def run(options: RunOptions) -> int:
     events = _EventLog()
     board = Board()
     listener = event_listener(board, None if view is not None else events.log)
+    started = _start(options, jobfile, listener)
+    if isinstance(started, int):
+        return started
+    store, scheduler = started
     try:
-        store = None if jobfile.store is None else HoldBackStore(jobfile.store, to_hold_back(jobfile))
+        return _serve(scheduler, JobService(scheduler, jobfile, board, store), options, signals, view)
+    finally:
+        events.stopping = True
+        _stop(scheduler, options.grace)
+
+
+def _start(
+    options: RunOptions, jobfile: JobFile, listener: Callable[[TaskEvent], None]
+) -> tuple[HoldBackStore | SharedJobStore | None, Scheduler] | int:
+    """Open the store and start the scheduler; or say why it cannot (stderr) and return the exit code."""
+    try:
+        store = _open_store(jobfile)
         scheduler = Scheduler(
             jobfile.workers,
             processes=jobfile.processes,
@@ -101,6 +125,10 @@ def run(options: RunOptions) -> int:
             hung_grace=jobfile.hung_grace,
             listeners=[listener],
         )
+    except ImportError as error:
+        _print_problems([f"{options.jobfile}: a PostgreSQL store needs psycopg ({error}): "
+                         "pip install 'pykka-taskscheduler[postgres]'"])  # fmt: skip
+        return exits.FAILURE
     except StoreLockedError as error:
         _print_problems([f"{options.jobfile}: {error}; stop it first, or give another --store"])
         return exits.STORE_LOCKED
@@ -109,14 +137,10 @@ def run(options: RunOptions) -> int:
         return exits.FAILURE
     except Exception as error:  # a store's row the library could not read: say so, with the file
         logger.debug("the start failed", exc_info=True)
-        where = "memory only" if jobfile.store is None else f"the store {shown_path(jobfile.store)}"
+        where = "memory only" if jobfile.store is None else f"the store {shown_store(jobfile.store)}"
         _print_problems([f"{options.jobfile}: cannot start on {where}: {type(error).__name__}: {error}"])
         return exits.FAILURE
-    try:
-        return _serve(scheduler, JobService(scheduler, jobfile, board), options, signals, view)
-    finally:
-        events.stopping = True
-        _stop(scheduler, options.grace)
+    return store, scheduler
 
 
 def _serve(
@@ -132,7 +156,7 @@ def _serve(
     except (SchedulerError, TypeError, ValueError, OSError) as error:
         _print_problems([f"{options.jobfile}: cannot schedule the jobs: {error}"])
         return exits.FAILURE
-    store = "memory only" if jobfile.store is None else f"store {shown_path(jobfile.store)}"
+    store = "memory only" if jobfile.store is None else f"store {shown_store(jobfile.store)}"
     logger.info(
         "running %d job(s) from %s (%s, %d workers); SIGHUP reloads, SIGINT or SIGTERM stops",
         len(jobfile.jobs), options.jobfile, store, jobfile.workers,
@@ -190,14 +214,30 @@ def _load(options: RunOptions) -> JobFile:
     """Load and check the job file as ``check`` does (its code too), then apply ``--store``/``--workers``."""
     jobfile = check_jobfile(options.jobfile, datetime.now(UTC))
     if options.store is not None:
-        store = None if options.store == ":memory:" else Path(options.store).expanduser().absolute()
-        jobfile = replace(jobfile, store=store)
-        problems = stored_argument_problems(jobfile, options.jobfile)
+        jobfile = replace(jobfile, store=store_name(options.store, Path.cwd()))
+        problems = store_problems(jobfile, options.jobfile) + stored_argument_problems(
+            jobfile, options.jobfile
+        )
         if problems:
             raise JobFileError(problems)
     if options.workers is not None:
         jobfile = replace(jobfile, workers=options.workers)
     return jobfile
+
+
+def _open_store(jobfile: JobFile) -> HoldBackStore | SharedJobStore | None:
+    """The runner's store: a file that holds back what the reconcile will change, or a shared database.
+
+    Raises:
+        ImportError: a PostgreSQL store without psycopg installed.
+    """
+    if jobfile.store is None:
+        return None
+    if isinstance(jobfile.store, Path):
+        return HoldBackStore(jobfile.store, to_hold_back(jobfile), Stamps())
+    from actors.cli.shared_store import SharedJobStore  # noqa: PLC0415 - psycopg is optional
+
+    return SharedJobStore(jobfile.store, Stamps())
 
 
 def _stop(scheduler: Scheduler, grace: float) -> None:
@@ -252,10 +292,17 @@ class _Signals:
 
     def next(self, timeout: float | None) -> Command | None:
         """Wait up to ``timeout`` seconds (``None``: for ever) for the next command."""
-        try:
-            return self._commands.get(timeout=timeout)
-        except queue.Empty:
-            return None
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            # Python runs a handler between bytecodes: a signal that lands just as this thread
+            # goes to sleep in the queue's lock is handled only when it wakes. So it never
+            # sleeps longer than SIGNAL_LATENCY (a plain get() lost a Ctrl-C now and then).
+            left = SIGNAL_LATENCY if deadline is None else min(SIGNAL_LATENCY, deadline - time.monotonic())
+            try:
+                return self._commands.get(timeout=max(0.0, left))
+            except queue.Empty:
+                if deadline is not None and time.monotonic() >= deadline:
+                    return None
 
     def _interrupt(self, signum: int, frame: FrameType | None) -> None:
         self._interrupts += 1

@@ -1,8 +1,9 @@
 """``JobService``: a job file's jobs on a running ``Scheduler``, kept equal to the file.
 
 It owns the scheduler for the runner: ``apply`` brings the schedule in line with a job file
-(at start, and again for every ``SIGHUP`` reload), recording the fingerprints once the store
-has the new definitions; ``rows`` says what each job is doing, for the live view.
+(at start, and again for every ``SIGHUP`` reload); the store writes each job's fingerprint
+with its definition (``actors/cli/fingerprints.py``). ``rows`` says what each job is doing,
+for the live view.
 
 Threads: every method on the runner's main thread, except the event listener, which the
 scheduler calls on its event bus thread.
@@ -11,34 +12,69 @@ scheduler calls on its event bus thread.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Set
+from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import Protocol
 
 from actors.cli.apply import carry_out
 from actors.cli.board import Board
-from actors.cli.fingerprints import fingerprints_path, read_fingerprints, write_fingerprints
+from actors.cli.fingerprints import (
+    Stamps,
+    legacy_path,
+    read_legacy,
+    recorded_fingerprints,
+)
 from actors.cli.jobfile import JobFile, JobSpec
 from actors.cli.reconcile import Held, fingerprints_of, reconcile
 from actors.cli.rows import JobRow, describe_spec, last_error, one_line, row_from_stored
+from actors.cli.stores import read_stored
 from actors.errors import StoreError, UnknownTaskError
 from actors.facade import Scheduler
-from actors.store import SQLiteStore, StoredTask
+from actors.store import StoredTask
 from messages import TaskEvent, TaskInfo
 
-__all__ = ["JobService", "event_listener", "held_of", "read_stored", "to_hold_back"]
+__all__ = ["JobService", "JobStore", "event_listener", "held_of", "read_stored", "to_hold_back"]
 
 logger = logging.getLogger("actors.cli")
 
 
-class JobService:
-    """Runs the jobs of a job file on ``scheduler``, whose store (if any) is the file ``store``."""
+class JobStore(Protocol):
+    """The runner's store (``HoldBackStore``, ``SharedJobStore``), as the service uses it."""
 
-    def __init__(self, scheduler: Scheduler, jobfile: JobFile, board: Board | None = None) -> None:
+    @property
+    def stamps(self) -> Stamps:
+        """The fingerprints it writes into the definitions of the file's jobs."""
+        ...
+
+    def tasks(self, *, include_terminal: bool = True) -> list[StoredTask]:
+        """Every stored task (``Store.tasks``)."""
+        ...
+
+    def reconciling(self) -> AbstractContextManager[object]:
+        """Make this run's reconcile the only one on the store while the block runs."""
+        ...
+
+    def reconciled(self) -> None:
+        """The schedule follows the job file: run whatever it held back until now."""
+        ...
+
+
+class JobService:
+    """Runs the jobs of a job file on ``scheduler``, whose store (if any) is ``store``."""
+
+    def __init__(
+        self,
+        scheduler: Scheduler,
+        jobfile: JobFile,
+        board: Board | None = None,
+        store: JobStore | None = None,
+    ) -> None:
         self._scheduler = scheduler
         self._jobfile = jobfile
-        self._store = jobfile.store
+        self._store = store
         self.board = board if board is not None else Board()  # fed by an event_listener
-        # What a memory-only run has recorded; a stored run reads the fingerprints file.
+        # What a memory-only run has recorded; a stored run reads the fingerprints of the rows.
         self._recorded: dict[str, str] = {}
         # Rows of ended tasks the scheduler no longer knows (ended before this process started).
         self._stored_rows: dict[str, StoredTask] = {}
@@ -57,18 +93,23 @@ class JobService:
 
         Raises:
             StoreError: the store failed; the decisions before the failure were carried out.
-            OSError: the fingerprints could not be recorded (the schedule is already applied).
         """
-        held = self._held(jobfile.jobs)
-        recorded = (
-            self._recorded if self._store is None else read_fingerprints(fingerprints_path(self._store))
-        )
-        decisions = reconcile(jobfile.jobs, held, recorded)
-        carry_out(self._scheduler, decisions)
+        fingerprints = fingerprints_of(jobfile.jobs)
+        if self._store is None:
+            decisions = reconcile(jobfile.jobs, self._held(jobfile.jobs), self._recorded)
+            carry_out(self._scheduler, decisions)
+        else:
+            with self._store.reconciling():
+                stored = self._read_store()
+                in_store = held_of(stored)
+                held = in_store + self._held(jobfile.jobs, {task.task_id for task in in_store})
+                recorded = {**self._recorded, **recorded_fingerprints(stored)}  # memory jobs: this process's
+                decisions = reconcile(jobfile.jobs, held, recorded)
+                self._store.stamps.expect(fingerprints)
+                carry_out(self._scheduler, decisions)
+            self._store.reconciled()
         self._jobfile = jobfile
-        self._recorded = fingerprints_of(jobfile.jobs)
-        if self._store is not None:
-            write_fingerprints(fingerprints_path(self._store), self._recorded)
+        self._recorded = fingerprints
 
     def rows(self) -> list[JobRow]:
         """Return one row per job of the file, in its order, as the scheduler sees it now."""
@@ -101,40 +142,27 @@ class JobService:
         except UnknownTaskError:
             return None
 
-    def _held(self, jobs: tuple[JobSpec, ...]) -> list[Held]:
-        """Return every task the scheduler holds, live or ended.
+    def _read_store(self) -> list[StoredTask]:
+        """Return every stored task, live or ended (the store knows the ended ones across restarts)."""
+        assert self._store is not None
+        stored = self._store.tasks()
+        for task in stored:
+            self.board.seed(task.task_id, task.last_outcome, one_line(task.last_error))
+        self._stored_rows = {task.task_id: task for task in stored if not task.live}
+        return stored
 
-        From the store if there is one (it knows the ended ones across restarts), then the
-        live tasks and whatever the scheduler remembers of the file's jobs that the store does
-        not hold: all of them without a store, the ``durable = false`` jobs with one.
+    def _held(self, jobs: tuple[JobSpec, ...], in_store: Set[str] = frozenset()) -> list[Held]:
+        """Return every task the scheduler holds in memory, live or ended, but those ``in_store``.
+
+        Without a store that is all of them (its live tasks, and the file's ended ones); with
+        one, the ``durable = false`` jobs (the store holds the rest, ended ones included).
         """
-        stored_held: list[Held] = []
-        if self._store is not None:
-            stored = read_stored(self._store)
-            for task in stored:
-                self.board.seed(task.task_id, task.last_outcome, one_line(task.last_error))
-            self._stored_rows = {task.task_id: task for task in stored if not task.live}
-            stored_held = held_of(stored)
-        in_store = {task.task_id for task in stored_held}
         held = {info.task_id: info for info in self._scheduler.tasks() if info.task_id not in in_store}
         for spec in jobs:
             known = spec.job_id in held or spec.job_id in in_store
             if not known and (info := self._ended_info(spec.job_id)) is not None:
                 held[spec.job_id] = info
-        in_memory = [Held(task_id, not info.done, info.status.value) for task_id, info in held.items()]
-        return stored_held + in_memory
-
-
-def read_stored(store: Path) -> list[StoredTask]:
-    """Return every task in the store file, live or ended, read-only; none if there is no store yet.
-
-    Raises:
-        StoreError: the file exists but cannot be read as a current store.
-    """
-    if not store.exists():
-        return []
-    with SQLiteStore.inspect(store) as reader:
-        return reader.tasks()
+        return [Held(task_id, not info.done, info.status.value) for task_id, info in held.items()]
 
 
 def held_of(stored: list[StoredTask]) -> list[Held]:
@@ -146,15 +174,16 @@ def to_hold_back(jobfile: JobFile) -> set[str]:
     """Return the stored tasks a start must not run before the reconcile: those it will replace or cancel.
 
     A store that cannot be read yet (an older schema, say) holds nothing back: the scheduler
-    migrates it, and the reconcile right after the start replaces or cancels as usual.
+    migrates it, and the reconcile right after the start replaces or cancels as usual. Only
+    an SQLite file holds back (``actors/cli/shared_store.py`` says why a database does not).
     """
-    if jobfile.store is None:
+    if not isinstance(jobfile.store, Path):
         return set()
     try:
         stored = read_stored(jobfile.store)
     except StoreError:
         return set()
-    recorded = read_fingerprints(fingerprints_path(jobfile.store))
+    recorded = recorded_fingerprints(stored, read_legacy(legacy_path(jobfile.store)))
     decisions = reconcile(jobfile.jobs, held_of(stored), recorded)
     return {decision.task_id for decision in decisions if decision.action in ("replace", "cancel")}
 

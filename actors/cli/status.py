@@ -1,8 +1,9 @@
-"""``status (JOBFILE | --store PATH)``: print every task in a store, and exit.
+"""``status (JOBFILE | --store STORE)``: print every task in a store, and exit.
 
-It reads the store read-only and takes no lock, so it works while a ``run`` holds the store;
-it says whether one does (asking the lock without taking it), because that decides what a
-past due time means: a held store's task may be running now, an unheld one's is overdue.
+It reads an SQLite store read-only and takes no lock, so it works while a ``run`` holds the
+store, and says whether one does (asking the lock without taking it), because that decides what
+a past due time means: a held store's task may be running now, an unheld one's is overdue. A
+PostgreSQL store (``postgresql://...``) is read as any client of the database reads it.
 Threads: the caller's.
 """
 
@@ -11,56 +12,99 @@ from __future__ import annotations
 import sys
 from datetime import datetime
 from pathlib import Path
+from typing import Final
 
 from actors.cli import exits
 from actors.cli.jobfile import load_jobfile
-from actors.cli.rows import row_from_stored, shown_path, table_text
+from actors.cli.rows import row_from_stored, table_text
+from actors.cli.stores import StoreName, shown_store, store_name
 from actors.errors import JobFileError, StoreError
-from actors.store import SQLiteStore
+from actors.store import SQLiteStore, StoredTask
 from actors.store.lockfile import LockState, lock_path_of, lock_state
 
 __all__ = ["status"]
+
+_SQLITE_HEADER: Final = b"SQLite format 3\x00"
 
 
 def status(jobfile: str | None, store: str | None, now: datetime | None = None) -> int:
     """Print the tasks of the store named by ``store``, else by the job file; return the exit code."""
     now = now or datetime.now().astimezone()
-    if store is None:
-        assert jobfile is not None
-        try:
-            path = load_jobfile(jobfile).store
-        except JobFileError as error:
-            print("\n".join(error.problems), file=sys.stderr)
-            return exits.BAD_INPUT
-        if path is None:
-            print(
-                f'{jobfile}: store = ":memory:": nothing is kept, so there is no status to show',
-                file=sys.stderr,
-            )
-            return exits.BAD_INPUT
-    else:
-        path = Path(store).expanduser()
     try:
-        with SQLiteStore.inspect(path) as reader:
-            tasks = reader.tasks()
+        name = _store_to_read(jobfile, store)
+    except JobFileError as error:
+        print("\n".join(error.problems), file=sys.stderr)
+        return exits.BAD_INPUT
+    try:
+        tasks = _read(name)
+    except ImportError as error:
+        print(f"a PostgreSQL store needs psycopg ({error}): pip install 'pykka-taskscheduler[postgres]'",
+              file=sys.stderr)  # fmt: skip
+        return exits.FAILURE
     except StoreError as error:
-        hint = " (a run of the job file creates it)" if not path.exists() else ""
+        hint = " (a run of the job file creates it)" if isinstance(name, Path) and not name.exists() else ""
         print(f"{error}{hint}", file=sys.stderr)
         return exits.FAILURE
     live = sum(task.live for task in tasks)
-    holder = lock_state(lock_path_of(str(path)))
-    print(f"{shown_path(path)}: {len(tasks)} task(s), {live} live; times in {now:%Z} (UTC{now:%z})")
-    print(f"{shown_path(path)}: {_holder_line(holder)}")
+    shown = shown_store(name)
+    holder = lock_state(lock_path_of(str(name))) if isinstance(name, Path) else None
+    print(f"{shown}: {len(tasks)} task(s), {live} live; times in {now:%Z} (UTC{now:%z})")
+    print(f"{shown}: {_holder_line(holder)}")
     rows = [row_from_stored(task) for task in tasks]
-    print(table_text(rows, now, maybe_running=holder.held is not False))
+    print(table_text(rows, now, maybe_running=holder is None or holder.held is not False))
     return exits.OK
 
 
-def _holder_line(holder: LockState) -> str:
+def _holder_line(holder: LockState | None) -> str:
     """Say whether a scheduler holds the store, and so what a past due time means."""
+    if holder is None:  # a PostgreSQL database: shared, never locked by one scheduler
+        return "a shared database: any run on it may hold these tasks; a task due a while ago may be running"
     if holder.held is None:
         return "whether a scheduler holds it cannot be told on this system"
     if holder.held:
         who = "a scheduler" if holder.pid is None else f"a scheduler (process {holder.pid})"
         return f"held by {who}: it runs the tasks; a task due a while ago may be running"
     return "no scheduler holds it: nothing runs until one starts"
+
+
+def _store_to_read(jobfile: str | None, store: str | None) -> StoreName:
+    """The store ``--store`` names, else the job file's.
+
+    Raises:
+        JobFileError: the job file is bad, is a store itself, or keeps nothing.
+    """
+    if store is not None:
+        name = store_name(store, Path.cwd())
+        if name is None:
+            raise JobFileError(["status: --store :memory: keeps nothing, so there is no status to show"])
+        return name
+    assert jobfile is not None
+    if _looks_like_a_store(jobfile):
+        raise JobFileError(
+            [
+                f"{jobfile}: this looks like a task store (an SQLite database), not a job file; "
+                f"to read it: status --store {jobfile}"
+            ]
+        )
+    name = load_jobfile(jobfile).store
+    if name is None:
+        raise JobFileError([f'{jobfile}: store = ":memory:": nothing is kept, so there is no status to show'])
+    return name
+
+
+def _read(store: StoreName) -> list[StoredTask]:
+    if isinstance(store, Path):
+        with SQLiteStore.inspect(store) as reader:
+            return reader.tasks()
+    from actors.cli.shared_store import read_shared  # noqa: PLC0415 - psycopg is optional
+
+    return read_shared(store)
+
+
+def _looks_like_a_store(path: str) -> bool:
+    """Whether ``path`` is an SQLite database (given where a job file was meant)."""
+    try:
+        with open(path, "rb") as file:
+            return file.read(len(_SQLITE_HEADER)) == _SQLITE_HEADER
+    except OSError:
+        return False  # loading it says why

@@ -260,6 +260,39 @@ def test_status_of_a_memory_only_job_file_is_exit_2(tmp_path: Path) -> None:
     assert 'store = ":memory:"' in result.stderr
 
 
+def test_status_given_a_store_instead_of_the_job_file_says_so_and_suggests_store(tmp_path: Path) -> None:
+    write_jobfile(tmp_path, GOOD)
+    with SQLiteStore(tmp_path / "tasks.db"):
+        pass  # a store file, as a run leaves it
+    result = cli("status", "tasks.db", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr == (
+        "tasks.db: this looks like a task store (an SQLite database), not a job file; "
+        "to read it: status --store tasks.db\n"
+    )
+    assert cli("status", "--store", "tasks.db", cwd=tmp_path).returncode == 0
+
+
+def test_check_shows_a_postgresql_store_without_its_password(tmp_path: Path) -> None:
+    store = 'store = "postgresql://app:s3cret@db.internal:5433/jobs"'
+    write_jobfile(tmp_path, GOOD.replace("[scheduler]\n", f"[scheduler]\n{store}\n"))
+    result = cli("check", "jobs.toml", cwd=tmp_path)  # check connects to nothing
+    assert result.returncode == 0, result.stderr
+    assert "store postgresql://app@db.internal:5433/jobs\n" in result.stdout
+    assert "s3cret" not in result.stdout
+
+
+def test_check_and_run_refuse_a_malformed_postgresql_url_naming_the_key(tmp_path: Path) -> None:
+    store = 'store = "postgresql://app:s3cret@[db/jobs"'
+    write_jobfile(tmp_path, GOOD.replace("[scheduler]\n", f"[scheduler]\n{store}\n"))
+    for command in ("check", "run"):
+        result = cli(command, "jobs.toml", cwd=tmp_path)
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.startswith("jobs.toml: [scheduler] key 'store': not a PostgreSQL URL")
+        assert "s3cret" not in result.stderr
+        assert "Traceback" not in result.stderr
+
+
 def test_the_demo_is_still_there(tmp_path: Path) -> None:
     result = cli("demo", cwd=tmp_path)
     assert result.returncode == 0

@@ -66,3 +66,20 @@ def test_an_unchanged_file_is_all_keeps_and_an_empty_store_all_adds() -> None:
     live = [Held(spec.job_id, live=True, status="scheduled") for spec in jobs]
     assert {d.action for d in reconcile(jobs, live, fingerprints_of(jobs))} == {"keep"}
     assert [d.action for d in reconcile(jobs, [], {})] == ["add"] * len(jobs)
+
+
+def test_a_job_cancelled_when_it_left_the_file_is_scheduled_afresh_when_it_comes_back() -> None:
+    jobs = parse_jobfile(FILE, "jobs.toml").jobs
+    held = [Held("same", live=False, status="cancelled")]  # its row kept its fingerprint
+    decisions = reconcile(jobs[:1], held, fingerprints_of(jobs))
+    assert [(d.action, d.reason) for d in decisions] == [
+        ("add", "it was cancelled, and it is in the job file again")
+    ]
+
+
+def test_an_ended_task_whose_definition_was_never_recorded_is_added_saying_so() -> None:
+    jobs = parse_jobfile(FILE, "jobs.toml").jobs
+    decisions = reconcile(jobs[3:4], [Held("ran", live=False, status="completed")], {})
+    assert [(d.action, d.reason) for d in decisions] == [
+        ("add", "it ended completed, and there is no record of its definition")
+    ]

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from actors.cli.fingerprints import fingerprints_path, read_fingerprints, write_fingerprints
+from actors.cli.fingerprints import FINGERPRINT_OPTION, Stamps, legacy_path, read_legacy
 from actors.cli.jobfile import parse_duration, parse_jobfile
 from actors.cli.rows import (
     COLUMNS,
@@ -23,7 +25,9 @@ from actors.cli.rows import (
     table_text,
     until,
 )
+from actors.cli.stores import shown_store
 from actors.errors import RemoteRunError
+from actors.store import TaskDefinition
 
 NOW = datetime(2026, 5, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -131,17 +135,16 @@ def test_a_narrow_table_keeps_the_needed_columns_whole_and_leaves_the_others_out
     assert 1 + sum(width + 3 for width in wide.values()) <= 200
 
 
-def test_fingerprints_round_trip_and_a_damaged_file_counts_as_none(tmp_path: Path) -> None:
-    path = fingerprints_path(tmp_path / "jobs.db")
+def test_an_older_versions_fingerprints_file_is_read_and_a_damaged_one_counts_as_none(tmp_path: Path) -> None:
+    path = legacy_path(tmp_path / "jobs.db")
     assert path.name == "jobs.db.jobs.json"
-    assert read_fingerprints(path) == {}
-    write_fingerprints(path, {"a": "1", "b": "2"})
-    assert read_fingerprints(path) == {"a": "1", "b": "2"}
-    assert [p.name for p in tmp_path.iterdir()] == ["jobs.db.jobs.json"]  # no temporary file left
+    assert read_legacy(path) == {}
+    path.write_text('{"jobs": {"a": "1", "b": "2"}}')
+    assert read_legacy(path) == {"a": "1", "b": "2"}
     path.write_text("{not json")
-    assert read_fingerprints(path) == {}
+    assert read_legacy(path) == {}
     path.write_text('["a list"]')
-    assert read_fingerprints(path) == {}
+    assert read_legacy(path) == {}
 
 
 def test_the_scheduler_does_not_import_rich(tmp_path: Path) -> None:
@@ -181,3 +184,28 @@ def test_event_lines() -> None:
         "event=clock_jumped jump=-3600.000s",
         logging.WARNING,
     )
+
+
+def test_stamps_write_a_jobs_fingerprint_into_its_definition_and_leave_others_alone() -> None:
+    stamps = Stamps()
+    task = TaskDefinition(
+        task_id="a", fn_ref="t:f", args_json="[]", kwargs_json="{}", trigger_json='{"once": true}',
+        options_json='{"name": "x"}', next_due=None,
+    )  # fmt: skip
+    assert stamps.stamp(task) is task  # nothing expected yet
+    stamps.expect({"a": "digest-a"})
+    stamped = stamps.stamp(task)
+    assert json.loads(stamped.options_json) == {"name": "x", FINGERPRINT_OPTION: "digest-a"}
+    assert stamps.stamp(dataclasses.replace(task, task_id="b")).options_json == '{"name": "x"}'
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("postgresql://app:pw@h:5/db?password=x&sslmode=require", "postgresql://app@h:5/db?sslmode=require"),
+        ("postgres://h/db", "postgres://h/db"),
+        ("postgresql://app:pw@[bad/db", "postgresql://app@[bad/db"),  # malformed: shown all the same
+    ],
+)
+def test_a_store_url_is_shown_without_its_password(url: str, shown: str) -> None:
+    assert shown_store(url) == shown

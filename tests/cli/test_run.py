@@ -6,14 +6,18 @@ No test sleeps to let things happen: each waits for the line that says it did.
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import signal
 import sqlite3
 import time
 from pathlib import Path
 
+from actors.cli.jobfile import load_jobfile
+from actors.cli.reconcile import fingerprints_of
 from tests.cli.helpers import Service, cli, write_jobfile
 
+WELCOME = '[jobs.welcome]\nfn = "tasks:say"\nat = 2020-01-01T00:00:00Z\nargs = ["hi"]\n'
 TICKS = """
 [jobs.tick]
 fn = "tasks:tick"
@@ -197,3 +201,51 @@ def test_a_store_with_a_damaged_row_runs_and_names_the_file_task_and_column(tmp_
     assert "jobs.db" in warning, warning
     assert "'tick'" in warning, warning
     assert "trigger_json" in warning, warning
+
+
+def test_a_one_time_job_whose_run_is_killed_after_its_outcome_is_committed_is_not_run_again(
+    tmp_path: Path,
+) -> None:
+    # Many jobs after the one-time job make the first start's reconcile last a while (0.5 s here): the job
+    # runs and its outcome is committed while the runner is still adding the others, and the
+    # kill lands there, before anything but the store could have recorded what was scheduled.
+    later = "".join(f'[jobs.later-{n}]\nfn = "tasks:tick"\ncron = "0 0 1 1 *"\n' for n in range(2000))
+    write_jobfile(tmp_path, WELCOME + later)
+    with Service("jobs.toml", "--no-status", cwd=tmp_path) as first:
+        first.expect(r"task=welcome event=completed run=1 ")  # published once the outcome is committed
+        first.send(signal.SIGKILL)
+        assert first.wait() == -signal.SIGKILL
+    assert "INFO running 2001 job(s)" not in first.output()  # killed inside the reconcile
+    assert not (tmp_path / "jobs.db.jobs.json").exists()  # the store is the only record
+    with Service("jobs.toml", "--no-status", cwd=tmp_path) as second:
+        second.expect(r"INFO job welcome: left ended \(unchanged, and it ended completed; ")
+        second.expect(r"INFO running 2001 job\(s\) from jobs.toml")
+        second.send(signal.SIGTERM)
+        assert second.wait() == 0
+    assert "said hi" not in second.output()
+    assert "task=welcome" not in second.output()
+
+
+def test_an_older_versions_fingerprints_file_is_moved_into_the_store_once(tmp_path: Path) -> None:
+    jobs = write_jobfile(tmp_path, WELCOME + TICKS)
+    with Service("jobs.toml", "--no-status", cwd=tmp_path) as first:
+        first.expect(r"task=welcome event=completed run=1 ")
+        first.expect(r"INFO running 2 job\(s\)", anywhere=True)
+        first.send(signal.SIGTERM)
+        assert first.wait() == 0
+    # Make it the store an older version left: the fingerprints beside it, none in the rows.
+    recorded = fingerprints_of(load_jobfile(jobs).jobs)
+    legacy = tmp_path / "jobs.db.jobs.json"
+    legacy.write_text(json.dumps({"jobs": recorded}))
+    with sqlite3.connect(tmp_path / "jobs.db") as db:
+        db.execute("UPDATE task SET options_json = '{}'")
+    db.close()
+    for start in ("second", "third"):  # the third start reads the fingerprints from the rows alone
+        with Service("jobs.toml", "--no-status", cwd=tmp_path) as service:
+            service.expect(r"INFO job welcome: left ended \(unchanged, and it ended completed; ")
+            service.expect(r"INFO job tick: kept \(unchanged\)$")
+            service.send(signal.SIGTERM)
+            assert service.wait() == 0, start
+        assert not legacy.exists()
+        assert ("deleted jobs.db.jobs.json" in service.output()) == (start == "second"), service.output()
+        assert "said hi" not in service.output()

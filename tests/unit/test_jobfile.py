@@ -169,6 +169,14 @@ def test_scheduler_zone_is_the_cron_default_and_names_are_normalised() -> None:
     assert jobfile.jobs[0].tz == "UTC"
 
 
+@pytest.mark.parametrize(
+    "url", ["postgresql://app@db.internal/jobs", "postgres://app:pw@db/jobs?sslmode=require"]
+)
+def test_a_postgresql_store_is_kept_as_its_url_not_as_a_path(in_tmp: Path, url: str) -> None:
+    jobfile = parse_jobfile(f'[scheduler]\nstore = "{url}"\n[jobs.a]\nfn = "t:f"\nevery = 1\n', "jobs.toml")
+    assert jobfile.store == url
+
+
 def test_arguments_need_not_be_json_without_a_store() -> None:
     text = '[scheduler]\nstore = ":memory:"\n[jobs.a]\nfn = "t:f"\nevery = 1\nargs = [2026-01-01]\n'
     assert parse_jobfile(text, "jobs.toml").jobs[0].args == (datetime(2026, 1, 1).date(),)

@@ -58,17 +58,26 @@ class SharedJobStore(PostgresStore):
         self._wakeups_lock = threading.Lock()  # guards _wakeups: the claim loop adds, the main thread reads
         self._wakeups: list[Callable[[], None]] = []
 
-    def claim_due(self, limit: int, importable: Collection[str] | None = None) -> list[Lease]:
+    def claim_due(
+        self,
+        limit: int,
+        importable: Collection[str] | None = None,
+        executors: Collection[str] | None = None,
+        *,
+        held: Collection[int] | None = None,
+    ) -> list[Lease]:
         """Claim due runs (``PostgresStore.claim_due``), or none before the first reconcile."""
         if not self._reconciled.is_set():
             return []
-        return super().claim_due(limit, importable)
+        return super().claim_due(limit, importable, executors, held=held)
 
-    def next_wakeup(self, importable: Collection[str] | None = None) -> float | None:
+    def next_wakeup(
+        self, importable: Collection[str] | None = None, executors: Collection[str] | None = None
+    ) -> float | None:
         """The store's next wake-up (``PostgresStore.next_wakeup``); none before the first reconcile."""
         if not self._reconciled.is_set():
             return None
-        return super().next_wakeup(importable)
+        return super().next_wakeup(importable, executors)
 
     def listen(self, wakeup: Callable[[], None]) -> Callable[[], None]:
         """Listen for hints (``PostgresStore.listen``); ``wakeup`` is also called once reconciled."""

@@ -64,15 +64,7 @@ def importable_names(importable: Collection[str] | None) -> list[str] | None:
     Raises:
         TypeError: ``importable`` is a str (a collection of letters), or holds a non-str.
     """
-    if importable is None:
-        return None
-    if isinstance(importable, str):
-        raise TypeError(f"importable must be a collection of references, got the str {importable!r}")
-    names = set(importable)
-    for name in names:
-        if not isinstance(name, str):
-            raise TypeError(f"importable must hold str references, got {name!r}")
-    return sorted(names)
+    return _distinct_strs(importable, "importable", "references")
 
 
 EXECUTORS: Final = frozenset({"thread", "process"})  # the executors a stored task can have
@@ -85,16 +77,23 @@ def executor_names(executors: Collection[str] | None) -> list[str] | None:
         TypeError: ``executors`` is a str, or holds a non-str.
         ValueError: it holds a name that is not an executor (``"thread"``, ``"process"``).
     """
-    if executors is None:
-        return None
-    if isinstance(executors, str):
-        raise TypeError(f"executors must be a collection of executors, got the str {executors!r}")
-    names = set(executors)
-    for name in names:
-        if not isinstance(name, str):
-            raise TypeError(f"executors must hold str names, got {name!r}")
+    names = _distinct_strs(executors, "executors", "executor names")
+    for name in names or ():
         if name not in EXECUTORS:
             raise ValueError(f"executors must hold 'thread' or 'process', got {name!r}")
+    return names
+
+
+def _distinct_strs(values: Collection[str] | None, argument: str, items: str) -> list[str] | None:
+    """The distinct strs of ``values``, sorted; ``argument`` and ``items`` name them in the errors."""
+    if values is None:
+        return None
+    if isinstance(values, str):
+        raise TypeError(f"{argument} must be a collection of {items}, got the str {values!r}")
+    names = set(values)
+    for name in names:
+        if not isinstance(name, str):
+            raise TypeError(f"{argument} must hold str {items}, got {name!r}")
     return sorted(names)
 
 

@@ -14,7 +14,6 @@ import logging
 from typing import TYPE_CHECKING
 
 from actors.actor_timers import ActorTimers, TimersMixin
-from actors.clock import Clock, FakeClock, MonotonicClock
 from actors.errors import (
     DependencyFailedError,
     DuplicateTaskError,
@@ -50,6 +49,7 @@ from actors.scheduler import SchedulerActor
 from actors.shared_clock import DatabaseClock
 from actors.shared_handles import SharedTaskHandle
 from actors.store import SharedStore, SQLiteStore, Store
+from actors.sync.clock import Clock, FakeClock, MonotonicClock
 from actors.validation import MAX_PROCESSES, MAX_WORKERS
 from actors.worker import WorkerActor
 from messages import EventKind  # what subscribe(kinds=...) takes: here too, beside Scheduler

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import pykka
 
-from actors.threads import Role, ThreadRegistry
+from actors.sync.threads import Role, ThreadRegistry
 
 if TYPE_CHECKING:
     from pykka._actor import ActorInbox

@@ -44,7 +44,7 @@ from actors.references import resolve_stored
 from actors.shared_clock import DatabaseClock
 from actors.shared_plan import poll_delay, sleep_for, store_retry_pause
 from actors.store.protocol import Lease, SharedStore
-from actors.threads import Role, ThreadRegistry
+from actors.sync.threads import Role, ThreadRegistry
 
 __all__ = ["ClaimLoop", "Importable"]
 

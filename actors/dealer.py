@@ -6,7 +6,7 @@ the scheduler's thread.
 Due tasks wait in a FIFO for an idle worker. When more runs are due than workers are idle, an
 idle worker is handed a batch of up to ``BATCH`` of them at once, so that a busy pool is not
 paced by one message round trip per run. Each run in a batch carries a ``Claim``
-(``actors/claim.py``): the worker takes it to start the run, the dealer takes it to take back a
+(``actors/sync/claim.py``): the worker takes it to start the run, the dealer takes it to take back a
 run not yet started. When a worker falls idle while others still hold runs they have not
 started, it is given half of the largest such backlog: so a slow task never delays another
 due task while any worker is free.
@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Final
 
-from actors.claim import Claim
+from actors.sync.claim import Claim
 from actors.task_record import INLINE, PROCESSES, THREADS, TaskRecord
 from actors.task_state import HANDED, READY, move_to
 from messages import RunTask, TaskId

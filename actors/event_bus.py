@@ -9,7 +9,7 @@ from typing import Any
 import pykka
 
 from actors.base import LibraryActor, tell_quietly
-from actors.threads import Role, ThreadRegistry
+from actors.sync.threads import Role, ThreadRegistry
 from messages import BusExited, EventKind, Flush, Publish, Subscribe, TaskEvent, Unsubscribe
 
 logger = logging.getLogger(__name__)

@@ -20,7 +20,6 @@ import pykka
 
 from actors import stepping
 from actors.base import stop_quietly
-from actors.clock import Clock, MonotonicClock
 from actors.cron import CronSchedule
 from actors.durable import LoadedTasks, definition, json_arguments
 from actors.errors import (
@@ -34,7 +33,6 @@ from actors.errors import (
 from actors.handles import Subscription, TaskHandle
 from actors.mailboxes import check_refs
 from actors.minting import IdMint, is_memory_id
-from actors.outbox import Outbox
 from actors.parked import Batch, Parcel
 from actors.references import check_json_arguments, reference_of
 from actors.retry import Retry
@@ -43,6 +41,11 @@ from actors.shared_clock import DatabaseClock
 from actors.shared_node import SharedNode, is_shared
 from actors.shared_tasks import SharedTasks
 from actors.store import LoadsInParts, Store, open_store
+from actors.sync.clock import Clock, MonotonicClock
+from actors.sync.outbox import Outbox
+from actors.sync.threads import Role, ThreadRegistry
+from actors.sync.token import FREE, RAN, RUNNING
+from actors.sync.waiting import Deadline, check_timeout, join, join_any_order, result_within
 from actors.task_record import (
     INLINE,
     PLAIN,
@@ -53,8 +56,6 @@ from actors.task_record import (
     TaskSpec,
     default_name,
 )
-from actors.threads import Role, ThreadRegistry
-from actors.token import FREE, RAN, RUNNING
 from actors.validation import (
     MAX_PROCESSES,
     MAX_WORKERS,
@@ -69,7 +70,6 @@ from actors.validation import (
     process_target,
     resolve_task_function,
 )
-from actors.waiting import Deadline, check_timeout, join, join_any_order, result_within
 from messages import (
     AddTask,
     Cancel,

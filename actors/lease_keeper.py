@@ -24,7 +24,7 @@ from actors.errors import StoreError
 from actors.lease_book import LeaseBook
 from actors.shared_plan import HINTED_RENEWAL_GAP, renew_period, store_retry_pause
 from actors.store.protocol import Lease, SharedStore
-from actors.threads import Role, ThreadRegistry
+from actors.sync.threads import Role, ThreadRegistry
 
 __all__ = ["LeaseKeeper"]
 

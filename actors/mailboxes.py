@@ -23,7 +23,7 @@ from typing import Any, Final
 import pykka
 from pykka.messages import ProxyCall
 
-from actors.waiting import Deadline
+from actors.sync.waiting import Deadline
 
 __all__ = ["ActorMailbox", "check_refs", "probe_all"]
 

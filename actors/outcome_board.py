@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
-from actors.waiting import Deadline
+from actors.sync.waiting import Deadline
 
 __all__ = ["OutcomeBoard"]
 

@@ -14,11 +14,11 @@ from typing import Any
 
 import pykka
 
-from actors.clock import Clock
-from actors.outbox import Outbox
 from actors.process_slot import ProcessSlot
 from actors.references import LazyReference, reference_of
-from actors.threads import ThreadRegistry
+from actors.sync.clock import Clock
+from actors.sync.outbox import Outbox
+from actors.sync.threads import ThreadRegistry
 from actors.worker import WorkerActor
 from messages import RunTask
 

@@ -11,8 +11,8 @@ import contextvars
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from actors.clock import Clock
 from actors.errors import RunCancelled
+from actors.sync.clock import Clock
 from messages import RunTask, TaskId
 from messages.commands import RunClaim
 

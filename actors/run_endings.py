@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from actors.claim import INTERRUPTED, NOT_STOPPED, TIMED_OUT, Claim
 from actors.effects import RunOutcome
 from actors.errors import MissedRunError, RunCancelled, TaskTimeoutError
 from actors.recurrence import next_cron, next_fixed_delay, next_fixed_rate
+from actors.sync.claim import INTERRUPTED, NOT_STOPPED, TIMED_OUT, Claim
+from actors.sync.token import TAKEN, request_stop
 from actors.task_record import Failures, TaskRecord
 from actors.task_state import (
     CANCELLED,
@@ -27,7 +28,6 @@ from actors.task_state import (
     State,
     move_to,
 )
-from actors.token import TAKEN, request_stop
 from messages import Completed, EventKind, Failed, FixedDelay, FixedRate, Skipped, Started, TaskEvent
 
 if TYPE_CHECKING:

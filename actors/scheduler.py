@@ -16,25 +16,25 @@ from typing import Any, Final
 import pykka
 
 from actors.base import LibraryActor, stop_quietly, tell_quietly
-from actors.clock import Clock
 from actors.dealer import INLINE_WORKER
 from actors.durable import run_record, task_update
 from actors.effects import Effects
 from actors.errors import DuplicateTaskError, SchedulerInternalError, SchedulerShutdownError, WorkerLostError
 from actors.event_bus import EventBus
 from actors.minting import IdMint
-from actors.outbox import Outbox
 from actors.parked import Parcel, ParkedTasks
 from actors.process_slot import ProcessSlot
 from actors.process_worker import ProcessWorkerActor
 from actors.shared_node import SharedNode
 from actors.store.protocol import Store, TaskDefinition
 from actors.subscriptions import Subscriptions
+from actors.sync.clock import Clock
+from actors.sync.outbox import Outbox
+from actors.sync.threads import Role, ThreadRegistry
+from actors.sync.token import Token
 from actors.task_record import TaskRecord
-from actors.threads import Role, ThreadRegistry
 from actors.timer import TimerThread
 from actors.timetable import Timetable
-from actors.token import Token
 from actors.validation import MAX_PROCESSES, MAX_WORKERS, check_count
 from actors.worker import Report, WorkerActor, run_batch
 from messages import (

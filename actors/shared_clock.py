@@ -21,9 +21,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Final
 
-from actors.clock import Clock, FakeClock, Unwatch
 from actors.shared_plan import ClockSample
 from actors.store.protocol import SharedStore
+from actors.sync.clock import Clock, FakeClock, Unwatch
 
 __all__ = ["DatabaseClock"]
 

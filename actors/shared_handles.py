@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING
 from actors.errors import SchedulerShutdownError, UnknownTaskError, WouldDeadlockError
 from actors.handles import TaskHandle
 from actors.run_context import CURRENT_RUN
-from actors.token import FINISHED, REVOKED
-from actors.waiting import Deadline, check_timeout
+from actors.sync.token import FINISHED, REVOKED
+from actors.sync.waiting import Deadline, check_timeout
 from messages import TaskInfo
 
 if TYPE_CHECKING:

@@ -42,9 +42,9 @@ from actors.outcome_board import OutcomeBoard
 from actors.shared_clock import DatabaseClock
 from actors.shared_plan import local_due, on_grid
 from actors.store.protocol import Lease, RunRecord, SharedStore, Store, TaskUpdate
+from actors.sync.threads import ThreadRegistry
 from actors.task_record import TaskRecord
 from actors.task_state import COMPLETED, FAILED
-from actors.threads import ThreadRegistry
 from actors.timetable import Timetable
 from messages import CancelledInStore, Claimed, EventKind, RetrySaves, TaskEvent
 

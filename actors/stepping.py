@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from actors.clock import FakeClock
 from actors.mailboxes import ActorMailbox, probe_all
-from actors.waiting import Deadline, check_timeout
+from actors.sync.clock import FakeClock
+from actors.sync.waiting import Deadline, check_timeout
 from messages.triggers import require_finite
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ everyone who deals with the task, so who may touch which part is written down he
   ``due_wall`` are set by the facade before it hands the record over); read by anyone once
   the token is ``FINISHED``.
 - the token and the outcome (``Token``): changed only by their moves, under
-  ``actors/token.py``'s lock; read by anyone.
+  ``actors/sync/token.py``'s lock; read by anyone.
 
 So a ``TaskHandle`` is just a view of its record: every handle of a task agrees, and the
 library keeps no handle alive.
@@ -26,11 +26,12 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from actors.claim import INTERRUPTED, Claim
 from actors.cron import CronSchedule
 from actors.errors import DependencyFailedError
 from actors.recurrence import first_due_at
 from actors.retry import Retry
+from actors.sync.claim import INTERRUPTED, Claim
+from actors.sync.token import FREE, Token, request_stop
 from actors.task_state import (
     CANCELLED,
     CANCELLING,
@@ -42,7 +43,6 @@ from actors.task_state import (
     WAITING,
     State,
 )
-from actors.token import FREE, Token, request_stop
 from messages import Cron, FixedDelay, FixedRate, Once, Schedule, TaskInfo, TaskStatus
 
 __all__ = ["INLINE", "PLAIN", "PROCESSES", "THREADS", "Failures", "TaskRecord", "TaskSpec", "default_name"]

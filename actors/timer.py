@@ -21,9 +21,9 @@ from typing import Any, Final
 
 import pykka
 
-from actors.clock import Clock
-from actors.threads import Role, ThreadRegistry
-from actors.waiting import LONGEST_WAIT
+from actors.sync.clock import Clock
+from actors.sync.threads import Role, ThreadRegistry
+from actors.sync.waiting import LONGEST_WAIT
 from actors.wall_tasks import JUMP_THRESHOLD
 from messages import Tick
 

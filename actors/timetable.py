@@ -13,8 +13,8 @@ Rule 2: the core starts no thread, reads no clock, calls no user code and import
 
 Rule 3: the core never decides by looking at state another thread may change. It meets other
 threads at two places, both atomic *moves* whose result it takes as an input, as it takes a
-report: a task's token (``actors/token.py``: a caller's cancel and a worker's start race for
-it) and a handed run's claim (``actors/claim.py``: the worker's start and the core's take-back
+report: a task's token (``actors/sync/token.py``: a caller's cancel and a worker's start race for
+it) and a handed run's claim (``actors/sync/claim.py``: the worker's start and the core's take-back
 race for it). Whoever moves first wins; the loser learns it from its own move, or from the
 ``Cancelled`` or ``Skipped`` report that follows.
 """
@@ -40,6 +40,7 @@ from actors.errors import (
 )
 from actors.parked import Parcel, ParkedTasks
 from actors.run_endings import RunEndings
+from actors.sync.token import FREE, RAN, REVOKED, RUNNING, TAKEN
 from actors.task_record import Failures, TaskRecord, TaskSpec
 from actors.task_state import (
     CANCELLED,
@@ -52,7 +53,6 @@ from actors.task_state import (
     State,
     move_to,
 )
-from actors.token import FREE, RAN, REVOKED, RUNNING, TAKEN
 from actors.wall_tasks import WallTasks
 from messages import (
     Cancelled,

@@ -11,11 +11,11 @@ from typing import Any
 import pykka
 
 from actors.base import LibraryActor
-from actors.clock import Clock
 from actors.errors import RunCancelled
-from actors.outbox import Outbox
 from actors.run_context import CURRENT_RUN
-from actors.threads import Role, ThreadRegistry
+from actors.sync.clock import Clock
+from actors.sync.outbox import Outbox
+from actors.sync.threads import Role, ThreadRegistry
 from messages import Completed, Drain, Failed, RunBatch, RunTask, Skipped, Started, WorkerExited
 
 logger = logging.getLogger(__name__)

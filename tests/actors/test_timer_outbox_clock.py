@@ -11,7 +11,7 @@ import pykka
 import pytest
 
 from actors import FakeClock
-from actors.outbox import Outbox
+from actors.sync.outbox import Outbox
 from actors.timer import TimerThread
 from messages import Tick
 

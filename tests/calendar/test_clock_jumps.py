@@ -17,7 +17,7 @@ import pytest
 
 import actors.timer
 from actors import FakeClock, MissedRunError, Scheduler
-from actors.clock import Unwatch
+from actors.sync.clock import Unwatch
 from messages import EventKind, TaskStatus
 from tests.conftest import EventRecorder
 

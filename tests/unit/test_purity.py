@@ -21,7 +21,7 @@ PURE_FILES = [
     ROOT / "actors" / "due_heap.py",
     ROOT / "actors" / "task_record.py",
     ROOT / "actors" / "task_state.py",
-    ROOT / "actors" / "claim.py",
+    ROOT / "actors" / "sync" / "claim.py",
     ROOT / "actors" / "recurrence.py",
     ROOT / "actors" / "cron.py",
     ROOT / "actors" / "zones.py",
@@ -33,7 +33,7 @@ PURE_FILES = [
     ROOT / "actors" / "cli" / "rows.py",
     *sorted((ROOT / "messages").glob("*.py")),
 ]
-# actors/token.py is not pure (it holds a lock): it is where the shared state lives.
+# actors/sync/token.py is not pure (it holds a lock): it is where the shared state lives.
 MESSAGE_FILES = sorted((ROOT / "messages").glob("*.py"))
 FORBIDDEN = {"threading", "time", "pykka", "concurrent", "_thread", "asyncio"}
 CLOCK_READS = {"now", "utcnow", "today", "monotonic", "perf_counter", "time_ns", "monotonic_ns"}
@@ -54,7 +54,7 @@ SHARED_STATE_READS = {
 ``abandon_run``) and act on each move's result: a read would be a decision made on state
 another thread may be changing."""
 OWN_STATE = {
-    ROOT / "actors" / "claim.py": {"_free", "stop", "run_ended"},
+    ROOT / "actors" / "sync" / "claim.py": {"_free", "stop", "run_ended"},
     ROOT / "actors" / "task_record.py": {"_token", "_outcome"},
 }
 """A module may touch the state it implements: the claim's move is written on ``_free``, and a
@@ -103,7 +103,7 @@ def ids(paths: list[Path]) -> list[str]:
 
 def test_files_found() -> None:
     assert all(path.is_file() for path in PURE_FILES)
-    assert ROOT / "actors" / "token.py" not in PURE_FILES
+    assert ROOT / "actors" / "sync" / "token.py" not in PURE_FILES
     assert len(MESSAGE_FILES) >= 5
     assert {p.name for p in MESSAGE_FILES} >= {
         "__init__.py",

@@ -9,9 +9,9 @@ import pytest
 from actors.dealer import BATCH
 from actors.due_heap import COMPACT_MIN_STALE
 from actors.errors import DuplicateTaskError, SchedulerShutdownError, UnknownTaskError, WorkerLostError
+from actors.sync.token import TokenState
 from actors.task_record import TaskRecord
 from actors.timetable import Timetable
-from actors.token import TokenState
 from messages import (
     Cancelled,
     Completed,

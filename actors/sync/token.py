@@ -56,8 +56,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Final
 
-from actors.claim import ABANDONED, Claim
-from actors.waiting import wait_until
+from actors.sync.claim import ABANDONED, Claim
+from actors.sync.waiting import wait_until
 
 __all__ = [
     "DETACHED",

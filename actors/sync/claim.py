@@ -9,13 +9,13 @@ one side wins. (A ``bytearray``: one allocation per run, holding no references b
 waker's.)
 
 A claim is per *run* and decides only between the worker and the scheduler; whether the
-*task* may still run at all is the task's token (``actors/token.py``).
+*task* may still run at all is the task's token (``actors/sync/token.py``).
 
 The claim also carries the run's *stop request*: ``stop`` says whether, and why, the run was
 asked to stop (``cancel(interrupt=True)``, or its timeout), which the run sees as
 ``current_run().cancel_requested``. It is a set of reasons (``INTERRUPTED | TIMED_OUT``: an
 interrupt is not forgotten when the run's timeout comes later, and the task still ends
-``CANCELLED``) that only ever grows, and only through the moves of ``actors/token.py``, under
+``CANCELLED``) that only ever grows, and only through the moves of ``actors/sync/token.py``, under
 its lock (``request_stop``, ``Token.end_run``, ``Token.abandon_run``): a request and the
 run's end race, and exactly one order happens. Once the run has ended (``run_ended``: its
 worker's ``end_run``, before it reports) no request lands, and the scheduler reads the

@@ -14,6 +14,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from actors.actor_timers import ActorTimers, TimersMixin
+from actors.core.retry import Retry
 from actors.errors import (
     DependencyFailedError,
     DuplicateTaskError,
@@ -43,7 +44,6 @@ from actors.facade import LATEST_DUE, Scheduler
 from actors.handles import Subscription, TaskHandle
 from actors.process_worker import ProcessWorkerActor
 from actors.references import MAX_JSON_DEPTH
-from actors.retry import Retry
 from actors.run_context import RunContext, current_run
 from actors.scheduler import SchedulerActor
 from actors.shared_clock import DatabaseClock

@@ -31,15 +31,15 @@ from collections.abc import Callable, Mapping
 from heapq import heappush
 from typing import Any, Final
 
-from actors.cron import CronSchedule
-from actors.effects import RunOutcome
+from actors.core.cron import CronSchedule
+from actors.core.effects import RunOutcome
+from actors.core.parked import Batch, ParkedTasks, StandIn
+from actors.core.retry import Retry
+from actors.core.task_record import PLAIN, PROCESSES, THREADS, Failures, Recurrence, TaskRecord, TaskSpec
+from actors.core.task_state import CANCELLED, COMPLETED, FAILED, State
 from actors.errors import StoreError
-from actors.parked import Batch, ParkedTasks, StandIn
 from actors.references import LazyReference, parse_reference, resolve_stored
-from actors.retry import Retry
 from actors.store.protocol import RunRecord, StoredStatus, StoredTask, TaskDefinition, TaskUpdate
-from actors.task_record import PLAIN, PROCESSES, THREADS, Failures, Recurrence, TaskRecord, TaskSpec
-from actors.task_state import CANCELLED, COMPLETED, FAILED, State
 from actors.validation import is_coroutine_function
 from messages import Cron, FixedDelay, FixedRate
 from messages.commands import EMPTY_KWARGS
@@ -120,7 +120,7 @@ class LoadedTasks:
 
     ``take`` is given the rows a part at a time (``LoadsInParts``) or all at once. A one-time
     task that is due at a clock time and has no failures on record is *parked*
-    (``actors/parked.py``): an untracked tuple of its row's values in ``parked``, with its heap
+    (``actors/core/parked.py``): an untracked tuple of its row's values in ``parked``, with its heap
     entry in ``due``, until it comes due, is cancelled or a handle is asked for; only then is
     it decoded into a record. Every other task is rebuilt as a record at once (``records``).
     So loading a million one-time tasks leaves the garbage collector next to nothing to visit,

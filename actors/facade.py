@@ -20,7 +20,19 @@ import pykka
 
 from actors import stepping
 from actors.base import stop_quietly
-from actors.cron import CronSchedule
+from actors.core.cron import CronSchedule
+from actors.core.parked import Batch, Parcel
+from actors.core.retry import Retry
+from actors.core.task_record import (
+    INLINE,
+    PLAIN,
+    PROCESSES,
+    THREADS,
+    Recurrence,
+    TaskRecord,
+    TaskSpec,
+    default_name,
+)
 from actors.durable import LoadedTasks, definition, json_arguments
 from actors.errors import (
     DuplicateTaskError,
@@ -33,9 +45,7 @@ from actors.errors import (
 from actors.handles import Subscription, TaskHandle
 from actors.mailboxes import check_refs
 from actors.minting import IdMint, is_memory_id
-from actors.parked import Batch, Parcel
 from actors.references import check_json_arguments, reference_of
-from actors.retry import Retry
 from actors.scheduler import OutboxItem, SchedulerActor
 from actors.shared_clock import DatabaseClock
 from actors.shared_node import SharedNode, is_shared
@@ -46,16 +56,6 @@ from actors.sync.outbox import Outbox
 from actors.sync.threads import Role, ThreadRegistry
 from actors.sync.token import FREE, RAN, RUNNING
 from actors.sync.waiting import Deadline, check_timeout, join, join_any_order, result_within
-from actors.task_record import (
-    INLINE,
-    PLAIN,
-    PROCESSES,
-    THREADS,
-    Recurrence,
-    TaskRecord,
-    TaskSpec,
-    default_name,
-)
 from actors.validation import (
     MAX_PROCESSES,
     MAX_WORKERS,

@@ -5,10 +5,10 @@ from __future__ import annotations
 from concurrent.futures import CancelledError
 from typing import TYPE_CHECKING
 
+from actors.core.task_record import TaskRecord
 from actors.errors import SchedulerShutdownError, UnknownTaskError, WouldDeadlockError
 from actors.run_context import CURRENT_RUN
 from actors.sync.token import DETACHED, FINISHED, REVOKED, TAKEN
-from actors.task_record import TaskRecord
 from messages import TaskId, TaskInfo, TaskStatus
 
 if TYPE_CHECKING:
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 class TaskHandle:
     """A caller's grip on one scheduled task. Every method may be called from any thread.
 
-    A handle is a view of the task's record (``actors/task_record.py``), which holds the
+    A handle is a view of the task's record (``actors/core/task_record.py``), which holds the
     task's token (``actors/sync/token.py``): so ``cancel`` is decided on the caller's thread without
     waiting for the scheduler, every handle of a task agrees, and a handle answers
     ``done``/``info``/``result`` after the task has left the scheduler's history too. The

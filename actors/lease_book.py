@@ -16,9 +16,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from actors.core.task_record import THREADS
 from actors.shared_plan import claim_limit
 from actors.store.protocol import Lease
-from actors.task_record import THREADS
 
 __all__ = ["Held", "LeaseBook", "Stoppable"]
 

@@ -16,25 +16,25 @@ from typing import Any, Final
 import pykka
 
 from actors.base import LibraryActor, stop_quietly, tell_quietly
-from actors.dealer import INLINE_WORKER
+from actors.core.dealer import INLINE_WORKER
+from actors.core.effects import Effects
+from actors.core.parked import Parcel, ParkedTasks
+from actors.core.subscriptions import Subscriptions
+from actors.core.task_record import TaskRecord
+from actors.core.timetable import Timetable
 from actors.durable import run_record, task_update
-from actors.effects import Effects
 from actors.errors import DuplicateTaskError, SchedulerInternalError, SchedulerShutdownError, WorkerLostError
 from actors.event_bus import EventBus
 from actors.minting import IdMint
-from actors.parked import Parcel, ParkedTasks
 from actors.process_slot import ProcessSlot
 from actors.process_worker import ProcessWorkerActor
 from actors.shared_node import SharedNode
 from actors.store.protocol import Store, TaskDefinition
-from actors.subscriptions import Subscriptions
 from actors.sync.clock import Clock
 from actors.sync.outbox import Outbox
 from actors.sync.threads import Role, ThreadRegistry
 from actors.sync.token import Token
-from actors.task_record import TaskRecord
 from actors.timer import TimerThread
-from actors.timetable import Timetable
 from actors.validation import MAX_PROCESSES, MAX_WORKERS, check_count
 from actors.worker import Report, WorkerActor, run_batch
 from messages import (
@@ -145,7 +145,7 @@ class SchedulerActor(LibraryActor):
             store: Where durable tasks live (opened already); this actor writes their runs'
                 outcomes, and closes it when it stops.
             loaded: The live tasks read from ``store``, to own from the start.
-            parked: The one-time tasks read from ``store`` and kept parked (``actors/parked.py``).
+            parked: The one-time tasks read from ``store`` and kept parked (``actors/core/parked.py``).
             due: The heap entries of ``parked`` (``Timetable.adopt_parked``).
             shared: This scheduler's part in a shared store (``actors/shared_node.py``): it
                 runs claimed durable tasks, one run per claim, and saves their outcomes.

@@ -33,8 +33,11 @@ import pykka
 
 from actors.base import tell_quietly
 from actors.claim_loop import ClaimLoop
+from actors.core.effects import Effects, RunOutcome
+from actors.core.task_record import TaskRecord
+from actors.core.task_state import COMPLETED, FAILED
+from actors.core.timetable import Timetable
 from actors.durable import load, run_record, task_update
-from actors.effects import Effects, RunOutcome
 from actors.errors import DuplicateTaskError, SchedulerShutdownError, StoreError
 from actors.lease_book import Held, LeaseBook
 from actors.lease_keeper import LeaseKeeper
@@ -43,9 +46,6 @@ from actors.shared_clock import DatabaseClock
 from actors.shared_plan import local_due, on_grid
 from actors.store.protocol import Lease, RunRecord, SharedStore, Store, TaskUpdate
 from actors.sync.threads import ThreadRegistry
-from actors.task_record import TaskRecord
-from actors.task_state import COMPLETED, FAILED
-from actors.timetable import Timetable
 from messages import CancelledInStore, Claimed, EventKind, RetrySaves, TaskEvent
 
 __all__ = ["ClaimedTask", "SharedNode", "is_shared"]

@@ -16,6 +16,7 @@ import contextlib
 from concurrent.futures import CancelledError
 from typing import TYPE_CHECKING
 
+from actors.core.task_record import TaskRecord
 from actors.durable import definition
 from actors.errors import RemoteRunError, SchedulerShutdownError, UnknownTaskError
 from actors.handles import TaskHandle
@@ -24,7 +25,6 @@ from actors.shared_handles import SharedTaskHandle
 from actors.shared_node import ClaimedTask, SharedNode
 from actors.shared_view import info_of, name_of
 from actors.store.protocol import RunInFlight, StoredTask
-from actors.task_record import TaskRecord
 from actors.validation import check_task_id
 from messages import CancelledInStore, TaskId, TaskInfo
 from messages.commands import EMPTY_KWARGS

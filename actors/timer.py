@@ -21,10 +21,10 @@ from typing import Any, Final
 
 import pykka
 
+from actors.core.wall_tasks import JUMP_THRESHOLD
 from actors.sync.clock import Clock
 from actors.sync.threads import Role, ThreadRegistry
 from actors.sync.waiting import LONGEST_WAIT
-from actors.wall_tasks import JUMP_THRESHOLD
 from messages import Tick
 
 logger = logging.getLogger(__name__)

@@ -12,8 +12,8 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any, Final, NamedTuple
 
+from actors.core.retry import Retry
 from actors.references import LazyReference, check_picklable_arguments, reference_of, resolve_stored
-from actors.retry import Retry
 from actors.sync.clock import Clock
 from messages import is_minted_id
 from messages.commands import EMPTY_KWARGS, as_args, require_failure_limit

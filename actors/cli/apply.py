@@ -15,10 +15,10 @@ from typing import Literal, TypedDict
 
 from actors.cli.jobfile import JobSpec
 from actors.cli.reconcile import Decision
+from actors.core.retry import Retry
+from actors.core.task_record import THREADS
 from actors.facade import Scheduler
 from actors.handles import TaskHandle
-from actors.retry import Retry
-from actors.task_record import THREADS
 
 __all__ = ["carry_out", "schedule_job"]
 

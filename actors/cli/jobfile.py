@@ -43,10 +43,10 @@ from actors.cli.jobkeys import (
     wrong_type,
 )
 from actors.cli.stores import StoreName, store_name, store_problem
-from actors.cron import check_cron, next_fires
+from actors.core.cron import check_cron, next_fires
+from actors.core.task_record import PROCESSES, THREADS
 from actors.errors import JobFileError
 from actors.references import check_json_arguments
-from actors.task_record import PROCESSES, THREADS
 
 __all__ = [
     "JOB_KEYS",

@@ -3,7 +3,7 @@
 Deadlines are seconds on a monotonic clock. Wall-clock time (``wall()``) places wall-clock
 tasks (cron, and one-time tasks given an aware ``datetime``) on that clock; the scheduler
 compares the two clocks as it goes, and re-plans those tasks when the wall clock jumps
-(``actors/wall_tasks.py``).
+(``actors/core/wall_tasks.py``).
 """
 
 from __future__ import annotations

@@ -611,7 +611,7 @@ def test_a_query_whose_handler_fails_raises_instead_of_answering_none(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Issue 21, point 11: a failing handler's ``None`` reached the caller (``tasks()`` returned None)."""
-    from actors.timetable import Timetable
+    from actors.core.timetable import Timetable
 
     def broken(self: Timetable, *_: object, **__: object) -> object:
         raise RuntimeError("a bug in the handler")

@@ -10,21 +10,21 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PURE_FILES = [
-    ROOT / "actors" / "timetable.py",
-    ROOT / "actors" / "run_endings.py",
-    ROOT / "actors" / "dependencies.py",
-    ROOT / "actors" / "wall_tasks.py",
-    ROOT / "actors" / "subscriptions.py",
-    ROOT / "actors" / "effects.py",
-    ROOT / "actors" / "retry.py",
-    ROOT / "actors" / "dealer.py",
-    ROOT / "actors" / "due_heap.py",
-    ROOT / "actors" / "task_record.py",
-    ROOT / "actors" / "task_state.py",
+    ROOT / "actors" / "core" / "timetable.py",
+    ROOT / "actors" / "core" / "run_endings.py",
+    ROOT / "actors" / "core" / "dependencies.py",
+    ROOT / "actors" / "core" / "wall_tasks.py",
+    ROOT / "actors" / "core" / "subscriptions.py",
+    ROOT / "actors" / "core" / "effects.py",
+    ROOT / "actors" / "core" / "retry.py",
+    ROOT / "actors" / "core" / "dealer.py",
+    ROOT / "actors" / "core" / "due_heap.py",
+    ROOT / "actors" / "core" / "task_record.py",
+    ROOT / "actors" / "core" / "task_state.py",
     ROOT / "actors" / "sync" / "claim.py",
-    ROOT / "actors" / "recurrence.py",
-    ROOT / "actors" / "cron.py",
-    ROOT / "actors" / "zones.py",
+    ROOT / "actors" / "core" / "recurrence.py",
+    ROOT / "actors" / "core" / "cron.py",
+    ROOT / "actors" / "core" / "zones.py",
     ROOT / "actors" / "cli" / "jobfile.py",
     ROOT / "actors" / "cli" / "jobkeys.py",
     ROOT / "actors" / "shared_plan.py",
@@ -55,7 +55,7 @@ SHARED_STATE_READS = {
 another thread may be changing."""
 OWN_STATE = {
     ROOT / "actors" / "sync" / "claim.py": {"_free", "stop", "run_ended"},
-    ROOT / "actors" / "task_record.py": {"_token", "_outcome"},
+    ROOT / "actors" / "core" / "task_record.py": {"_token", "_outcome"},
 }
 """A module may touch the state it implements: the claim's move is written on ``_free``, and a
 new ``TaskRecord`` sets up its own token (before anyone else can see the record)."""

@@ -31,13 +31,13 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from actors.dealer import BATCH
-from actors.due_heap import COMPACT_MIN_STALE
-from actors.effects import Effects
+from actors.core.dealer import BATCH
+from actors.core.due_heap import COMPACT_MIN_STALE
+from actors.core.effects import Effects
+from actors.core.parked import Batch, Parcel
+from actors.core.task_record import PLAIN, TaskRecord
+from actors.core.timetable import Timetable
 from actors.errors import DuplicateTaskError, SchedulerShutdownError, WorkerLostError
-from actors.parked import Batch, Parcel
-from actors.task_record import PLAIN, TaskRecord
-from actors.timetable import Timetable
 from messages import (
     Cancelled,
     Completed,

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 import actors.sync.token as token_module
+from actors.core.task_record import TaskRecord
 from actors.sync.claim import INTERRUPTED, NOT_STOPPED, Claim
 from actors.sync.token import TRANSITIONS, Move, Token, TokenState
-from actors.task_record import TaskRecord
 from tests.unit.helpers import noop
 
 FREE, RUNNING, RAN, TAKEN, REVOKED, FINISHED, DETACHED = TokenState

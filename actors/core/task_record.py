@@ -1,6 +1,6 @@
 """A task's record: its definition, its state and counters, and (as a ``Token``) its fate.
 
-Part of the pure core (see ``actors/timetable.py``). The record is the one object shared by
+Part of the pure core (see ``actors/core/timetable.py``). The record is the one object shared by
 everyone who deals with the task, so who may touch which part is written down here:
 
 - ``task_id``, ``fn``, ``args``, ``kwargs``, ``name``, ``spec`` (the immutable ``TaskSpec``:
@@ -26,13 +26,10 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from actors.cron import CronSchedule
-from actors.errors import DependencyFailedError
-from actors.recurrence import first_due_at
-from actors.retry import Retry
-from actors.sync.claim import INTERRUPTED, Claim
-from actors.sync.token import FREE, Token, request_stop
-from actors.task_state import (
+from actors.core.cron import CronSchedule
+from actors.core.recurrence import first_due_at
+from actors.core.retry import Retry
+from actors.core.task_state import (
     CANCELLED,
     CANCELLING,
     COMPLETED,
@@ -43,6 +40,9 @@ from actors.task_state import (
     WAITING,
     State,
 )
+from actors.errors import DependencyFailedError
+from actors.sync.claim import INTERRUPTED, Claim
+from actors.sync.token import FREE, Token, request_stop
 from messages import Cron, FixedDelay, FixedRate, Once, Schedule, TaskInfo, TaskStatus
 
 __all__ = ["INLINE", "PLAIN", "PROCESSES", "THREADS", "Failures", "TaskRecord", "TaskSpec", "default_name"]
@@ -234,7 +234,7 @@ class TaskRecord(Token):
         self.name = name if name is not None else default_name(fn)
         self.spec = spec
         self.state = PENDING
-        self.heap_seq: int | None = None  # the due heap's entry this task waits on (actors/due_heap.py)
+        self.heap_seq: int | None = None  # the due heap's entry this task waits on (actors/core/due_heap.py)
         self.claim: Claim | None = None  # the claim of the run a worker holds
         self.run_count = 0
         self.failures: Failures | None = None

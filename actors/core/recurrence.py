@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from actors.cron import CronSchedule
+from actors.core.cron import CronSchedule
 from messages import Cron, Once, Trigger
 
 __all__ = ["first_due_at", "next_cron", "next_fixed_delay", "next_fixed_rate"]

@@ -1,6 +1,6 @@
 """The due times of pending tasks: a binary heap with lazy deletion, after trio's ``Deadlines``.
 
-Part of the pure core (see ``actors/timetable.py``).
+Part of the pure core (see ``actors/core/timetable.py``).
 
 Entries are ``(due_at, seq, task_id)``. ``seq`` comes from one counter, so tasks due at the same
 instant come out in the order they went in and the heap never compares two tasks, and it
@@ -8,7 +8,7 @@ names the entry: a task waits on exactly the entry whose ``seq`` it holds in ``h
 tuple of a float, an int and a str holds nothing the garbage collector follows (CPython stops
 tracking such tuples), so a million pending entries cost the collector nothing.
 
-Tasks parked in bulk (``actors/parked.py``) have entries here too, though they have no
+Tasks parked in bulk (``actors/core/parked.py``) have entries here too, though they have no
 record yet: such an entry is live while ``parked`` holds the task under the same ``seq``.
 
 Removing a task is O(1): it forgets its ``seq`` and the heap counts one stale entry. A stale
@@ -81,7 +81,7 @@ class DueHeap:
         self._live += len(tasks)
 
     def push_parked(self, task_ids: Sequence[str], due_at: Sequence[float]) -> list[int]:
-        """Add entries for tasks about to be parked (``actors/parked.py``); return their ``seq``s."""
+        """Add entries for tasks about to be parked (``actors/core/parked.py``); return their ``seq``s."""
         seqs = list(itertools.islice(self._seq, len(task_ids)))
         heap = self._heap
         entries = zip(due_at, seqs, task_ids, strict=True)
@@ -100,7 +100,7 @@ class DueHeap:
 
         ``entries`` is in heap order already (``heapq.heappush``: a heapify of a million here
         would hold the GIL for a tenth of a second). Every entry is live: its task is parked
-        (``actors/parked.py``). The list becomes the heap.
+        (``actors/core/parked.py``). The list becomes the heap.
         """
         assert not self._heap, "entries are adopted into an empty heap only"
         self._heap = entries

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from actors.task_record import TaskRecord
-from actors.task_state import COMPLETED, FINAL_STATES, WAITING, State
+from actors.core.task_record import TaskRecord
+from actors.core.task_state import COMPLETED, FINAL_STATES, WAITING, State
 
 __all__ = ["Blocked", "Dependencies"]
 

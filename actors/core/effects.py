@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from actors.task_record import TaskRecord
+from actors.core.task_record import TaskRecord
 from messages import RunTask, TaskEvent
 
 __all__ = ["Effects", "RunOutcome"]

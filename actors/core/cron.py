@@ -4,7 +4,7 @@ Rule: this module reads no clock and keeps no state that changes an answer (only
 checked expressions). Time comes in as ``after`` and goes out as UTC POSIX timestamps (float
 seconds), the numbers the scheduler's core counts in; ``next_fires`` is the same arithmetic in
 aware datetimes, for people and the command line. Zones are named and resolved by
-``actors.zones`` (``resolve_zone``, ``zone_name``, re-exported here).
+``actors.core.zones`` (``resolve_zone``, ``zone_name``, re-exported here).
 
 cronsim parses the expression and walks the calendar, on *naive* wall-clock times only. What a
 wall-clock time means in a zone, and the daylight-saving policy, is decided here, because
@@ -40,7 +40,7 @@ from typing import Final, final
 
 from cronsim import CronSim, CronSimError
 
-from actors.zones import resolve_zone, zone_name
+from actors.core.zones import resolve_zone, zone_name
 from messages.triggers import require_finite
 
 __all__ = [

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Final
 
-from actors.task_record import TaskRecord
+from actors.core.task_record import TaskRecord
 
 __all__ = ["JUMP_THRESHOLD", "WallTasks"]
 

@@ -1,6 +1,6 @@
 """Parked tasks: one-time tasks scheduled in bulk, kept as plain data until they are needed.
 
-Part of the pure core (see ``actors/timetable.py``).
+Part of the pure core (see ``actors/core/timetable.py``).
 
 A ``TaskRecord`` is an object the garbage collector tracks, and a full collection visits every
 one: with a million pending records each collection stops every thread for longer than the
@@ -22,7 +22,7 @@ A parked task becomes an ordinary record (``take``) when the core needs one: whe
 due, when it is cancelled, when a caller asks for its handle, or at shutdown. To answer a
 query the core builds a record to look at (``peek``) and leaves the task parked.
 
-The due heap (``actors/due_heap.py``) holds parked tasks' entries beside the others; an entry
+The due heap (``actors/core/due_heap.py``) holds parked tasks' entries beside the others; an entry
 is live while the task is parked under the same ``seq``.
 """
 
@@ -32,7 +32,7 @@ import itertools
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final
 
-from actors.task_record import TaskRecord, TaskSpec
+from actors.core.task_record import TaskRecord, TaskSpec
 
 __all__ = ["Batch", "Parcel", "ParkedTasks", "StandIn"]
 

@@ -1,9 +1,9 @@
 """The pure core: the task table, the history, and every task's life.
 
 Rule 1: every decision about *when* and *whether* a task runs is made in the pure core: this
-module, with ``actors/due_heap.py`` (pending tasks by due time), ``actors/dealer.py`` (due
-tasks, idle workers, batches), ``actors/task_record.py`` and ``actors/task_state.py`` (a
-task's record and the table of its states), and ``actors/recurrence.py`` (the arithmetic).
+module, with ``actors/core/due_heap.py`` (pending tasks by due time), ``actors/core/dealer.py`` (due
+tasks, idle workers, batches), ``actors/core/task_record.py`` and ``actors/core/task_state.py`` (a
+task's record and the table of its states), and ``actors/core/recurrence.py`` (the arithmetic).
 
 Rule 2: the core starts no thread, reads no clock, calls no user code and imports neither
 ``threading``, ``time`` nor ``pykka``. Time comes in as ``now``; what should happen goes out as
@@ -27,22 +27,14 @@ from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 
-from actors.dealer import Dealer
-from actors.dependencies import Blocked, Dependencies
-from actors.due_heap import DueHeap
-from actors.effects import Effects
-from actors.errors import (
-    DependencyFailedError,
-    DuplicateTaskError,
-    NoWorkerProcessesError,
-    SchedulerShutdownError,
-    UnknownTaskError,
-)
-from actors.parked import Parcel, ParkedTasks
-from actors.run_endings import RunEndings
-from actors.sync.token import FREE, RAN, REVOKED, RUNNING, TAKEN
-from actors.task_record import Failures, TaskRecord, TaskSpec
-from actors.task_state import (
+from actors.core.dealer import Dealer
+from actors.core.dependencies import Blocked, Dependencies
+from actors.core.due_heap import DueHeap
+from actors.core.effects import Effects
+from actors.core.parked import Parcel, ParkedTasks
+from actors.core.run_endings import RunEndings
+from actors.core.task_record import Failures, TaskRecord, TaskSpec
+from actors.core.task_state import (
     CANCELLED,
     CANCELLING,
     DETACHED,
@@ -53,7 +45,15 @@ from actors.task_state import (
     State,
     move_to,
 )
-from actors.wall_tasks import WallTasks
+from actors.core.wall_tasks import WallTasks
+from actors.errors import (
+    DependencyFailedError,
+    DuplicateTaskError,
+    NoWorkerProcessesError,
+    SchedulerShutdownError,
+    UnknownTaskError,
+)
+from actors.sync.token import FREE, RAN, REVOKED, RUNNING, TAKEN
 from messages import (
     Cancelled,
     EventKind,
@@ -111,7 +111,7 @@ class Timetable(RunEndings):
         )  # live, in scheduling order
         self._tasks_view: Mapping[TaskId, TaskRecord] = MappingProxyType(self._tasks)
         # Tasks of schedule_many wait parked, as plain data, until they need a record (they
-        # are live, but not in _tasks); actors/parked.py says why.
+        # are live, but not in _tasks); actors/core/parked.py says why.
         self._parked = parked if parked is not None else ParkedTasks()
         self._heap = DueHeap(self._tasks, self._parked.entries)  # pending tasks by due time
         self._dealer = Dealer(workers, processes)  # due tasks, idle workers, batches

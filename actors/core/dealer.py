@@ -1,6 +1,6 @@
 """The pure core's dealer: due tasks waiting for a worker, the idle workers, and who holds what.
 
-Part of the pure core (see ``actors/timetable.py``): owned by the ``Timetable``, called only on
+Part of the pure core (see ``actors/core/timetable.py``): owned by the ``Timetable``, called only on
 the scheduler's thread.
 
 Due tasks wait in a FIFO for an idle worker. When more runs are due than workers are idle, an
@@ -22,9 +22,9 @@ from __future__ import annotations
 from collections import deque
 from typing import Final
 
+from actors.core.task_record import INLINE, PROCESSES, THREADS, TaskRecord
+from actors.core.task_state import HANDED, READY, move_to
 from actors.sync.claim import Claim
-from actors.task_record import INLINE, PROCESSES, THREADS, TaskRecord
-from actors.task_state import HANDED, READY, move_to
 from messages import RunTask, TaskId
 
 BATCH: Final = 64

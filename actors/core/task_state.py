@@ -1,6 +1,6 @@
 """Where a task is in its life, and the moves it may make: the table, written once, as data.
 
-Part of the pure core (see ``actors/timetable.py``). Every change of a task's state goes
+Part of the pure core (see ``actors/core/timetable.py``). Every change of a task's state goes
 through ``move_to``, which refuses a move the table does not list: such a move is a bug in the
 scheduler, never the user's doing, and failing loudly beats a task silently stuck.
 

@@ -1,9 +1,9 @@
 """How runs end, in the pure core: the workers' reports, deadlines, retries and next slots.
 
-The ``Timetable`` is made of this and ``actors/timetable.py``: this half takes a run's end
+The ``Timetable`` is made of this and ``actors/core/timetable.py``: this half takes a run's end
 (``Completed``, ``Failed``, ``Skipped``, a lost or abandoned worker, a missed slot, a deadline)
 and decides what follows: the task's counters and state, its next run or its end, a retry, the
-run ledger of a durable task. The rules of ``actors/timetable.py``'s docstring hold here too:
+run ledger of a durable task. The rules of ``actors/core/timetable.py``'s docstring hold here too:
 no clock, no threads, no user code; everything goes out as ``Effects``.
 """
 
@@ -11,13 +11,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from actors.effects import RunOutcome
-from actors.errors import MissedRunError, RunCancelled, TaskTimeoutError
-from actors.recurrence import next_cron, next_fixed_delay, next_fixed_rate
-from actors.sync.claim import INTERRUPTED, NOT_STOPPED, TIMED_OUT, Claim
-from actors.sync.token import TAKEN, request_stop
-from actors.task_record import Failures, TaskRecord
-from actors.task_state import (
+from actors.core.effects import RunOutcome
+from actors.core.recurrence import next_cron, next_fixed_delay, next_fixed_rate
+from actors.core.task_record import Failures, TaskRecord
+from actors.core.task_state import (
     CANCELLED,
     CANCELLING,
     COMPLETED,
@@ -28,12 +25,15 @@ from actors.task_state import (
     State,
     move_to,
 )
+from actors.errors import MissedRunError, RunCancelled, TaskTimeoutError
+from actors.sync.claim import INTERRUPTED, NOT_STOPPED, TIMED_OUT, Claim
+from actors.sync.token import TAKEN, request_stop
 from messages import Completed, EventKind, Failed, FixedDelay, FixedRate, Skipped, Started, TaskEvent
 
 if TYPE_CHECKING:
-    from actors.dealer import Dealer
-    from actors.due_heap import DueHeap
-    from actors.effects import Effects
+    from actors.core.dealer import Dealer
+    from actors.core.due_heap import DueHeap
+    from actors.core.effects import Effects
 
 __all__ = ["RunEndings"]
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pykka
 
-from actors.process_slot import ProcessSlot
+from actors.process.slot import ProcessSlot
 from actors.references import LazyReference, reference_of
 from actors.sync.clock import Clock
 from actors.sync.outbox import Outbox

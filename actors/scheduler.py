@@ -26,7 +26,7 @@ from actors.durable import run_record, task_update
 from actors.errors import DuplicateTaskError, SchedulerInternalError, SchedulerShutdownError, WorkerLostError
 from actors.event_bus import EventBus
 from actors.minting import IdMint
-from actors.process_slot import ProcessSlot
+from actors.process.slot import ProcessSlot
 from actors.process_worker import ProcessWorkerActor
 from actors.shared_node import SharedNode
 from actors.store.protocol import Store, TaskDefinition

@@ -2,9 +2,9 @@
 
 ``ProcessSlot.call`` sends a function *reference* and pickled arguments to a child process and
 blocks (in ``poll``, with the GIL released) until the child answers or dies. The child is a
-fresh interpreter started with ``subprocess`` (``python -c`` and ``actors.process_child``), not
+fresh interpreter started with ``subprocess`` (``python -c`` and ``actors.process.child``), not
 ``multiprocessing``, so it never re-runs the user's ``__main__``; it is started on the first
-call and again on the call after it died. The frames are described in ``actors.process_wire``.
+call and again on the call after it died. The frames are described in ``actors.process.wire``.
 
 Where ``os.pidfd_open`` exists (Linux), the slot also holds a pidfd for its child: ``call``
 then notices the child's death even if a process the task started still holds the reply pipe,
@@ -28,7 +28,6 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import Any, Final
 
-import actors.process_wire as wire
 from actors.errors import (
     ProcessDiedError,
     RemoteTraceback,
@@ -36,7 +35,8 @@ from actors.errors import (
     UnpicklableExceptionError,
     UnpicklableResultError,
 )
-from actors.process_wire import HEADER, PICKLE_PROTOCOL, STOP, Handshake, frame, write_all
+from actors.process import wire
+from actors.process.wire import HEADER, PICKLE_PROTOCOL, STOP, Handshake, frame, write_all
 
 __all__ = ["ProcessSlot"]
 
@@ -44,9 +44,10 @@ logger = logging.getLogger(__name__)
 
 # The child imports ``actors`` from the very directory this parent did, before the handshake
 # hands it the parent's whole ``sys.path`` (a user's own ``actors`` package must not win).
-_PACKAGE_ROOT: Final = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# This file is actors/process/slot.py: the root is three folders up.
+_PACKAGE_ROOT: Final = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _BOOTSTRAP: Final = (
-    "import sys; sys.path.insert(0, sys.argv[1]); import actors.process_child as c; c.main(sys.argv[2:])"
+    "import sys; sys.path.insert(0, sys.argv[1]); import actors.process.child as c; c.main(sys.argv[2:])"
 )
 
 _READ_CHUNK: Final = 1 << 16

@@ -3,7 +3,7 @@
 ``ProcessSlot`` starts this with ``python -c`` and a one-line bootstrap that calls ``main``, so
 the child never imports the user's ``__main__`` (a script without an ``if __name__ ==
 "__main__"`` guard would otherwise start again in every child). The protocol is in
-``actors.process_wire``.
+``actors.process.wire``.
 
 The child must never outlive its parent. Between calls its main thread reads the request pipe,
 which ends when the parent dies; during a call the task may run for ever, so a daemon thread
@@ -20,7 +20,7 @@ import traceback
 from collections.abc import Sequence
 from typing import BinaryIO, Final
 
-from actors.process_wire import (
+from actors.process.wire import (
     PICKLE_PROTOCOL,
     RAISED,
     RETURNED,

@@ -19,7 +19,6 @@ from typing import Any, Final
 import pykka
 
 from actors import stepping
-from actors.base import stop_quietly
 from actors.core.cron import CronSchedule
 from actors.core.parked import Batch, Parcel
 from actors.core.retry import Retry
@@ -33,7 +32,6 @@ from actors.core.task_record import (
     TaskSpec,
     default_name,
 )
-from actors.durable import LoadedTasks, definition, json_arguments
 from actors.errors import (
     DuplicateTaskError,
     SchedulerInternalError,
@@ -44,9 +42,12 @@ from actors.errors import (
 )
 from actors.handles import Subscription, TaskHandle
 from actors.mailboxes import check_refs
-from actors.minting import IdMint, is_memory_id
 from actors.references import check_json_arguments, reference_of
-from actors.scheduler import OutboxItem, SchedulerActor
+from actors.runtime.base import stop_quietly
+from actors.runtime.durable import LoadedTasks, definition, json_arguments
+from actors.runtime.limits import MAX_PROCESSES, MAX_WORKERS, check_count, makes_coroutine
+from actors.runtime.minting import IdMint, is_memory_id
+from actors.runtime.scheduler import OutboxItem, SchedulerActor
 from actors.shared_clock import DatabaseClock
 from actors.shared_node import SharedNode, is_shared
 from actors.shared_tasks import SharedTasks
@@ -57,15 +58,11 @@ from actors.sync.threads import Role, ThreadRegistry
 from actors.sync.token import FREE, RAN, RUNNING
 from actors.sync.waiting import Deadline, check_timeout, join, join_any_order, result_within
 from actors.validation import (
-    MAX_PROCESSES,
-    MAX_WORKERS,
     TaskOptions,
     check_bulk,
     check_clock,
-    check_count,
     check_task,
     check_task_id,
-    makes_coroutine,
     once_due_at,
     process_target,
     resolve_task_function,

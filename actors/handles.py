@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from actors.core.task_record import TaskRecord
 from actors.errors import SchedulerShutdownError, UnknownTaskError, WouldDeadlockError
-from actors.run_context import CURRENT_RUN
+from actors.runtime.run_context import CURRENT_RUN
 from actors.sync.token import DETACHED, FINISHED, REVOKED, TAKEN
 from messages import TaskId, TaskInfo, TaskStatus
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from actors.errors import SchedulerShutdownError, UnknownTaskError, WouldDeadlockError
 from actors.handles import TaskHandle
-from actors.run_context import CURRENT_RUN
+from actors.runtime.run_context import CURRENT_RUN
 from actors.sync.token import FINISHED, REVOKED
 from actors.sync.waiting import Deadline, check_timeout
 from messages import TaskInfo

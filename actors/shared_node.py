@@ -31,17 +31,17 @@ from typing import Any, TypeGuard
 
 import pykka
 
-from actors.base import tell_quietly
 from actors.claim_loop import ClaimLoop
 from actors.core.effects import Effects, RunOutcome
 from actors.core.task_record import TaskRecord
 from actors.core.task_state import COMPLETED, FAILED
 from actors.core.timetable import Timetable
-from actors.durable import load, run_record, task_update
 from actors.errors import DuplicateTaskError, SchedulerShutdownError, StoreError
 from actors.lease_book import Held, LeaseBook
 from actors.lease_keeper import LeaseKeeper
 from actors.outcome_board import OutcomeBoard
+from actors.runtime.base import tell_quietly
+from actors.runtime.durable import load, run_record, task_update
 from actors.shared_clock import DatabaseClock
 from actors.shared_plan import local_due, on_grid
 from actors.store.protocol import Lease, RunRecord, SharedStore, Store, TaskUpdate

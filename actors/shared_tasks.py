@@ -17,10 +17,10 @@ from concurrent.futures import CancelledError
 from typing import TYPE_CHECKING
 
 from actors.core.task_record import TaskRecord
-from actors.durable import definition
 from actors.errors import RemoteRunError, SchedulerShutdownError, UnknownTaskError
 from actors.handles import TaskHandle
 from actors.outcome_board import OutcomeBoard
+from actors.runtime.durable import definition
 from actors.shared_handles import SharedTaskHandle
 from actors.shared_node import ClaimedTask, SharedNode
 from actors.shared_view import info_of, name_of

@@ -7,7 +7,6 @@ because every scheduled task pays for it.
 from __future__ import annotations
 
 import inspect
-import types
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any, Final, NamedTuple
@@ -20,11 +19,8 @@ from messages.commands import EMPTY_KWARGS, as_args, require_failure_limit
 from messages.triggers import require_finite, require_positive_duration
 
 __all__ = [
-    "MAX_PROCESSES",
-    "MAX_WORKERS",
     "TaskOptions",
     "check_clock",
-    "check_count",
     "check_task",
     "check_task_id",
     "once_due_at",
@@ -32,30 +28,8 @@ __all__ = [
     "resolve_task_function",
 ]
 
-MAX_WORKERS: Final = 1024
-"""The most worker threads a scheduler runs (each is a real thread; more only costs)."""
-
-MAX_PROCESSES: Final = 256
-"""The most worker processes a scheduler runs (each is a whole interpreter)."""
-
 _CLOCK_METHODS: Final = ("now", "wall", "sleep_time", "watch")
 _CO_COROUTINE: Final = inspect.CO_COROUTINE
-
-
-def check_count(label: str, value: object, least: int, most: int | None = None) -> int:
-    """Return ``value`` if it is an int in ``[least, most]``.
-
-    Raises:
-        TypeError: not an int (``bool`` is not one here).
-        ValueError: out of range.
-    """
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{label} must be an int, got {value!r}")
-    if value < least:
-        raise ValueError(f"{label} must be at least {least}, got {value!r}")
-    if most is not None and value > most:
-        raise ValueError(f"{label} must be at most {most}, got {value!r}")
-    return value
 
 
 def check_clock(clock: object) -> Clock:
@@ -210,24 +184,6 @@ def process_target(fn: object, args: tuple[Any, ...], kwargs: Mapping[str, Any])
     resolve_task_function(reference)  # it must import here too (the child imports it again)
     check_picklable_arguments(args, kwargs)
     return LazyReference(reference)
-
-
-_NEVER_COROUTINES: Final = frozenset({types.BuiltinFunctionType, types.MethodWrapperType})
-
-
-def makes_coroutine(fn: object) -> bool:
-    """``is_coroutine_function``, fast for the common callables (a function, a builtin)."""
-    code = getattr(fn, "__code__", None)
-    if code is not None:
-        return bool(code.co_flags & _CO_COROUTINE)
-    if type(fn) in _NEVER_COROUTINES:
-        return False
-    return is_coroutine_function(fn)
-
-
-def is_coroutine_function(fn: object) -> bool:
-    """Whether calling ``fn`` makes a coroutine: an ``async def`` function (or ``__call__``)."""
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))  # noqa: B004
 
 
 def once_due_at(clock: Clock, delay: float | None, at: float | datetime | None) -> float:

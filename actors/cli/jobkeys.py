@@ -20,7 +20,7 @@ from actors.core.cron import check_cron, resolve_zone, zone_name
 from actors.core.retry import Retry
 from actors.core.task_record import PROCESSES, THREADS
 from actors.references import parse_reference, resolve
-from actors.validation import MAX_PROCESSES
+from actors.runtime.limits import MAX_PROCESSES
 
 __all__ = [
     "DURATION_FORMS",

@@ -13,7 +13,7 @@ too (numbers, strings, tuples of them) CPython stops tracking the tuple at its f
 collection, and a million parked tasks cost the collector almost nothing and never start a
 full collection as they are scheduled.
 
-A store's one-time tasks are parked the same way as a scheduler starts (``actors/durable.py``,
+A store's one-time tasks are parked the same way as a scheduler starts (``actors/runtime/durable.py``,
 ``LoadedTasks``): their entries also carry what the store keeps of each, their arguments stay
 JSON text until they get their record, and the loader builds the entries and their heap
 entries itself, so that nothing is built twice (the ``Timetable`` is made with them).
@@ -44,7 +44,7 @@ has its arguments as JSON text, then ``store_seq, due_wall, run_count, last_outc
 class StandIn:
     """What a stored task whose arguments do not decode gets instead: a function that fails, and a spec.
 
-    Built by the loader's ``Decode`` (``actors/durable.py``), which knows why; the core only
+    Built by the loader's ``Decode`` (``actors/runtime/durable.py``), which knows why; the core only
     puts it in the task's record, so the task is seen and each run fails with the reason.
     """
 

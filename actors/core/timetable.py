@@ -94,7 +94,7 @@ class Timetable(RunEndings):
         ``tasks`` is the (empty) dict to keep the live tasks in, for an owner that lets
         another thread read it (the facade cancels by id with one lookup); only the
         timetable ever writes it. ``parked``: the tasks a store's loader parked
-        (``actors/durable.py``), which wait once their heap entries come (``adopt_parked``).
+        (``actors/runtime/durable.py``), which wait once their heap entries come (``adopt_parked``).
         """
         if workers < 1:
             raise ValueError(f"workers must be at least 1, got {workers!r}")

@@ -15,28 +15,28 @@ from typing import Any, Final
 
 import pykka
 
-from actors.base import LibraryActor, stop_quietly, tell_quietly
 from actors.core.dealer import INLINE_WORKER
 from actors.core.effects import Effects
 from actors.core.parked import Parcel, ParkedTasks
 from actors.core.subscriptions import Subscriptions
 from actors.core.task_record import TaskRecord
 from actors.core.timetable import Timetable
-from actors.durable import run_record, task_update
 from actors.errors import DuplicateTaskError, SchedulerInternalError, SchedulerShutdownError, WorkerLostError
-from actors.event_bus import EventBus
-from actors.minting import IdMint
 from actors.process.slot import ProcessSlot
-from actors.process_worker import ProcessWorkerActor
+from actors.runtime.base import LibraryActor, stop_quietly, tell_quietly
+from actors.runtime.durable import run_record, task_update
+from actors.runtime.event_bus import EventBus
+from actors.runtime.limits import MAX_PROCESSES, MAX_WORKERS, check_count
+from actors.runtime.minting import IdMint
+from actors.runtime.process_worker import ProcessWorkerActor
+from actors.runtime.timer import TimerThread
+from actors.runtime.worker import Report, WorkerActor, run_batch
 from actors.shared_node import SharedNode
 from actors.store.protocol import Store, TaskDefinition
 from actors.sync.clock import Clock
 from actors.sync.outbox import Outbox
 from actors.sync.threads import Role, ThreadRegistry
 from actors.sync.token import Token
-from actors.timer import TimerThread
-from actors.validation import MAX_PROCESSES, MAX_WORKERS, check_count
-from actors.worker import Report, WorkerActor, run_batch
 from messages import (
     AddTask,
     BusExited,

@@ -16,10 +16,10 @@ import pykka
 
 from actors.process.slot import ProcessSlot
 from actors.references import LazyReference, reference_of
+from actors.runtime.worker import WorkerActor
 from actors.sync.clock import Clock
 from actors.sync.outbox import Outbox
 from actors.sync.threads import ThreadRegistry
-from actors.worker import WorkerActor
 from messages import RunTask
 
 

@@ -39,8 +39,8 @@ from actors.core.task_record import PLAIN, PROCESSES, THREADS, Failures, Recurre
 from actors.core.task_state import CANCELLED, COMPLETED, FAILED, State
 from actors.errors import StoreError
 from actors.references import LazyReference, parse_reference, resolve_stored
+from actors.runtime.limits import is_coroutine_function
 from actors.store.protocol import RunRecord, StoredStatus, StoredTask, TaskDefinition, TaskUpdate
-from actors.validation import is_coroutine_function
 from messages import Cron, FixedDelay, FixedRate
 from messages.commands import EMPTY_KWARGS
 from messages.triggers import require_finite, require_positive_duration

@@ -10,9 +10,9 @@ from typing import Any
 
 import pykka
 
-from actors.base import LibraryActor
 from actors.errors import RunCancelled
-from actors.run_context import CURRENT_RUN
+from actors.runtime.base import LibraryActor
+from actors.runtime.run_context import CURRENT_RUN
 from actors.sync.clock import Clock
 from actors.sync.outbox import Outbox
 from actors.sync.threads import Role, ThreadRegistry

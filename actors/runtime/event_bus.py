@@ -8,7 +8,7 @@ from typing import Any
 
 import pykka
 
-from actors.base import LibraryActor, tell_quietly
+from actors.runtime.base import LibraryActor, tell_quietly
 from actors.sync.threads import Role, ThreadRegistry
 from messages import BusExited, EventKind, Flush, Publish, Subscribe, TaskEvent, Unsubscribe
 

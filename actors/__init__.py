@@ -48,7 +48,7 @@ from actors.runtime.process_worker import ProcessWorkerActor
 from actors.runtime.run_context import RunContext, current_run
 from actors.runtime.scheduler import SchedulerActor
 from actors.runtime.worker import WorkerActor
-from actors.shared_clock import DatabaseClock
+from actors.shared.clock import DatabaseClock
 from actors.shared_handles import SharedTaskHandle
 from actors.store import SharedStore, SQLiteStore, Store
 from actors.sync.clock import Clock, FakeClock, MonotonicClock

@@ -48,8 +48,8 @@ from actors.runtime.durable import LoadedTasks, definition, json_arguments
 from actors.runtime.limits import MAX_PROCESSES, MAX_WORKERS, check_count, makes_coroutine
 from actors.runtime.minting import IdMint, is_memory_id
 from actors.runtime.scheduler import OutboxItem, SchedulerActor
-from actors.shared_clock import DatabaseClock
-from actors.shared_node import SharedNode, is_shared
+from actors.shared.clock import DatabaseClock
+from actors.shared.node import SharedNode, is_shared
 from actors.shared_tasks import SharedTasks
 from actors.store import LoadsInParts, Store, open_store
 from actors.sync.clock import Clock, MonotonicClock

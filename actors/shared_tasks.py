@@ -2,7 +2,7 @@
 
 On a shared store, a ``Scheduler`` commits a durable task to the store and is done with it: the
 task enters a node's core only while that node holds the claim of one of its runs
-(``actors/shared_node.py``). So the facade's calls about durable tasks go to the store:
+(``actors/shared/node.py``). So the facade's calls about durable tasks go to the store:
 scheduling (``submit``), cancelling (the store decides, whichever node holds the task),
 ``handle``, ``info`` and ``tasks``, and what a ``SharedTaskHandle`` waits for. Memory-only
 tasks (``durable=False``) stay with this node's scheduler, as always.
@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING
 from actors.core.task_record import TaskRecord
 from actors.errors import RemoteRunError, SchedulerShutdownError, UnknownTaskError
 from actors.handles import TaskHandle
-from actors.outcome_board import OutcomeBoard
 from actors.runtime.durable import definition
+from actors.shared.node import ClaimedTask, SharedNode
+from actors.shared.outcome_board import OutcomeBoard
+from actors.shared.view import info_of, name_of
 from actors.shared_handles import SharedTaskHandle
-from actors.shared_node import ClaimedTask, SharedNode
-from actors.shared_view import info_of, name_of
 from actors.store.protocol import RunInFlight, StoredTask
 from actors.validation import check_task_id
 from messages import CancelledInStore, TaskId, TaskInfo

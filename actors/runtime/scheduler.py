@@ -31,7 +31,7 @@ from actors.runtime.minting import IdMint
 from actors.runtime.process_worker import ProcessWorkerActor
 from actors.runtime.timer import TimerThread
 from actors.runtime.worker import Report, WorkerActor, run_batch
-from actors.shared_node import SharedNode
+from actors.shared.node import SharedNode
 from actors.store.protocol import Store, TaskDefinition
 from actors.sync.clock import Clock
 from actors.sync.outbox import Outbox
@@ -147,7 +147,7 @@ class SchedulerActor(LibraryActor):
             loaded: The live tasks read from ``store``, to own from the start.
             parked: The one-time tasks read from ``store`` and kept parked (``actors/core/parked.py``).
             due: The heap entries of ``parked`` (``Timetable.adopt_parked``).
-            shared: This scheduler's part in a shared store (``actors/shared_node.py``): it
+            shared: This scheduler's part in a shared store (``actors/shared/node.py``): it
                 runs claimed durable tasks, one run per claim, and saves their outcomes.
             hung_grace: Seconds a run past its ``timeout`` gets, once asked to stop, before its
                 worker is abandoned (and replaced).

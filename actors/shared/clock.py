@@ -21,7 +21,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Final
 
-from actors.shared_plan import ClockSample
+from actors.shared.plan import ClockSample
 from actors.store.protocol import SharedStore
 from actors.sync.clock import Clock, FakeClock, Unwatch
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from actors.core.task_record import THREADS
-from actors.shared_plan import claim_limit
+from actors.shared.plan import claim_limit
 from actors.store.protocol import Lease
 
 __all__ = ["Held", "LeaseBook", "Stoppable"]

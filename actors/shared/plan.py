@@ -1,6 +1,6 @@
 """The decisions of a shared store's node, as arithmetic: pure, so they are tested without threads.
 
-A node of a shared store (``actors/shared_node.py``) claims due runs, keeps their leases and
+A node of a shared store (``actors/shared/node.py``) claims due runs, keeps their leases and
 sleeps between claims. What it decides, it decides here, from numbers it is given (seconds;
 ``now`` comes in, no clock is read): how many runs to claim, how long to sleep, when to renew,
 and how its own clocks relate to the database's.

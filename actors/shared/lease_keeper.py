@@ -21,8 +21,8 @@ import threading
 from collections.abc import Callable
 
 from actors.errors import StoreError
-from actors.lease_book import LeaseBook
-from actors.shared_plan import HINTED_RENEWAL_GAP, renew_period, store_retry_pause
+from actors.shared.lease_book import LeaseBook
+from actors.shared.plan import HINTED_RENEWAL_GAP, renew_period, store_retry_pause
 from actors.store.protocol import Lease, SharedStore
 from actors.sync.threads import Role, ThreadRegistry
 

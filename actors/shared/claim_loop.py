@@ -26,7 +26,7 @@ index probe) and claims only if that time has come; and it reads the references 
 import at most every ``REFRESH_GAP`` seconds on hints (always at a poll).
 
 It never holds up the scheduler actor: the claim runs on this thread, and the actor only
-gets the leases (``deliver``). Every decision in numbers is in ``actors/shared_plan.py``.
+gets the leases (``deliver``). Every decision in numbers is in ``actors/shared/plan.py``.
 """
 
 from __future__ import annotations
@@ -39,10 +39,10 @@ from collections.abc import Callable, Sequence
 from typing import Final
 
 from actors.errors import StoreError
-from actors.lease_book import LeaseBook
 from actors.references import resolve_stored
-from actors.shared_clock import DatabaseClock
-from actors.shared_plan import poll_delay, sleep_for, store_retry_pause
+from actors.shared.clock import DatabaseClock
+from actors.shared.lease_book import LeaseBook
+from actors.shared.plan import poll_delay, sleep_for, store_retry_pause
 from actors.store.protocol import Lease, SharedStore
 from actors.sync.threads import Role, ThreadRegistry
 

@@ -3,9 +3,9 @@
 With a shared store (PostgreSQL), durable tasks live in the database, not in any node: a node
 holds a durable task only while it holds the claim of one of its runs. The run's life here:
 
-1. The claim loop (``actors/claim_loop.py``) claims due runs, as many as the node has idle
+1. The claim loop (``actors/shared/claim_loop.py``) claims due runs, as many as the node has idle
    workers, and tells the scheduler actor ``Claimed``; the lease keeper
-   (``actors/lease_keeper.py``) renews their leases from then on.
+   (``actors/shared/lease_keeper.py``) renews their leases from then on.
 2. The actor (``take``) rebuilds each claimed task as a ``ClaimedTask`` and gives it to its
    core, which hands it to a worker at once (it is due: the database's clock said so).
 3. The worker starts the run only if the store agrees (``ClaimedTask.try_start`` ->
@@ -31,19 +31,19 @@ from typing import Any, TypeGuard
 
 import pykka
 
-from actors.claim_loop import ClaimLoop
 from actors.core.effects import Effects, RunOutcome
 from actors.core.task_record import TaskRecord
 from actors.core.task_state import COMPLETED, FAILED
 from actors.core.timetable import Timetable
 from actors.errors import DuplicateTaskError, SchedulerShutdownError, StoreError
-from actors.lease_book import Held, LeaseBook
-from actors.lease_keeper import LeaseKeeper
-from actors.outcome_board import OutcomeBoard
 from actors.runtime.base import tell_quietly
 from actors.runtime.durable import load, run_record, task_update
-from actors.shared_clock import DatabaseClock
-from actors.shared_plan import local_due, on_grid
+from actors.shared.claim_loop import ClaimLoop
+from actors.shared.clock import DatabaseClock
+from actors.shared.lease_book import Held, LeaseBook
+from actors.shared.lease_keeper import LeaseKeeper
+from actors.shared.outcome_board import OutcomeBoard
+from actors.shared.plan import local_due, on_grid
 from actors.store.protocol import Lease, RunRecord, SharedStore, Store, TaskUpdate
 from actors.sync.threads import ThreadRegistry
 from messages import CancelledInStore, Claimed, EventKind, RetrySaves, TaskEvent

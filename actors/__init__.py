@@ -13,7 +13,10 @@ with ``SharedTaskHandle`` and ``DatabaseClock``) and the errors. The messages li
 import logging
 from typing import TYPE_CHECKING
 
-from actors.actor_timers import ActorTimers, TimersMixin
+from actors.api.actor_timers import ActorTimers, TimersMixin
+from actors.api.facade import LATEST_DUE, Scheduler
+from actors.api.handles import Subscription, TaskHandle
+from actors.api.shared_handles import SharedTaskHandle
 from actors.core.retry import Retry
 from actors.errors import (
     DependencyFailedError,
@@ -39,8 +42,6 @@ from actors.errors import (
     WorkerLostError,
     WouldDeadlockError,
 )
-from actors.facade import LATEST_DUE, Scheduler
-from actors.handles import Subscription, TaskHandle
 from actors.references import MAX_JSON_DEPTH
 from actors.runtime.event_bus import EventBus
 from actors.runtime.limits import MAX_PROCESSES, MAX_WORKERS
@@ -49,7 +50,6 @@ from actors.runtime.run_context import RunContext, current_run
 from actors.runtime.scheduler import SchedulerActor
 from actors.runtime.worker import WorkerActor
 from actors.shared.clock import DatabaseClock
-from actors.shared_handles import SharedTaskHandle
 from actors.store import SharedStore, SQLiteStore, Store
 from actors.sync.clock import Clock, FakeClock, MonotonicClock
 from messages import EventKind  # what subscribe(kinds=...) takes: here too, beside Scheduler

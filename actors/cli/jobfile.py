@@ -66,7 +66,7 @@ __all__ = [
     "trigger_problems",
 ]
 
-_RESERVED_ID: Final = re.compile(r"task-\d+")  # the ids the scheduler mints (actors.facade)
+_RESERVED_ID: Final = re.compile(r"task-\d+")  # the ids the scheduler mints (actors.api.facade)
 _TOML_POSITION: Final = re.compile(r"(.*) \(at (line (\d+), column \d+|end of document)\)")
 _LONG_INTEGER: Final = re.compile(r"[0-9][0-9_]{4300,}")  # more digits than int() reads from text
 _ADDED_LATER: Final = frozenset({"timeout", "retry", "executor", "durable"})

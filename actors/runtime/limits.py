@@ -1,6 +1,6 @@
 """The limits every caller is held to, and the checks the actor shell makes itself.
 
-Split out of ``actors/validation.py`` (which checks what callers pass to ``Scheduler``) so
+Split out of ``actors/api/validation.py`` (which checks what callers pass to ``Scheduler``) so
 that the runtime (the scheduler actor, loading durable tasks) and the command line check
 counts and coroutines without importing the facade's layer.
 """

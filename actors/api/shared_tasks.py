@@ -16,21 +16,21 @@ import contextlib
 from concurrent.futures import CancelledError
 from typing import TYPE_CHECKING
 
+from actors.api.handles import TaskHandle
+from actors.api.shared_handles import SharedTaskHandle
+from actors.api.validation import check_task_id
 from actors.core.task_record import TaskRecord
 from actors.errors import RemoteRunError, SchedulerShutdownError, UnknownTaskError
-from actors.handles import TaskHandle
 from actors.runtime.durable import definition
 from actors.shared.node import ClaimedTask, SharedNode
 from actors.shared.outcome_board import OutcomeBoard
 from actors.shared.view import info_of, name_of
-from actors.shared_handles import SharedTaskHandle
 from actors.store.protocol import RunInFlight, StoredTask
-from actors.validation import check_task_id
 from messages import CancelledInStore, TaskId, TaskInfo
 from messages.commands import EMPTY_KWARGS
 
 if TYPE_CHECKING:
-    from actors.facade import Scheduler
+    from actors.api.facade import Scheduler
 
 __all__ = ["SharedTasks"]
 

@@ -12,7 +12,7 @@ from actors.sync.token import DETACHED, FINISHED, REVOKED, TAKEN
 from messages import TaskId, TaskInfo, TaskStatus
 
 if TYPE_CHECKING:
-    from actors.facade import Scheduler
+    from actors.api.facade import Scheduler
 
 
 class TaskHandle:

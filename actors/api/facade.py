@@ -18,7 +18,20 @@ from typing import Any, Final
 
 import pykka
 
-from actors import stepping
+from actors.api import stepping
+from actors.api.handles import Subscription, TaskHandle
+from actors.api.mailboxes import check_refs
+from actors.api.shared_tasks import SharedTasks
+from actors.api.validation import (
+    TaskOptions,
+    check_bulk,
+    check_clock,
+    check_task,
+    check_task_id,
+    once_due_at,
+    process_target,
+    resolve_task_function,
+)
 from actors.core.cron import CronSchedule
 from actors.core.parked import Batch, Parcel
 from actors.core.retry import Retry
@@ -40,8 +53,6 @@ from actors.errors import (
     UnknownTaskError,
     WouldDeadlockError,
 )
-from actors.handles import Subscription, TaskHandle
-from actors.mailboxes import check_refs
 from actors.references import check_json_arguments, reference_of
 from actors.runtime.base import stop_quietly
 from actors.runtime.durable import LoadedTasks, definition, json_arguments
@@ -50,23 +61,12 @@ from actors.runtime.minting import IdMint, is_memory_id
 from actors.runtime.scheduler import OutboxItem, SchedulerActor
 from actors.shared.clock import DatabaseClock
 from actors.shared.node import SharedNode, is_shared
-from actors.shared_tasks import SharedTasks
 from actors.store import LoadsInParts, Store, open_store
 from actors.sync.clock import Clock, MonotonicClock
 from actors.sync.outbox import Outbox
 from actors.sync.threads import Role, ThreadRegistry
 from actors.sync.token import FREE, RAN, RUNNING
 from actors.sync.waiting import Deadline, check_timeout, join, join_any_order, result_within
-from actors.validation import (
-    TaskOptions,
-    check_bulk,
-    check_clock,
-    check_task,
-    check_task_id,
-    once_due_at,
-    process_target,
-    resolve_task_function,
-)
 from messages import (
     AddTask,
     Cancel,

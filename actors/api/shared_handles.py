@@ -22,15 +22,15 @@ from __future__ import annotations
 from concurrent.futures import CancelledError
 from typing import TYPE_CHECKING
 
+from actors.api.handles import TaskHandle
 from actors.errors import SchedulerShutdownError, UnknownTaskError, WouldDeadlockError
-from actors.handles import TaskHandle
 from actors.runtime.run_context import CURRENT_RUN
 from actors.sync.token import FINISHED, REVOKED
 from actors.sync.waiting import Deadline, check_timeout
 from messages import TaskInfo
 
 if TYPE_CHECKING:
-    from actors.shared_tasks import SharedTasks
+    from actors.api.shared_tasks import SharedTasks
 
 __all__ = ["SharedTaskHandle"]
 

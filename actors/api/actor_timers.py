@@ -26,8 +26,8 @@ from messages import TimerFired
 from messages.triggers import require_finite, require_positive_duration
 
 if TYPE_CHECKING:
-    from actors.facade import Scheduler
-    from actors.handles import TaskHandle
+    from actors.api.facade import Scheduler
+    from actors.api.handles import TaskHandle
 
 __all__ = ["ActorTimers", "TimersMixin"]
 

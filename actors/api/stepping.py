@@ -8,13 +8,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from actors.mailboxes import ActorMailbox, probe_all
+from actors.api.mailboxes import ActorMailbox, probe_all
 from actors.sync.clock import FakeClock
 from actors.sync.waiting import Deadline, check_timeout
 from messages.triggers import require_finite
 
 if TYPE_CHECKING:
-    from actors.facade import Scheduler
+    from actors.api.facade import Scheduler
 
 
 def settle(
@@ -32,7 +32,7 @@ def settle(
     steps repeat until one finds the count unchanged, that is, until a whole step passed
     without anything happening.
 
-    With actors: then, in rounds, each of them is probed (``actors/mailboxes.py``) and the
+    With actors: then, in rounds, each of them is probed (``actors/api/mailboxes.py``) and the
     scheduler settled again, as the actors may have scheduled, cancelled or sent messages
     meanwhile; it ends with a round in which the actors received nothing new and the
     scheduler's count did not move.

@@ -202,7 +202,7 @@ MAY_IMPORT: Mapping[str, frozenset[str]] = {
     "messages": frozenset(),
     "base": frozenset(),
     "sync": frozenset({"base", "messages"}),
-    "core": frozenset({"sync", "base", "messages"}),  # itself, only CORE_MAY_IMPORT_FROM_SYNC
+    "core": frozenset({"sync", "base", "messages"}),  # of sync/ directly: CORE_MAY_IMPORT_FROM_SYNC
     "store": frozenset({"base", "messages"}),
     "process": frozenset({"base", "messages"}),
     "runtime": frozenset({"core", "sync", "process", "store", "base", "messages"}),
@@ -210,7 +210,7 @@ MAY_IMPORT: Mapping[str, frozenset[str]] = {
     "api": frozenset({"shared", "runtime", "core", "sync", "process", "store", "base", "messages"}),
     TOP: frozenset({"api", "shared", "runtime", "core", "sync", "process", "store", "base", "messages"}),
 }
-"""Each layer's own modules, and the layers below it it may import (directly or not)."""
+"""The layers each layer may reach (directly or not) besides its own: all of them below it."""
 
 CORE_MAY_IMPORT_FROM_SYNC = frozenset({"actors.sync.token", "actors.sync.claim"})
 """What the pure core imports of ``actors.sync`` itself: the shared state it makes moves on (never
@@ -276,7 +276,7 @@ def core_imports_from_sync(graph: Graph) -> list[str]:
 def upward_arrows(graph: Graph, known: Iterable[tuple[str, str]] = ()) -> list[str]:
     """Every module that reaches a module its layer may not import, with the chain that does it.
 
-    Known arrows are not followed, so they hide nothing behind them that is not known too.
+    A known arrow is not followed: what lies behind it is checked from its own modules.
     """
     skipped = set(known)
     found = []

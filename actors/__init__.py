@@ -13,8 +13,11 @@ with ``SharedTaskHandle`` and ``DatabaseClock``) and the errors. The messages li
 import logging
 from typing import TYPE_CHECKING
 
-from actors.actor_timers import ActorTimers, TimersMixin
-from actors.clock import Clock, FakeClock, MonotonicClock
+from actors.api.actor_timers import ActorTimers, TimersMixin
+from actors.api.facade import LATEST_DUE, Scheduler
+from actors.api.handles import Subscription, TaskHandle
+from actors.api.shared_handles import SharedTaskHandle
+from actors.core.retry import Retry
 from actors.errors import (
     DependencyFailedError,
     DuplicateTaskError,
@@ -39,19 +42,16 @@ from actors.errors import (
     WorkerLostError,
     WouldDeadlockError,
 )
-from actors.event_bus import EventBus
-from actors.facade import LATEST_DUE, Scheduler
-from actors.handles import Subscription, TaskHandle
-from actors.process_worker import ProcessWorkerActor
 from actors.references import MAX_JSON_DEPTH
-from actors.retry import Retry
-from actors.run_context import RunContext, current_run
-from actors.scheduler import SchedulerActor
-from actors.shared_clock import DatabaseClock
-from actors.shared_handles import SharedTaskHandle
+from actors.runtime.event_bus import EventBus
+from actors.runtime.limits import MAX_PROCESSES, MAX_WORKERS
+from actors.runtime.process_worker import ProcessWorkerActor
+from actors.runtime.run_context import RunContext, current_run
+from actors.runtime.scheduler import SchedulerActor
+from actors.runtime.worker import WorkerActor
+from actors.shared.clock import DatabaseClock
 from actors.store import SharedStore, SQLiteStore, Store
-from actors.validation import MAX_PROCESSES, MAX_WORKERS
-from actors.worker import WorkerActor
+from actors.sync.clock import Clock, FakeClock, MonotonicClock
 from messages import EventKind  # what subscribe(kinds=...) takes: here too, beside Scheduler
 
 if TYPE_CHECKING:

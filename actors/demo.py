@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 
-from actors.facade import Scheduler
+from actors.api.facade import Scheduler
 
 INTERVAL = 0.030
 SLOW_RUN = 3

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 from actors import Scheduler
-from actors.cron import CronSchedule
+from actors.core.cron import CronSchedule
 
 EXPRESSIONS = (
     "* * * * *",

@@ -10,7 +10,7 @@ import argparse
 import statistics
 import time
 
-from actors.process_slot import ProcessSlot
+from actors.process.slot import ProcessSlot
 
 NOOP = "builtins:len"  # a C function: the time measured is the slot's, not the task's
 

@@ -24,7 +24,7 @@ EMPTY_KWARGS: Mapping[str, Any] = MappingProxyType({})
 class TaskToken(Protocol):
     """What a worker needs from a task to start one of its runs (the task's token).
 
-    ``try_start`` is atomic and may be called from any thread; see ``actors/token.py``.
+    ``try_start`` is atomic and may be called from any thread; see ``actors/sync/token.py``.
     """
 
     def try_start(self, one_time: bool) -> bool:
@@ -35,7 +35,7 @@ class TaskToken(Protocol):
 
 
 class RunClaim(Protocol):
-    """A handed run's claim: taken by exactly one of its worker and the scheduler (``actors/claim.py``).
+    """A handed run's claim: taken by exactly one of its worker and the scheduler (``actors/sync/claim.py``).
 
     ``stop`` says whether (non-zero) and why the run was asked to stop; ``waker``, if set, is
     called when it is.

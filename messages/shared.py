@@ -1,6 +1,6 @@
 """Messages of a shared store's node: between its claim loop, its facade and its scheduler actor.
 
-Sent only by the library (``actors/shared_node.py``), never by users: a node of a shared store
+Sent only by the library (``actors/shared/node.py``), never by users: a node of a shared store
 claims runs on its own thread and hands them to its scheduler actor, and tells it about
 cancels it committed to the store.
 """

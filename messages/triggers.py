@@ -144,7 +144,7 @@ class Cron:
     ``expr`` is a 5-field expression or an alias such as ``@daily``; ``tz`` is an IANA name
     (``"Europe/Berlin"``), ``"UTC"`` or a fixed offset (``"UTC+05:30"``). Only the types are
     checked here: whether the expression parses and the zone exists is checked by
-    ``actors.cron`` where a schedule enters, since messages depend on nothing in ``actors``.
+    ``actors.core.cron`` where a schedule enters, since messages depend on nothing in ``actors``.
     """
 
     expr: str

@@ -13,12 +13,12 @@ import logging
 from collections.abc import Sequence
 from typing import Literal, TypedDict
 
+from actors.api.facade import Scheduler
+from actors.api.handles import TaskHandle
 from actors.cli.jobfile import JobSpec
 from actors.cli.reconcile import Decision
-from actors.facade import Scheduler
-from actors.handles import TaskHandle
-from actors.retry import Retry
-from actors.task_record import THREADS
+from actors.core.retry import Retry
+from actors.core.task_record import THREADS
 
 __all__ = ["carry_out", "schedule_job"]
 

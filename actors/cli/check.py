@@ -14,8 +14,8 @@ from actors.cli import exits
 from actors.cli.jobfile import JobFile, JobSpec, check_jobfile, describe_next_runs
 from actors.cli.rows import describe_spec, format_duration
 from actors.cli.stores import shown_store
+from actors.core.zones import resolve_zone
 from actors.errors import JobFileError
-from actors.zones import resolve_zone
 
 __all__ = ["check"]
 

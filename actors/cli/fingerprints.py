@@ -3,7 +3,7 @@
 A store keeps what a task *is* (function, arguments, trigger), not which job-file text it
 came from, so the runner writes each job's ``JobSpec.fingerprint()`` into the definition it
 stores: the key ``"job_fingerprint"`` of the row's options JSON, which the scheduler ignores
-(``actors/durable.py``). The runner's store (``HoldBackStore``, ``SharedJobStore``) adds it
+(``actors/runtime/durable.py``). The runner's store (``HoldBackStore``, ``SharedJobStore``) adds it
 to every definition it is given for a job's id (``Stamps``), so the fingerprint is committed
 in the same statement as the definition, on SQLite and PostgreSQL alike: whatever a crash
 interrupts, a row's fingerprint is the one of the definition it holds. (Until round 3 they

@@ -43,10 +43,10 @@ from actors.cli.jobkeys import (
     wrong_type,
 )
 from actors.cli.stores import StoreName, store_name, store_problem
-from actors.cron import check_cron, next_fires
+from actors.core.cron import check_cron, next_fires
+from actors.core.task_record import PROCESSES, THREADS
 from actors.errors import JobFileError
 from actors.references import check_json_arguments
-from actors.task_record import PROCESSES, THREADS
 
 __all__ = [
     "JOB_KEYS",
@@ -66,7 +66,7 @@ __all__ = [
     "trigger_problems",
 ]
 
-_RESERVED_ID: Final = re.compile(r"task-\d+")  # the ids the scheduler mints (actors.facade)
+_RESERVED_ID: Final = re.compile(r"task-\d+")  # the ids the scheduler mints (actors.api.facade)
 _TOML_POSITION: Final = re.compile(r"(.*) \(at (line (\d+), column \d+|end of document)\)")
 _LONG_INTEGER: Final = re.compile(r"[0-9][0-9_]{4300,}")  # more digits than int() reads from text
 _ADDED_LATER: Final = frozenset({"timeout", "retry", "executor", "durable"})

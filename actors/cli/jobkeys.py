@@ -16,11 +16,11 @@ from datetime import date, datetime, time
 from types import MappingProxyType
 from typing import Any, Final, Literal, cast, final
 
-from actors.cron import check_cron, resolve_zone, zone_name
+from actors.core.cron import check_cron, resolve_zone, zone_name
+from actors.core.retry import Retry
+from actors.core.task_record import PROCESSES, THREADS
 from actors.references import parse_reference, resolve
-from actors.retry import Retry
-from actors.task_record import PROCESSES, THREADS
-from actors.validation import MAX_PROCESSES
+from actors.runtime.limits import MAX_PROCESSES
 
 __all__ = [
     "DURATION_FORMS",

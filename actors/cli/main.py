@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from actors.cli import exits
 from actors.cli.jobkeys import parse_duration, show
 from actors.cli.logs import LEVELS
-from actors.validation import MAX_WORKERS
+from actors.runtime.limits import MAX_WORKERS
 
 __all__ = ["main", "parser"]
 

@@ -33,9 +33,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, final
+from typing import TYPE_CHECKING, Literal, final
 
-from actors.cli.jobfile import JobSpec
+if TYPE_CHECKING:  # only named: the job file checks more than a pure module may import
+    from actors.cli.jobfile import JobSpec
+
 
 __all__ = ["Action", "Decision", "Held", "fingerprints_of", "reconcile"]
 

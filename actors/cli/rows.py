@@ -13,11 +13,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Final, final
+from typing import TYPE_CHECKING, Final, final
 
-from actors.cli.jobfile import JobSpec
 from actors.errors import RemoteRunError
 from actors.store.protocol import StoredTask
+
+if TYPE_CHECKING:  # only named: the job file checks more than a pure module may import
+    from actors.cli.jobfile import JobSpec
 
 __all__ = [
     "COLUMNS",

@@ -30,6 +30,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Final, Literal
 
+from actors.api.facade import Scheduler
 from actors.cli import exits, logs
 from actors.cli.board import Board
 from actors.cli.fingerprints import Stamps
@@ -38,7 +39,6 @@ from actors.cli.jobfile import JobFile, check_jobfile, store_problems, stored_ar
 from actors.cli.service import JobService, event_listener, to_hold_back
 from actors.cli.stores import shown_store, store_name
 from actors.errors import JobFileError, SchedulerError, SchedulerStartError, StoreError, StoreLockedError
-from actors.facade import Scheduler
 from messages import EventKind, TaskEvent
 
 if TYPE_CHECKING:

@@ -17,6 +17,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Protocol
 
+from actors.api.facade import Scheduler
 from actors.cli.apply import carry_out
 from actors.cli.board import Board
 from actors.cli.fingerprints import (
@@ -30,7 +31,6 @@ from actors.cli.reconcile import Held, fingerprints_of, reconcile
 from actors.cli.rows import JobRow, describe_spec, last_error, one_line, row_from_stored
 from actors.cli.stores import read_stored
 from actors.errors import StoreError, UnknownTaskError
-from actors.facade import Scheduler
 from actors.store import StoredTask
 from messages import TaskEvent, TaskInfo
 

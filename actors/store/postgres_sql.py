@@ -223,7 +223,7 @@ _CLAIM: Final = """
      WHERE task.seq = picked.seq
     RETURNING {returned}, task.fence, task.lease_until, {now}"""
 _ONLY_IMPORTABLE: Final = " AND fn_ref = ANY(%(importable)s::text[])"
-# A row's executor, read from its options' JSON text (``actors.durable`` writes
+# A row's executor, read from its options' JSON text (``actors.runtime.durable`` writes
 # ``"executor": "process"`` for a process task, nothing for a thread task). A pattern, not a
 # cast to jsonb: a damaged row must not make every claim fail. Inside a JSON string every
 # quote is escaped, so only the key itself can match.

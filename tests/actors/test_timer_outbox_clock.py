@@ -11,8 +11,8 @@ import pykka
 import pytest
 
 from actors import FakeClock
-from actors.outbox import Outbox
-from actors.timer import TimerThread
+from actors.runtime.timer import TimerThread
+from actors.sync.outbox import Outbox
 from messages import Tick
 
 WAIT = 5.0

@@ -15,9 +15,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-import actors.timer
+import actors.runtime.timer
 from actors import FakeClock, MissedRunError, Scheduler
-from actors.clock import Unwatch
+from actors.sync.clock import Unwatch
 from messages import EventKind, TaskStatus
 from tests.conftest import EventRecorder
 
@@ -157,7 +157,7 @@ class SteppableRealClock:
 
 @pytest.mark.realtime
 def test_the_timer_notices_a_silent_jump_on_its_periodic_check(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(actors.timer, "WALL_CHECK_INTERVAL", 0.05)  # 60 s in production
+    monkeypatch.setattr(actors.runtime.timer, "WALL_CHECK_INTERVAL", 0.05)  # 60 s in production
     clock = SteppableRealClock()
     ran = threading.Event()
     s = Scheduler(workers=1, clock=clock)

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from actors import process_slot
-from actors.process_slot import ProcessSlot
+from actors.process import slot as process_slot
+from actors.process.slot import ProcessSlot
 
 if sys.platform != "linux":  # the checks read /proc; the slot itself is POSIX
     pytest.skip("the process tests read /proc (Linux only)", allow_module_level=True)

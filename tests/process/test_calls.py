@@ -15,7 +15,7 @@ from actors.errors import (
     UnpicklableExceptionError,
     UnpicklableResultError,
 )
-from actors.process_slot import ProcessSlot
+from actors.process.slot import ProcessSlot
 from tests.process import tasks
 
 TASKS = "tests.process.tasks"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from actors.errors import ProcessDiedError, SchedulerShutdownError, WorkerLostError
-from actors.process_slot import ProcessSlot
+from actors.process.slot import ProcessSlot
 from tests.process.conftest import Listener
 
 TASKS = "tests.process.tasks"

@@ -37,7 +37,7 @@ def test_the_child_does_not_run_the_parents_main(tmp_path: Path) -> None:
         tmp_path,
         """
         import os
-        from actors.process_slot import ProcessSlot
+        from actors.process.slot import ProcessSlot
 
         print("main ran in", os.getpid(), flush=True)
         with ProcessSlot() as slot:
@@ -55,13 +55,39 @@ def test_the_child_does_not_run_the_parents_main(tmp_path: Path) -> None:
     assert lines[1].split()[1] != lines[0].split()[3]
 
 
+def test_the_child_imports_the_library_from_the_parents_checkout(tmp_path: Path) -> None:
+    """The child puts the directory holding ``actors`` first, however deep the slot's module is."""
+    (tmp_path / "where.py").write_text("def actors_file():\n    import actors\n    return actors.__file__\n")
+    script = write_script(
+        tmp_path,
+        """
+        from actors.process.slot import ProcessSlot
+
+        with ProcessSlot() as slot:
+            print(slot.call("where:actors_file", (), {}))
+        """,
+    )
+    env = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(ROOT / "actors" / "__init__.py")
+
+
 @pytest.mark.parametrize("busy", [False, True], ids=["idle", "in-a-task"])
 def test_the_child_exits_when_its_parent_is_killed(tmp_path: Path, listener: Listener, busy: bool) -> None:
     script = write_script(
         tmp_path,
         f"""
         import threading
-        from actors.process_slot import ProcessSlot
+        from actors.process.slot import ProcessSlot
 
         slot = ProcessSlot()
         print(slot.call("os:getpid", (), {{}}), flush=True)

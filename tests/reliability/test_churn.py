@@ -17,7 +17,7 @@ import tracemalloc
 import pytest
 
 from actors import Scheduler
-from actors.due_heap import COMPACT_MIN_STALE
+from actors.core.due_heap import COMPACT_MIN_STALE
 from messages import Cancel
 from tests.reliability.helpers import peak_rss_mib, report, rss_mib
 

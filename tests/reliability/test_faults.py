@@ -611,7 +611,7 @@ def test_a_query_whose_handler_fails_raises_instead_of_answering_none(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Issue 21, point 11: a failing handler's ``None`` reached the caller (``tasks()`` returned None)."""
-    from actors.timetable import Timetable
+    from actors.core.timetable import Timetable
 
     def broken(self: Timetable, *_: object, **__: object) -> object:
         raise RuntimeError("a bug in the handler")
@@ -640,7 +640,10 @@ def test_a_timer_that_fails_logs_it_and_keeps_serving(caplog: pytest.LogCaptureF
             return super().sleep_time(deadline)
 
     clock = FlakyClock(1000.0)
-    with caplog.at_level(logging.ERROR, logger="actors.timer"), Scheduler(workers=1, clock=clock) as s:
+    with (
+        caplog.at_level(logging.ERROR, logger="actors.runtime.timer"),
+        Scheduler(workers=1, clock=clock) as s,
+    ):
         handle = s.schedule_once(lambda: "ran", delay=5)
         s.settle()  # the scheduler holds the task and has armed the timer (which fails once)
         clock.advance(5)  # the timer (not settle) must notice and tick

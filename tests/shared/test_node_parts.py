@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from actors import DatabaseClock, FakeClock, MonotonicClock, RemoteRunError
-from actors.claim_loop import ClaimLoop, Importable
-from actors.lease_book import LeaseBook
-from actors.shared_plan import (
+from actors.shared.claim_loop import ClaimLoop, Importable
+from actors.shared.lease_book import LeaseBook
+from actors.shared.plan import (
     ClockSample,
     claim_limit,
     local_due,
@@ -23,7 +23,7 @@ from actors.shared_plan import (
     renew_period,
     sleep_for,
 )
-from actors.shared_view import info_of
+from actors.shared.view import info_of
 from actors.store import Lease, RunInFlight, StoredTask
 from messages import Cron, FixedDelay, FixedRate, Once, TaskStatus
 

@@ -33,8 +33,8 @@ from actors import (
     StoreError,
     UnknownTaskError,
 )
-from actors.minting import BLOCK as MINT_BLOCK
-from actors.minting import is_memory_id
+from actors.runtime.minting import BLOCK as MINT_BLOCK
+from actors.runtime.minting import is_memory_id
 from actors.store import Lease, PostgresStore, TaskDefinition
 from messages import Cron, EventKind, Once, Schedule, TaskStatus
 from tests.conftest import EventRecorder

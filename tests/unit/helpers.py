@@ -23,10 +23,10 @@ import dataclasses
 from collections import deque
 from typing import Any
 
-from actors.effects import Effects
-from actors.task_record import TaskRecord
-from actors.timetable import Timetable
-from actors.token import FREE, RAN, RUNNING
+from actors.core.effects import Effects
+from actors.core.task_record import TaskRecord
+from actors.core.timetable import Timetable
+from actors.sync.token import FREE, RAN, RUNNING
 from messages import Cancelled, Completed, EventKind, Failed, RunTask, Schedule, Skipped, Started, Trigger
 
 ALL_KINDS = frozenset(EventKind)

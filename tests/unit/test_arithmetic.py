@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from actors.recurrence import next_fixed_delay, next_fixed_rate
+from actors.core.recurrence import next_fixed_delay, next_fixed_rate
 from messages import FixedDelay, FixedRate
 from tests.unit.helpers import Pool, make, timetable
 

@@ -1,4 +1,4 @@
-"""Cron arithmetic (actors.cron) and the Cron trigger message: syntax, zones, daylight-saving time."""
+"""Cron arithmetic (actors.core.cron) and the Cron trigger message: syntax, zones, daylight-saving time."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import messages
-from actors.cron import ALIASES, CronSchedule, check_cron, next_fire, next_fires, resolve_zone, zone_name
+from actors.core.cron import ALIASES, CronSchedule, check_cron, next_fire, next_fires, resolve_zone, zone_name
 from messages import Cron, Trigger
 
 BERLIN = zoneinfo.ZoneInfo("Europe/Berlin")
@@ -593,4 +593,4 @@ def test_cron_message_holds_an_expression_and_a_zone_name() -> None:
 def test_cron_message_checks_types_only(args: tuple[object, ...], field: str) -> None:
     with pytest.raises(TypeError, match=f"^{field} must be"):
         Cron(*args)  # type: ignore[arg-type]
-    Cron("not checked here", "nor is this")  # semantics are actors.cron's, where schedules enter
+    Cron("not checked here", "nor is this")  # semantics are actors.core.cron's, where schedules enter

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from actors.due_heap import COMPACT_MIN_STALE, DueHeap
+from actors.core.due_heap import COMPACT_MIN_STALE, DueHeap
 
 
 class Task:

@@ -26,8 +26,8 @@ from actors.cli.jobfile import (
     parse_jobfile,
 )
 from actors.cli.jobkeys import TRIGGERS, Kind, RetrySpec
+from actors.core.retry import Retry
 from actors.errors import JobFileError, SchedulerError
-from actors.retry import Retry
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from actors.claim import ABANDONED, INTERRUPTED, NOT_STOPPED, TIMED_OUT
-from actors.clock import FakeClock
+from actors.core.retry import Retry
+from actors.core.task_record import TaskRecord, TaskSpec
+from actors.core.timetable import Timetable
 from actors.errors import DependencyFailedError, RunCancelled, TaskTimeoutError
-from actors.retry import Retry
-from actors.task_record import TaskRecord, TaskSpec
-from actors.timetable import Timetable
-from actors.token import TokenState
-from actors.worker import run_batch
+from actors.runtime.worker import run_batch
+from actors.sync.claim import ABANDONED, INTERRUPTED, NOT_STOPPED, TIMED_OUT
+from actors.sync.clock import FakeClock
+from actors.sync.token import TokenState
 from messages import Completed, EventKind, FixedRate, RunTask, Started, TaskStatus
 from tests.unit.helpers import Pool, noop, take, timetable
 

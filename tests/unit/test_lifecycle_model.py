@@ -42,6 +42,9 @@ from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from actors.core.retry import Retry
+from actors.core.task_record import TaskRecord, TaskSpec
+from actors.core.timetable import Timetable
 from actors.errors import (
     DependencyFailedError,
     DuplicateTaskError,
@@ -49,9 +52,6 @@ from actors.errors import (
     TaskTimeoutError,
     WorkerLostError,
 )
-from actors.retry import Retry
-from actors.task_record import TaskRecord, TaskSpec
-from actors.timetable import Timetable
 from messages import Cancelled, EventKind, FixedDelay, RunTask, TaskStatus
 from tests.unit.helpers import ALL_KINDS, Pool, noop, take, traceback_of
 

@@ -14,8 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import messages
-from actors.claim import Claim
-from actors.token import Token
+from actors.sync.claim import Claim
+from actors.sync.token import Token
 from messages import (
     AddTask,
     BusExited,

@@ -6,10 +6,10 @@ import gc
 
 import pytest
 
-from actors.due_heap import DueHeap
+from actors.core.due_heap import DueHeap
+from actors.core.parked import Batch, Parcel, ParkedTasks
+from actors.core.task_record import PLAIN, TaskRecord, TaskSpec
 from actors.errors import DuplicateTaskError, SchedulerShutdownError
-from actors.parked import Batch, Parcel, ParkedTasks
-from actors.task_record import PLAIN, TaskRecord, TaskSpec
 from messages import EventKind, TaskStatus
 from tests.unit.helpers import ALL_KINDS, Pool, dispatched, events, noop, take, timetable
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from actors.subscriptions import Subscriptions
+from actors.core.subscriptions import Subscriptions
 from messages import EventKind, Subscribe
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from actors.core.task_record import TaskRecord
+from actors.core.task_state import FINAL_STATUS, TRANSITIONS, State, move_to
 from actors.errors import InvalidTransitionError
-from actors.task_record import TaskRecord
-from actors.task_state import FINAL_STATUS, TRANSITIONS, State, move_to
 from messages import TaskStatus
 from tests.unit.helpers import noop
 
@@ -23,7 +23,7 @@ DIAGRAM = {
     CANCELLED: set(),
     DETACHED: set(),
 }
-"""The state diagram, edge by edge (``actors/task_state.py`` describes each edge in a comment):
+"""The state diagram, edge by edge (``actors/core/task_state.py`` describes each edge in a comment):
 
     PENDING --due--> READY --dealt--> HANDED --recurring run reported--> PENDING
     HANDED --taken back (stolen, worker lost)--> READY

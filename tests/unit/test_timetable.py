@@ -6,12 +6,12 @@ from datetime import UTC, datetime
 
 import pytest
 
-from actors.dealer import BATCH
-from actors.due_heap import COMPACT_MIN_STALE
+from actors.core.dealer import BATCH
+from actors.core.due_heap import COMPACT_MIN_STALE
+from actors.core.task_record import TaskRecord
+from actors.core.timetable import Timetable
 from actors.errors import DuplicateTaskError, SchedulerShutdownError, UnknownTaskError, WorkerLostError
-from actors.task_record import TaskRecord
-from actors.timetable import Timetable
-from actors.token import TokenState
+from actors.sync.token import TokenState
 from messages import (
     Cancelled,
     Completed,

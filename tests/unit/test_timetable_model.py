@@ -2,7 +2,7 @@
 
 The model is a plain list of dicts, recomputed by brute force on every step (O(n) by design):
 each task's state (pending, ready, handed, cancelling, or how it ended), its token (mirrored
-move by move from the table in ``actors/token.py``), its counters and due time, and the exact
+move by move from the table in ``actors/sync/token.py``), its counters and due time, and the exact
 events. Which worker gets which run is the Timetable's choice; the test plays the workers with
 ``Pool`` (claim a run, ``try_start`` it, run it, ``end_run``, claim the next run before
 reporting) one step at a time, so that anything may happen in the gaps, and checks every
@@ -31,13 +31,13 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from actors.dealer import BATCH
-from actors.due_heap import COMPACT_MIN_STALE
-from actors.effects import Effects
+from actors.core.dealer import BATCH
+from actors.core.due_heap import COMPACT_MIN_STALE
+from actors.core.effects import Effects
+from actors.core.parked import Batch, Parcel
+from actors.core.task_record import PLAIN, TaskRecord
+from actors.core.timetable import Timetable
 from actors.errors import DuplicateTaskError, SchedulerShutdownError, WorkerLostError
-from actors.parked import Batch, Parcel
-from actors.task_record import PLAIN, TaskRecord
-from actors.timetable import Timetable
 from messages import (
     Cancelled,
     Completed,

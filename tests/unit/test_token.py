@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-import actors.token as token_module
-from actors.claim import INTERRUPTED, NOT_STOPPED, Claim
-from actors.task_record import TaskRecord
-from actors.token import TRANSITIONS, Move, Token, TokenState
+import actors.sync.token as token_module
+from actors.core.task_record import TaskRecord
+from actors.sync.claim import INTERRUPTED, NOT_STOPPED, Claim
+from actors.sync.token import TRANSITIONS, Move, Token, TokenState
 from tests.unit.helpers import noop
 
 FREE, RUNNING, RAN, TAKEN, REVOKED, FINISHED, DETACHED = TokenState
@@ -109,7 +109,7 @@ DOC_COLUMNS = {
 
 
 def documented_table() -> dict[tuple[TokenState, Move], TokenState]:
-    """The table in ``actors/token.py``'s docstring, read as data."""
+    """The table in ``actors/sync/token.py``'s docstring, read as data."""
     doc = token_module.__doc__ or ""
     lines = [line.strip() for line in doc.splitlines()]
     header = next(i for i, line in enumerate(lines) if line.startswith("state "))

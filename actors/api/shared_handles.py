@@ -1,0 +1,117 @@
+"""``SharedTaskHandle``: a caller's grip on a durable task of a shared store.
+
+Such a task lives in the database and may run on any node, so its handle asks the store:
+
+- ``done()``: whether the task has ended, on any node (one read of its row);
+- ``info()``: its row as a ``TaskInfo`` (``RUNNING`` while a node runs it, ``node`` says which);
+- ``result(timeout)``: waits until it ends anywhere (woken by the store's hints, checking at
+  least every ``poll`` seconds), then returns what the last run returned if it ran on *this*
+  node, or ``None`` if it ran on another (the store keeps outcomes, not values; as in
+  db-scheduler, a result to keep belongs in your own tables, keyed by ``current_run().key``).
+  A failure raises the exception if the run failed here, else ``RemoteRunError`` with the
+  stored error text; a cancel raises ``CancelledError``; a scheduler that stopped first raises
+  ``SchedulerShutdownError`` (the task lives on in the store), as on SQLite.
+- ``cancel()``: commits the cancel to the store (see ``Scheduler.cancel``).
+
+A handle is one incarnation of the task (its row's ``seq``): if the id is later scheduled
+afresh, the old handle still speaks of the old task.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import CancelledError
+from typing import TYPE_CHECKING
+
+from actors.api.handles import TaskHandle
+from actors.errors import SchedulerShutdownError, UnknownTaskError, WouldDeadlockError
+from actors.runtime.run_context import CURRENT_RUN
+from actors.sync.token import FINISHED, REVOKED
+from actors.sync.waiting import Deadline, check_timeout
+from messages import TaskInfo
+
+if TYPE_CHECKING:
+    from actors.api.shared_tasks import SharedTasks
+
+__all__ = ["SharedTaskHandle"]
+
+
+class SharedTaskHandle(TaskHandle):
+    """A ``TaskHandle`` of a durable task on a shared store. Every method may be called from any thread."""
+
+    __slots__ = ()
+
+    @property
+    def _shared(self) -> SharedTasks:
+        shared = self._scheduler._shared_tasks
+        assert shared is not None  # made only by a scheduler on a shared store
+        return shared
+
+    @property
+    def _seq(self) -> int:
+        seq = self._task.store_seq
+        assert seq is not None
+        return seq
+
+    def done(self) -> bool:
+        """Whether the task has ended, on any node (reads its row; ``True`` once this handle cancelled it)."""
+        state = self._task.token_state
+        if state is REVOKED or state is FINISHED:
+            return True
+        return self._shared.ended(self.task_id, self._seq)
+
+    def info(self) -> TaskInfo:
+        """Return a snapshot of the task, from its row in the store.
+
+        Raises:
+            UnknownTaskError: its row is gone (pruned after it ended, or its id scheduled afresh).
+            SchedulerShutdownError: the scheduler has stopped.
+        """
+        info = self._shared.info(self.task_id, seq=self._seq)
+        if info is None:
+            raise UnknownTaskError(f"task {self.task_id!r} is no longer in the store")
+        return info
+
+    def result(self, timeout: float | None = None) -> object:
+        """Wait for the task to end on any node; return its last run's value if it ran here, else ``None``.
+
+        Raises:
+            concurrent.futures.CancelledError: the task was cancelled.
+            TimeoutError: it did not end within ``timeout`` seconds.
+            WouldDeadlockError: called from inside a run of this very task.
+            SchedulerShutdownError: this scheduler stopped first (the task lives on in the store).
+            RemoteRunError: its last run failed on another node (the stored error text).
+            UnknownTaskError: its row is gone, with an outcome this node never saw.
+            BaseException: whatever its last run raised, if that run failed on this node.
+        """
+        deadline = Deadline(check_timeout(timeout))
+        current = CURRENT_RUN.get()
+        if current is not None and current[0].task_id == self.task_id:
+            raise WouldDeadlockError(f"task {self.task_id!r} waits for its own result from inside its run")
+        shared = self._shared
+        while True:
+            seen = shared.board.version()
+            if self._task.token_state is REVOKED:
+                raise CancelledError(f"task {self.task_id!r} was cancelled")
+            if shared.board.closed:
+                raise SchedulerShutdownError(
+                    f"task {self.task_id!r} did not end before the scheduler stopped; it stays in the store"
+                )
+            ended, value = shared.outcome(self.task_id, self._seq)
+            if ended:
+                return value
+            if deadline.passed():
+                raise TimeoutError(f"task {self.task_id!r} did not end within {timeout} s")
+            shared.board.wait(seen, deadline, shared.poll)
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, SharedTaskHandle)
+            and other.task_id == self.task_id
+            and other._task.store_seq == self._task.store_seq
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.task_id, self._task.store_seq))
+
+    def __repr__(self) -> str:
+        return f"<SharedTaskHandle {self.task_id!r} seq={self._task.store_seq}>"

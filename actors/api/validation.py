@@ -1,0 +1,255 @@
+"""Checks of what callers pass to ``Scheduler``: each rule once, each error at the call.
+
+The common case (a plain function, a float delay, no options) is checked first and fast,
+because every scheduled task pays for it.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime
+from typing import Any, Final, NamedTuple
+
+from actors.core.retry import Retry
+from actors.references import LazyReference, check_picklable_arguments, reference_of, resolve_stored
+from actors.sync.clock import Clock
+from messages import is_minted_id
+from messages.commands import EMPTY_KWARGS, as_args, require_failure_limit
+from messages.triggers import require_finite, require_positive_duration
+
+__all__ = [
+    "TaskOptions",
+    "check_clock",
+    "check_task",
+    "check_task_id",
+    "once_due_at",
+    "process_target",
+    "resolve_task_function",
+]
+
+_CLOCK_METHODS: Final = ("now", "wall", "sleep_time", "watch")
+_CO_COROUTINE: Final = inspect.CO_COROUTINE
+
+
+def check_clock(clock: object) -> Clock:
+    """Return ``clock`` if it has every method of a ``Clock``.
+
+    Raises:
+        TypeError: a method is missing.
+    """
+    missing = [name for name in _CLOCK_METHODS if not callable(getattr(clock, name, None))]
+    if missing:
+        raise TypeError(f"clock must be a Clock (missing {', '.join(missing)}), got {clock!r}")
+    return clock  # type: ignore[return-value]
+
+
+def check_task_id(task_id: object) -> str:
+    """Return a caller-chosen ``task_id`` if it is a str not of a minted form (``is_minted_id``).
+
+    Raises:
+        TypeError: not a str.
+        ValueError: of the reserved form.
+    """
+    if not isinstance(task_id, str):
+        raise TypeError(f"task_id must be a str, got {task_id!r}")
+    if is_minted_id(task_id):
+        raise ValueError(f"task ids 'task-<digits>', 'task-m<digits>' are reserved, got {task_id!r}")
+    return task_id
+
+
+def check_task(
+    fn: object,
+    args: object,
+    kwargs: object,
+    name: object,
+    failure_limit: object,
+) -> Mapping[str, Any]:
+    """Check a task's definition; return its kwargs as a mapping (``None`` becomes an empty one).
+
+    Raises:
+        TypeError: ``fn`` is not callable; ``args`` is not a tuple; ``kwargs`` is not a mapping
+            with str keys; ``name`` is not a str; ``failure_limit`` is not an int.
+        ValueError: ``failure_limit`` is below 1.
+    """
+    code = getattr(fn, "__code__", None)
+    if (
+        code is not None
+        and not code.co_flags & _CO_COROUTINE
+        and type(args) is tuple
+        and kwargs is None
+        and name is None
+        and failure_limit is None
+    ):
+        return EMPTY_KWARGS  # the common case: a plain function, no options
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {fn!r}")
+    if not isinstance(args, tuple):
+        raise TypeError(f"args must be a tuple, got {args!r}")
+    if kwargs is None:
+        kwargs = EMPTY_KWARGS
+    elif not isinstance(kwargs, Mapping):
+        raise TypeError(f"kwargs must be a mapping, got {kwargs!r}")
+    elif not all(isinstance(key, str) for key in kwargs):
+        raise TypeError(f"kwargs keys must be str, got {list(kwargs)!r}")
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"name must be a str, got {name!r}")
+    require_failure_limit(failure_limit)
+    return kwargs
+
+
+class TaskOptions(NamedTuple):
+    """The options every ``schedule_*`` call takes, checked by ``check``."""
+
+    name: str | None
+    failure_limit: int | None
+    executor: str
+    misfire_grace: float | None
+    if_exists: str
+    durable: bool | None
+    timeout: float | None = None
+    retry: Retry | None = None
+
+    @property
+    def plain(self) -> bool:
+        """Whether every option has its default (the common case, checked fast)."""
+        return (
+            self.failure_limit is None
+            and self.executor == "thread"
+            and self.misfire_grace is None
+            and self.if_exists == "error"
+            and self.durable is None
+            and self.timeout is None
+            and self.retry is None
+        )
+
+    def check(self, processes: int, has_store: bool, *, message_task: bool = False) -> bool:
+        """Check the options against the scheduler's means; return whether the task is durable.
+
+        ``message_task``: the options of a message task (``Scheduler.tell_*``), the only
+        tasks with ``executor="inline"``, never durable (an actor ref cannot be stored).
+
+        Raises:
+            ValueError: an option is out of range or asks for what the scheduler lacks.
+            TypeError: an option has the wrong type.
+        """
+        if message_task:
+            assert self.executor == "inline"
+            assert self.durable is False
+        elif self.executor not in ("thread", "process"):
+            raise ValueError(f'executor must be "thread" or "process", got {self.executor!r}')
+        if self.executor == "process" and not processes:
+            raise ValueError('executor="process" needs worker processes: Scheduler(processes=N)')
+        if self.if_exists not in ("error", "keep", "replace"):
+            raise ValueError(f'if_exists must be "error", "keep" or "replace", got {self.if_exists!r}')
+        if self.misfire_grace is not None and require_finite("misfire_grace", self.misfire_grace) < 0:
+            raise ValueError(f"misfire_grace must not be negative, got {self.misfire_grace!r}")
+        if self.durable is not None and not isinstance(self.durable, bool):
+            raise TypeError(f"durable must be True, False or None, got {self.durable!r}")
+        if self.durable and not has_store:
+            raise ValueError("durable=True needs a store: Scheduler(store=...)")
+        if self.timeout is not None:
+            require_positive_duration("timeout", self.timeout)
+        if self.retry is not None and not isinstance(self.retry, Retry):
+            raise TypeError(f"retry must be a Retry, got {self.retry!r}")
+        return has_store if self.durable is None else self.durable
+
+
+def resolve_task_function(fn: object) -> Callable[..., object]:
+    """Return ``fn``, or the function a reference string names (imported now).
+
+    Raises:
+        ValueError: a string that is not a reference, or does not import (the message says why).
+        TypeError: ``fn`` is neither callable nor a str.
+    """
+    if not isinstance(fn, str):
+        if not callable(fn):
+            raise TypeError(f"fn must be callable or a 'module:function' reference, got {fn!r}")
+        return fn
+    try:
+        return resolve_stored(fn)
+    except (ImportError, TypeError, ValueError) as error:
+        raise ValueError(f"fn {fn!r} does not name an importable function: {error}") from None
+
+
+def process_target(fn: object, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> LazyReference:
+    """Check a task that runs in a worker process; return what the process worker calls.
+
+    Raises:
+        ValueError: ``fn`` has no importable name (a lambda, a nested function...), or its
+            reference does not import; the message says why and what to pass instead.
+        TypeError: an argument cannot be pickled.
+    """
+    reference = reference_of(fn)
+    resolve_task_function(reference)  # it must import here too (the child imports it again)
+    check_picklable_arguments(args, kwargs)
+    return LazyReference(reference)
+
+
+def once_due_at(clock: Clock, delay: float | None, at: float | datetime | None) -> float:
+    """Return the clock time a one-time task is due: ``delay`` from now, or ``at``.
+
+    ``at`` is clock seconds, or an aware ``datetime`` placed on the clock as it stands now.
+
+    Raises:
+        ValueError: both or neither of ``delay``/``at``; a NaN or infinite time; a naive
+            ``datetime``; a due time the clock cannot represent.
+        TypeError: a time of the wrong type.
+    """
+    if delay is not None and at is None:
+        due_at = clock.now() + require_finite("delay", delay)
+    elif at is None or delay is not None:
+        raise ValueError("give exactly one of delay and at")
+    elif isinstance(at, datetime):
+        if at.tzinfo is None:
+            raise ValueError(f"at must be an aware datetime (with tzinfo), got {at!r}")
+        due_at = clock.now() + (at - clock.wall()).total_seconds()
+    else:
+        due_at = require_finite("at", at)
+    return require_finite("due time", due_at)
+
+
+def check_bulk(
+    delays: object, args: object, *, now: float
+) -> tuple[list[float], list[tuple[Any, ...]] | None]:
+    """Check ``schedule_many``'s delays and per-task arguments; return the due times and the arguments.
+
+    Raises:
+        TypeError: ``delays`` or ``args`` is not an iterable (a str is not one); a delay is
+            not a number; an item of ``args`` is not a sequence of arguments (a tuple or a
+            list; a str is not one). The message gives its index.
+        ValueError: a delay, or the due time it makes from ``now``, is NaN or infinite;
+            ``args`` has another length than ``delays``.
+    """
+    if isinstance(delays, str | bytes) or not isinstance(delays, Iterable):
+        raise TypeError(f"delays must be an iterable of numbers of seconds, got {delays!r}")
+    times = list(delays)
+    if not all(type(delay) is float for delay in times):
+        times = [require_finite(f"delays[{index}]", delay) for index, delay in enumerate(times)]
+    due_at = [now + delay for delay in times]
+    total = sum(due_at)
+    if total - total != 0.0:  # one is not finite (or only the sum overflowed): look closer
+        for index, (delay, due) in enumerate(zip(times, due_at, strict=True)):
+            require_finite(f"delays[{index}]", delay)
+            require_finite(f"due time of delays[{index}]", due)
+    if args is None:
+        return due_at, None
+    if isinstance(args, str | bytes) or not isinstance(args, Iterable):
+        raise TypeError(f"args must be an iterable of argument tuples, one per delay, got {args!r}")
+    arguments = list(args)
+    if len(arguments) != len(due_at):
+        raise ValueError(
+            f"args has {len(arguments)} items for {len(due_at)} delays: give one tuple per delay"
+        )
+    if not all(type(each) is tuple for each in arguments):  # else look closer (a list will do)
+        arguments = [
+            each if isinstance(each, tuple) else as_args(each, f"args[{index}]")
+            for index, each in enumerate(arguments)
+        ]
+    return due_at, arguments
+
+
+def check_callable(fn: Callable[..., object]) -> None:
+    """Raise ``TypeError`` unless ``fn`` is callable (for listeners and the like)."""
+    if not callable(fn):
+        raise TypeError(f"expected a callable, got {fn!r}")

@@ -1,0 +1,166 @@
+"""The due times of pending tasks: a binary heap with lazy deletion, after trio's ``Deadlines``.
+
+Part of the pure core (see ``actors/core/timetable.py``).
+
+Entries are ``(due_at, seq, task_id)``. ``seq`` comes from one counter, so tasks due at the same
+instant come out in the order they went in and the heap never compares two tasks, and it
+names the entry: a task waits on exactly the entry whose ``seq`` it holds in ``heap_seq``. A
+tuple of a float, an int and a str holds nothing the garbage collector follows (CPython stops
+tracking such tuples), so a million pending entries cost the collector nothing.
+
+Tasks parked in bulk (``actors/core/parked.py``) have entries here too, though they have no
+record yet: such an entry is live while ``parked`` holds the task under the same ``seq``.
+
+Removing a task is O(1): it forgets its ``seq`` and the heap counts one stale entry. A stale
+entry is dropped when it reaches the top, or all of them at once when they outnumber the live
+ones: amortised O(1) per removal, and the heap never grows past twice the live tasks (plus a
+little). This is the only module that keeps those counts.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Final, Protocol
+
+__all__ = ["COMPACT_MIN_STALE", "DueHeap"]
+
+COMPACT_MIN_STALE: Final = 64
+"""Below this many stale entries a rebuild is not worth it."""
+
+
+class Waiting(Protocol):
+    """A task as the heap sees it: the ``seq`` of the entry it waits on, or ``None``."""
+
+    task_id: str
+    heap_seq: int | None
+
+
+class DueHeap:
+    """Pending tasks by due time. Owned by one thread (the core's); not thread-safe."""
+
+    def __init__(
+        self, tasks: Mapping[str, Waiting], parked: Mapping[str, tuple[Any, ...]] | None = None
+    ) -> None:
+        """Use ``tasks`` (the live tasks by id) and ``parked`` to tell live entries from stale ones.
+
+        ``parked``: the parked tasks by id, each a tuple whose first item is its entry's ``seq``.
+        """
+        self._tasks = tasks
+        self._parked: Mapping[str, tuple[Any, ...]] = parked if parked is not None else {}
+        self._heap: list[tuple[float, int, str]] = []
+        self._seq = itertools.count()
+        self._live = 0  # entries some task waits on; the rest of the heap is stale
+
+    def __len__(self) -> int:
+        """Live entries: tasks waiting in the heap."""
+        return self._live
+
+    @property
+    def size(self) -> int:
+        """Entries, stale ones included."""
+        return len(self._heap)
+
+    def push(self, task: Waiting, due_at: float) -> None:
+        """Make ``task`` wait until ``due_at`` (it must not be waiting already)."""
+        seq = next(self._seq)
+        task.heap_seq = seq
+        heapq.heappush(self._heap, (due_at, seq, task.task_id))
+        self._live += 1
+
+    def push_many(self, tasks: list[Waiting], due_at: list[float]) -> None:
+        """Make many tasks wait at once (a store's load): one O(n) heapify instead of n pushes."""
+        seq = self._seq
+        heap = self._heap
+        for task, due in zip(tasks, due_at, strict=True):
+            number = next(seq)
+            task.heap_seq = number
+            heap.append((due, number, task.task_id))
+        heapq.heapify(heap)
+        self._live += len(tasks)
+
+    def push_parked(self, task_ids: Sequence[str], due_at: Sequence[float]) -> list[int]:
+        """Add entries for tasks about to be parked (``actors/core/parked.py``); return their ``seq``s."""
+        seqs = list(itertools.islice(self._seq, len(task_ids)))
+        heap = self._heap
+        entries = zip(due_at, seqs, task_ids, strict=True)
+        if len(task_ids) * 8 >= len(heap):  # few entries yet: one O(n) heapify beats the pushes
+            heap.extend(entries)
+            heapq.heapify(heap)
+        else:
+            push = heapq.heappush
+            for entry in entries:
+                push(heap, entry)
+        self._live += len(seqs)
+        return seqs
+
+    def adopt(self, entries: list[tuple[float, int, str]]) -> None:
+        """Take ``entries`` made elsewhere, with seqs ``0 .. len-1`` (a store's load, before any push).
+
+        ``entries`` is in heap order already (``heapq.heappush``: a heapify of a million here
+        would hold the GIL for a tenth of a second). Every entry is live: its task is parked
+        (``actors/core/parked.py``). The list becomes the heap.
+        """
+        assert not self._heap, "entries are adopted into an empty heap only"
+        self._heap = entries
+        self._live += len(entries)
+        self._seq = itertools.count(len(entries))
+
+    def remove(self, task: Waiting) -> None:
+        """Stop ``task`` waiting (its entry goes stale); rebuild if stale entries now dominate."""
+        task.heap_seq = None
+        self._live -= 1
+        stale = len(self._heap) - self._live
+        if stale > COMPACT_MIN_STALE and stale > self._live:
+            self.compact()
+
+    def pop_due(self, now: float) -> Iterator[str]:
+        """Take out every task due at ``now``, earliest first (ties in push order); yield its id.
+
+        A parked task's id is yielded as it is: the caller unparks it.
+        """
+        heap, tasks = self._heap, self._tasks
+        while heap and heap[0][0] <= now:
+            _, seq, task_id = heapq.heappop(heap)
+            task = tasks.get(task_id)
+            if task is None:
+                parked = self._parked.get(task_id)
+                if parked is not None and parked[0] == seq:
+                    self._live -= 1
+                    yield task_id
+                continue  # else stale
+            if task.heap_seq != seq:
+                continue  # stale
+            task.heap_seq = None
+            self._live -= 1
+            yield task_id
+
+    def next_due(self) -> float | None:
+        """The earliest due time of a waiting task, or ``None``; drops stale entries on top."""
+        heap = self._heap
+        while heap:
+            _, seq, task_id = heap[0]
+            if self._is_live(seq, task_id):
+                return heap[0][0]
+            heapq.heappop(heap)
+        return None
+
+    def compact(self) -> None:
+        """Rebuild the heap from its live entries in O(n)."""
+        is_live = self._is_live
+        self._heap = [entry for entry in self._heap if is_live(entry[1], entry[2])]
+        heapq.heapify(self._heap)
+        assert len(self._heap) == self._live, f"heap lost count: {len(self._heap)} entries, {self._live} live"
+
+    def _is_live(self, seq: int, task_id: str) -> bool:
+        task = self._tasks.get(task_id)
+        if task is not None:
+            return task.heap_seq == seq
+        parked = self._parked.get(task_id)
+        return parked is not None and parked[0] == seq
+
+    def clear(self) -> None:
+        """Forget every entry (the caller has ended every waiting task)."""
+        self._heap.clear()
+        self._live = 0

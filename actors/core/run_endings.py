@@ -1,0 +1,482 @@
+"""How runs end, in the pure core: the workers' reports, deadlines, retries and next slots.
+
+The ``Timetable`` is made of this and ``actors/core/timetable.py``: this half takes a run's end
+(``Completed``, ``Failed``, ``Skipped``, a lost or abandoned worker, a missed slot, a deadline)
+and decides what follows: the task's counters and state, its next run or its end, a retry, the
+run ledger of a durable task. The rules of ``actors/core/timetable.py``'s docstring hold here too:
+no clock, no threads, no user code; everything goes out as ``Effects``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from actors.core.effects import RunOutcome
+from actors.core.recurrence import next_cron, next_fixed_delay, next_fixed_rate
+from actors.core.task_record import Failures, TaskRecord
+from actors.core.task_state import (
+    CANCELLED,
+    CANCELLING,
+    COMPLETED,
+    FAILED,
+    FINAL_STATES,
+    HANDED,
+    PENDING,
+    State,
+    move_to,
+)
+from actors.errors import MissedRunError, RunCancelled, TaskTimeoutError
+from actors.sync.claim import INTERRUPTED, NOT_STOPPED, TIMED_OUT, Claim
+from actors.sync.token import TAKEN, request_stop
+from messages import Completed, EventKind, Failed, FixedDelay, FixedRate, Skipped, Started, TaskEvent
+
+if TYPE_CHECKING:
+    from actors.core.dealer import Dealer
+    from actors.core.due_heap import DueHeap
+    from actors.core.effects import Effects
+
+__all__ = ["RunEndings"]
+
+
+class RunEndings:
+    """The half of the ``Timetable`` that takes runs' ends (a mixin: the state is the timetable's)."""
+
+    if TYPE_CHECKING:  # the timetable's state and methods this half uses
+        _dealer: Dealer
+        _heap: DueHeap
+        _effects: Effects
+        _deferred: bool
+        _hung_grace: float
+        _want_started: bool
+        _want_completed: bool
+        _want_failed: bool
+        _want_missed: bool
+        _want_timed_out: bool
+        activity: int
+        closed: bool
+        wall_offset: float
+        durable_runs_once: bool
+
+        def _release(self, now: float) -> None: ...
+        def _finish(self, task: TaskRecord, state: State, at: float, outcome: object) -> None: ...
+        def _detach(self, task: TaskRecord) -> bool: ...
+
+    def _emit(
+        self,
+        kind: EventKind,
+        task: TaskRecord,
+        at: float,
+        run: int | None,
+        *,
+        error: BaseException | None = None,
+        traceback: str | None = None,
+        value: object = None,
+        final: bool = False,
+        retrying: bool = False,
+        attempt: int | None = None,
+    ) -> None:
+        """Publish ``kind`` for ``task`` as an effect (both halves of the timetable publish)."""
+        if (
+            attempt is None
+        ):  # the attempt due (DUE) or running (STARTED, TIMED_OUT...), or that ran (retrying)
+            failures = task.failures
+            attempt = 1 if failures is None else failures.attempt - retrying
+        self._effects.events.append(
+            TaskEvent(
+                kind=kind,
+                task_id=task.task_id,
+                name=task.label(),
+                at=at,
+                run=run,
+                due_at=task.due_at if run is not None else None,
+                error=error,
+                traceback=traceback,
+                value=value,
+                final=final,
+                attempt=attempt,
+                retrying=retrying,
+            )
+        )
+
+    # -- reports ----------------------------------------------------------------------------
+
+    def completed(self, report: Completed, *, now: float) -> None:
+        """Record that a worker finished a run normally."""
+        task = self._dealer.report(report.worker, report.task_id, report.run, idle=report.idle)
+        if task is None:
+            self._release(now)  # a stale report
+            return
+        claim = self._ended_run(task)  # (not _reported: the busiest report reads the stop only if needed)
+        if task.state in FINAL_STATES:
+            self._release(now)  # the report may have freed its worker
+            return
+        self.activity += 1
+        task.run_count += 1
+        attempt = 1 if task.failures is None else self._succeeded(task)
+        if task.store_seq is not None:
+            self._record_run(task, report.run, report.started_at, report.finished_at, "completed", None)
+        if task.spec.trigger is None and task.state is HANDED:  # the common case: it just ends
+            # Interrupted, it returned anyway: the run counts, the task ends CANCELLED.
+            interrupted = claim is not None and bool(task.stop_reasons(claim) & INTERRUPTED)
+            if not task.spec.single_start:  # a retryable one: a cancel may have won its token meanwhile
+                task.run_reported()
+                interrupted = not task.take() or interrupted
+            if self._want_completed:
+                self._emit(
+                    EventKind.COMPLETED,
+                    task,
+                    report.finished_at,
+                    report.run,
+                    value=report.value,
+                    final=not interrupted,
+                    attempt=attempt,
+                )
+            if interrupted:
+                self._finish(task, CANCELLED, report.finished_at, None)
+            else:
+                self._finish(task, COMPLETED, report.finished_at, report.value)
+        else:
+            self._ran(task, report, attempt)
+        if not self._deferred:
+            self._release(now)
+
+    def _succeeded(self, task: TaskRecord) -> int:
+        """A run of a task that has failed before completed: the failures in a row end; its attempt."""
+        assert task.failures is not None
+        task.failures.consecutive = 0
+        return self._end_attempts(task)
+
+    def _ran(self, task: TaskRecord, report: Completed, attempt: int) -> None:
+        """A recurring run (or one of a task cancelled mid-run) completed: publish it, then what follows."""
+        task.run_reported()
+        if self._want_completed:
+            self._emit(
+                EventKind.COMPLETED,
+                task,
+                report.finished_at,
+                report.run,
+                value=report.value,
+                attempt=attempt,
+            )
+        self._after_run(task, report.finished_at)
+
+    def failed(self, report: Failed, *, now: float) -> None:
+        """Record that a worker finished a run by raising.
+
+        A run that raised ``RunCancelled`` because it was asked to stop is no failure after an
+        interrupt (the task ends ``CANCELLED``); after its timeout it failed with
+        ``TaskTimeoutError``.
+        """
+        task, stop = self._reported(report)
+        if task is not None and task.state not in FINAL_STATES:
+            error = report.error
+            if stop & INTERRUPTED and isinstance(error, RunCancelled):
+                self._end_interrupted(task, report.finished_at)  # its timeout may have come too
+            else:
+                if stop & TIMED_OUT and isinstance(error, RunCancelled):
+                    error = _timeout_error(task, report.run, self._hung_grace, abandoned=False)
+                interrupted = bool(stop & INTERRUPTED)
+                self._fail_run(
+                    task,
+                    error,
+                    report.traceback,
+                    report.finished_at,
+                    report.started_at,
+                    interrupted=interrupted,
+                )
+        self._release(now)  # the report freed its worker
+
+    def skipped(self, report: Skipped, *, now: float) -> None:
+        """Record that a worker did not start a run: the task's token said it was cancelled."""
+        task, _ = self._reported(report)
+        if task is not None and task.state not in FINAL_STATES:  # else it ended when cancelled
+            self.activity += 1
+            self._finish(task, CANCELLED, now, None)
+        self._release(now)  # the report freed its worker
+
+    def started(self, report: Started) -> None:
+        """Record that a worker started a run: publish ``STARTED``; a run with a timeout gets its deadline."""
+        task = self._dealer.handed(report.worker, report.task_id, report.run)
+        if task is None:
+            return
+        if self._want_started:
+            self._emit(EventKind.STARTED, task, report.started_at, report.run)
+        timeout = task.spec.timeout
+        if timeout is not None and task.heap_seq is None:
+            # The heap holds only waiting tasks' due times; a running task's entry is its deadline.
+            self._heap.push(task, report.started_at + timeout)
+
+    def worker_lost(self, worker: int, error: BaseException, *, now: float) -> None:
+        """Forget ``worker`` until ``add_worker``.
+
+        Runs it had started fail with ``error`` (their outcome is unknown); runs it had not
+        started go back to the front of the ready FIFO.
+        """
+        self._lose(worker, error, now)
+        self._release(now)
+
+    def _lose(self, worker: int, error: BaseException, now: float) -> None:
+        """Forget ``worker``: its started runs fail with ``error``, the others go back to the ready FIFO.
+
+        A run that was interrupted (``cancel(interrupt=True)``) fails all the same, but is not
+        retried, and its task ends ``CANCELLED``, as if the run had raised.
+        """
+        started, taken_back = self._dealer.lose(worker)
+        self._dealer.requeue(taken_back)
+        for task in started:
+            claim = self._ended_run(task)
+            stop = NOT_STOPPED if claim is None else task.stop_reasons(claim)
+            if task.state not in FINAL_STATES:
+                # An interrupted run ends its task CANCELLED however it ends: lost or abandoned too.
+                self._fail_run(task, error, "", now, interrupted=bool(stop & INTERRUPTED))
+
+    def _reported(self, report: Completed | Failed | Skipped) -> tuple[TaskRecord | None, int]:
+        """Take a worker's report: the run's task (``None`` if stale), and how the run was asked to stop."""
+        task = self._dealer.report(report.worker, report.task_id, report.run, idle=report.idle)
+        if task is None:
+            return None, NOT_STOPPED
+        claim = self._ended_run(task)
+        return task, NOT_STOPPED if claim is None else task.stop_reasons(claim)
+
+    def _ended_run(self, task: TaskRecord) -> Claim | None:
+        """``task``'s run is over for the core: take its claim off it (returned) and its deadline out."""
+        claim, task.claim = task.claim, None
+        if task.heap_seq is not None:
+            self._heap.remove(task)  # the run's deadline
+        return claim
+
+    def _overdue(self, task: TaskRecord, now: float) -> None:
+        """A running task's deadline came: ask the run to stop; at the second deadline, abandon its worker.
+
+        The first deadline is ``timeout`` after the run started: the run is asked to stop and
+        ``TIMED_OUT`` is published. The second, ``hung_grace`` later, finds it still going:
+        the run counts ``FAILED`` with ``TaskTimeoutError``, its worker is given up
+        (``Effects.abandoned``) and its other runs go back to the ready FIFO.
+        """
+        claim = task.claim
+        worker = self._dealer.worker_of(task)
+        if claim is None or worker is None:
+            return  # cannot happen: a report removes the deadline
+        self.activity += 1
+        if request_stop(claim, TIMED_OUT):  # the first deadline
+            if self._want_timed_out:
+                self._emit(EventKind.TIMED_OUT, task, now, task.run_count + 1)
+            self._heap.push(task, now + self._hung_grace)
+            return
+        # The second deadline, or the run has just ended (then its report is on its way, and
+        # abandon_run refuses). From now on its worker's end_run moves nothing.
+        if not task.abandon_run(claim):
+            return
+        self._effects.abandoned.append(worker)
+        self._lose(worker, _timeout_error(task, task.run_count + 1, self._hung_grace, abandoned=True), now)
+
+    def _end_interrupted(self, task: TaskRecord, finished_at: float) -> None:
+        """A run asked to stop by ``cancel(interrupt=True)`` raised ``RunCancelled``: the task ends."""
+        self.activity += 1
+        if task.spec.trigger is not None or not task.spec.single_start:
+            task.run_reported()
+        self._end_attempts(task)
+        self._finish(task, CANCELLED, finished_at, None)
+
+    def _end_attempts(self, task: TaskRecord) -> int:
+        """A run has ended for good: a retried one's task is due at the run's own slot again (for the next).
+
+        Returns the attempt that ended it.
+        """
+        failures = task.failures
+        if failures is None or failures.attempt == 1:
+            return 1
+        attempt, failures.attempt = failures.attempt, 1
+        task.due_at, task.due_wall = failures.slot_due_at, failures.slot_due_wall
+        return attempt
+
+    def _retry(self, task: TaskRecord, error: BaseException, traceback: str, finished_at: float) -> bool:
+        """Schedule the next attempt of a failed run, if its ``Retry`` allows one; whether it did."""
+        retry = task.spec.retry
+        failures = task.failures
+        attempt = 1 if failures is None else failures.attempt
+        if retry is None or task.state is not HANDED or self.closed or not retry.applies(error, attempt):
+            return False
+        if failures is None:
+            failures = task.failures = Failures()
+        if attempt == 1:
+            failures.slot_due_at, failures.slot_due_wall = task.due_at, task.due_wall
+        failures.attempt = attempt + 1
+        failures.last_error, failures.last_traceback = error, traceback
+        run = task.run_count + 1
+        wait = retry.delay_before(attempt + 1, f"{task.task_id}:{run}:{attempt + 1}")
+        task.run_reported()  # the attempt's token goes back to FREE: a cancel still wins before the next
+        if self._want_failed:
+            self._emit(
+                EventKind.FAILED, task, finished_at, run, error=error, traceback=traceback, retrying=True
+            )
+        move_to(task, PENDING)
+        task.due_at = finished_at + wait
+        if task.due_wall is not None:
+            task.due_wall = task.due_at + self.wall_offset
+        self._heap.push(task, task.due_at)
+        return True
+
+    def _fail_run(
+        self,
+        task: TaskRecord,
+        error: BaseException,
+        traceback: str,
+        finished_at: float,
+        started_at: float | None = None,
+        *,
+        interrupted: bool = False,
+    ) -> None:
+        """Count a failed run (``interrupted``: one asked to stop, which raised something else)."""
+        self.activity += 1
+        attempt = 1
+        if task.spec.retry is not None:
+            if not interrupted and self._retry(task, error, traceback, finished_at):
+                return
+            attempt = self._end_attempts(task)
+        run = task.run_count = task.run_count + 1
+        task.count_failure(error, traceback)
+        if task.store_seq is not None:
+            self._record_run(task, run, started_at, finished_at, "failed", f"{type(error).__name__}: {error}")
+        if not task.spec.single_start:
+            task.run_reported()
+        if task.state is CANCELLING or interrupted:
+            ending: State | None = CANCELLED
+        elif task.spec.trigger is None:
+            # FAILED, unless a caller's cancel won the token first: a run its lost worker had
+            # claimed but not started, a retried run after its attempt. (After a failed take,
+            # revoke moves nothing: it only says whether the run's start took the token.)
+            ending = FAILED if task.take() or task.revoke() is TAKEN else CANCELLED
+        elif task.reached_failure_limit():
+            ending = FAILED if task.take() else CANCELLED  # a cancel may have just won the token
+        else:
+            ending = None
+        if self._want_failed:
+            final = ending is FAILED
+            self._emit(
+                EventKind.FAILED,
+                task,
+                finished_at,
+                run,
+                error=error,
+                traceback=traceback,
+                final=final,
+                attempt=attempt,
+            )
+        if ending is None:
+            self._reschedule(task, finished_at)
+        else:
+            self._finish(task, ending, finished_at, None)
+
+    def _after_run(self, task: TaskRecord, finished_at: float) -> None:
+        """A recurring run (or a cancelled one) returned: end the task or schedule its next run."""
+        if task.state is CANCELLING:
+            self._finish(task, CANCELLED, finished_at, None)  # cancelled mid-run
+        elif task.spec.trigger is None:
+            self._finish(task, COMPLETED, finished_at, None)
+        else:
+            self._reschedule(task, finished_at)
+
+    def _reschedule(self, task: TaskRecord, finished_at: float) -> None:
+        if not self._plan_next(task, finished_at):
+            self._finish(task, COMPLETED, finished_at, None)  # a calendar that fires no more
+            return
+        move_to(task, PENDING)
+        if task.store_seq is not None:
+            self._effects.saves.append(task)
+        if self.closed or (self.durable_runs_once and task.store_seq is not None):
+            # Shutting down, or a shared store's claim: the next run is the store's business.
+            if not (task.store_seq is not None and self._detach(task)):
+                self._finish(task, CANCELLED, finished_at, None)
+            return
+        self._heap.push(task, task.due_at)
+
+    def _plan_next(self, task: TaskRecord, after: float) -> bool:
+        """Set a recurring task's next due time, counted from its last slot and ``after`` (clock time).
+
+        Returns ``False``, changing nothing, if its calendar fires no more.
+        """
+        trigger = task.spec.trigger
+        calendar = task.spec.calendar
+        if calendar is not None:
+            ran_wall = task.due_wall if task.due_wall is not None else task.due_at + self.wall_offset
+            due_wall = next_cron(calendar, ran_wall, after + self.wall_offset)
+            if due_wall is None:
+                return False
+            task.due_at, task.due_wall = due_wall - self.wall_offset, due_wall
+            return True
+        if isinstance(trigger, FixedRate):
+            assert trigger.first_at is not None  # resolved when the task was made
+            due_at = next_fixed_rate(trigger.first_at, trigger.interval, task.due_at, after)
+        else:
+            assert isinstance(trigger, FixedDelay)
+            due_at = next_fixed_delay(trigger.delay, after)
+        task.due_at = due_at
+        task.counted_from = after
+        if task.store_seq is not None:
+            task.due_wall = due_at + self.wall_offset
+        return True
+
+    def _record_run(
+        self,
+        task: TaskRecord,
+        run: int,
+        started_at: float | None,
+        finished_at: float,
+        outcome: str,
+        error: str | None,
+    ) -> None:
+        """Note how a durable task's run ended, for the store's run ledger."""
+        due_wall = task.due_wall if task.due_wall is not None else task.due_at + self.wall_offset
+        task.last_outcome = outcome
+        self._effects.ledger.append(RunOutcome(task, run, due_wall, started_at, finished_at, outcome, error))
+
+    def _missed(self, task: TaskRecord, now: float) -> None:
+        """A run of a ``READY`` task would start later than its ``misfire_grace`` allows: skip it.
+
+        A recurring task waits for its next slot; a one-time task ends ``FAILED`` with a
+        ``MissedRunError`` (unless a cancel has just won its token).
+        """
+        self.activity += 1
+        run = task.run_count + 1
+        late = now - task.due_at
+        error = MissedRunError(
+            f"run {run} of task {task.task_id!r} was not started: it was {late:.3f} s late, "
+            f"more than its misfire_grace of {task.spec.misfire_grace} s"
+        )
+        trigger = task.spec.trigger
+        ends = trigger is None and task.take()  # a one-time task ends (unless a cancel won its token)
+        if self._want_missed:
+            self._emit(EventKind.MISSED, task, now, run, error=error, final=ends)
+        if task.store_seq is not None:
+            self._record_run(task, run, None, now, "missed", str(error))
+        if trigger is None:
+            if ends:
+                task.count_failure(error, "")
+                self._finish(task, FAILED, now, None)
+            else:  # a caller cancelled it meanwhile: its Cancelled report would find it gone
+                self._finish(task, CANCELLED, now, None)
+            return
+        if not self._plan_next(task, now):
+            self._finish(task, COMPLETED, now, None)  # a calendar that fires no more
+            return
+        move_to(task, PENDING)
+        if task.store_seq is not None:
+            self._effects.saves.append(task)
+            if self.durable_runs_once:  # a shared store's claim: the next run is the store's business
+                if not self._detach(task):
+                    self._finish(task, CANCELLED, now, None)  # a cancel won its token meanwhile
+                return
+        self._heap.push(task, task.due_at)
+
+
+def _timeout_error(task: TaskRecord, run: int, hung_grace: float, *, abandoned: bool) -> TaskTimeoutError:
+    """The error of a run that outlived its task's timeout."""
+    how = (
+        f"and was still running {hung_grace} s after it was asked to stop: its worker was abandoned"
+        if abandoned
+        else "and stopped when asked"
+    )
+    return TaskTimeoutError(
+        f"run {run} of task {task.task_id!r} took longer than its timeout of {task.spec.timeout} s {how}"
+    )

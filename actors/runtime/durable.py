@@ -1,0 +1,584 @@
+"""Durable tasks: what the scheduler writes to its store, and how a stored task comes back.
+
+A store keeps text (``actors/store/protocol.py``): the function's reference, the arguments as
+JSON, and the trigger and options as JSON this module writes and reads. Times there are
+wall-clock instants (UTC epoch seconds), because the scheduler's own clock (monotonic) means
+nothing after a restart; ``wall_offset`` (wall-clock time minus clock time, read once by the
+caller) converts between the two.
+
+What a task's JSON looks like (the format is part of the store's schema: change it only with
+a migration):
+
+- trigger: ``{"once": true}`` (its due time is the row's ``next_due``; ``"wall": true`` is
+  added for a wall-clock task, one given an aware ``datetime``),
+  ``{"rate": <interval>, "anchor": <wall time of its first slot>}``, ``{"delay": <delay>}``,
+  or ``{"cron": <expression>, "tz": <zone name>}``;
+- options: only what differs from the defaults: ``{"name": ..., "max_consecutive_failures":
+  ..., "misfire_grace": ..., "executor": "process"}``. Keys it does not know are ignored:
+  the command line keeps ``"job_fingerprint"`` there (``actors/cli/fingerprints.py``).
+
+Nothing here reads a clock, and loading never runs user code: a reference is imported (that
+is all), never unpickled.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import math
+from collections.abc import Callable, Mapping
+from heapq import heappush
+from typing import Any, Final
+
+from actors.core.cron import CronSchedule
+from actors.core.effects import RunOutcome
+from actors.core.parked import Batch, ParkedTasks, StandIn
+from actors.core.retry import Retry
+from actors.core.task_record import PLAIN, PROCESSES, THREADS, Failures, Recurrence, TaskRecord, TaskSpec
+from actors.core.task_state import CANCELLED, COMPLETED, FAILED, State
+from actors.errors import StoreError
+from actors.references import LazyReference, parse_reference, resolve_stored
+from actors.runtime.limits import is_coroutine_function
+from actors.store.protocol import RunRecord, StoredStatus, StoredTask, TaskDefinition, TaskUpdate
+from messages import Cron, FixedDelay, FixedRate
+from messages.commands import EMPTY_KWARGS
+from messages.triggers import require_finite, require_positive_duration
+
+__all__ = ["DamagedTask", "LoadedTasks", "definition", "load", "run_record", "task_update"]
+
+logger = logging.getLogger(__name__)
+
+_STORED_STATUS: Final[dict[State, StoredStatus]] = {
+    COMPLETED: "completed",
+    FAILED: "failed",
+    CANCELLED: "cancelled",
+}
+_NO_ARGS: Final = "[]"
+_NO_KWARGS: Final = "{}"
+_TRIGGER_KINDS: Final = ("once", "rate", "delay", "cron")
+_SHOWN_TEXT: Final = 80  # characters of a damaged column's text an error quotes
+
+
+def definition(
+    task: TaskRecord, fn_ref: str, args_json: str, kwargs_json: str, *, wall_offset: float
+) -> TaskDefinition:
+    """What the store keeps of a new durable task (its due time as a wall-clock instant)."""
+    due_wall = task.due_wall if task.due_wall is not None else task.due_at + wall_offset
+    return TaskDefinition(
+        task_id=task.task_id,
+        fn_ref=fn_ref,
+        args_json=args_json,
+        kwargs_json=kwargs_json,
+        trigger_json=_trigger_json(task.spec, wall_offset),
+        options_json=_options_json(task.name, fn_ref, task.spec),
+        next_due=due_wall,
+    )
+
+
+def task_update(task: TaskRecord) -> TaskUpdate:
+    """The state of a durable task to write after a run or at its end (core's state, as it is now)."""
+    assert task.store_seq is not None
+    status = _STORED_STATUS.get(task.state, "scheduled")
+    failures = task.failures or Failures()
+    error = failures.last_error
+    # A task loaded from the store has its stored error text only (as its last_traceback):
+    # written back as it was, so a later success does not erase the last failed run's error.
+    error_text = failures.last_traceback if error is None else _error_text(error)
+    return TaskUpdate(
+        task_id=task.task_id,
+        seq=task.store_seq,
+        status=status,
+        next_due=task.due_wall if status == "scheduled" else None,
+        run_count=task.run_count,
+        failure_count=failures.count,
+        consecutive_failures=failures.consecutive,
+        last_error=error_text,
+        last_outcome=task.last_outcome,
+    )
+
+
+def run_record(outcome: RunOutcome, *, wall_offset: float) -> RunRecord:
+    """The run ledger's row for one finished (or missed) run of a durable task."""
+    task = outcome.task
+    assert task.store_seq is not None
+    started = None if outcome.started_at is None else outcome.started_at + wall_offset
+    return RunRecord(
+        task_id=task.task_id,
+        task_seq=task.store_seq,
+        run=outcome.run,
+        due=outcome.due_wall,
+        started=started,
+        finished=outcome.finished_at + wall_offset,
+        outcome=outcome.outcome,
+        error=outcome.error,
+    )
+
+
+class LoadedTasks:
+    """A store's live tasks as they are read back (the caller's thread, before the scheduler starts).
+
+    ``take`` is given the rows a part at a time (``LoadsInParts``) or all at once. A one-time
+    task that is due at a clock time and has no failures on record is *parked*
+    (``actors/core/parked.py``): an untracked tuple of its row's values in ``parked``, with its heap
+    entry in ``due``, until it comes due, is cancelled or a handle is asked for; only then is
+    it decoded into a record. Every other task is rebuilt as a record at once (``records``).
+    So loading a million one-time tasks leaves the garbage collector next to nothing to visit,
+    and the stored rows of one part are dropped before the next part is read.
+
+    A row that does not decode (a badly edited column) never stops the load: its task comes
+    back as a stand-in whose runs fail with a ``StoreError`` naming ``location``, the task and
+    the column (``load``); the other tasks load and run.
+    """
+
+    def __init__(self, *, wall_offset: float, location: str = "the store") -> None:
+        """Read back on the clock whose wall-clock offset (wall time minus clock time) is ``wall_offset``.
+
+        ``location`` names the store in the errors of damaged rows (its file, or its server).
+        """
+        self.records: list[TaskRecord] = []
+        self.parked = ParkedTasks()
+        self.due: list[tuple[float, int, str]] = []  # the parked tasks' heap entries (a heap), seq = count
+        self._wall_offset = wall_offset
+        self._location = location
+        self._functions: dict[str, tuple[Callable[..., object], bool]] = {}
+        # One batch per definition (reference, trigger, options): None when its tasks are not parked.
+        self._batches: dict[tuple[str, str, str], Batch | None] = {}
+
+    def take(self, rows: list[StoredTask]) -> None:
+        """Take some rows, in ``seq`` order: a record for some, a parked entry for the others."""
+        offset = self._wall_offset
+        due = self.due
+        put = self.parked.put
+        for row in rows:
+            batch = self._batch_of(row)
+            next_due = row.next_due
+            if (
+                batch is None
+                or row.failure_count
+                or row.consecutive_failures
+                or row.last_error is not None
+                or (next_due is not None and (type(next_due) is not float or next_due - next_due != 0.0))
+                or type(row.run_count) is not int  # (load judges a due time or count that is not one)
+            ):
+                self.records.append(
+                    load(row, wall_offset=offset, functions=self._functions, location=self._location)
+                )
+                continue
+            due_wall = next_due if next_due is not None else offset  # unknown: due now
+            due_at = due_wall - offset
+            seq = len(due)
+            entry = (seq, batch.number, due_at, row.args_json)
+            put(
+                row.task_id,
+                (*entry, row.seq, due_wall, row.run_count, row.last_outcome, row.kwargs_json),
+                batch,
+            )
+            heappush(due, (due_at, seq, row.task_id))  # a heap as it grows: no long heapify at start
+
+    def _batch_of(self, row: StoredTask) -> Batch | None:
+        key = (row.fn_ref, row.trigger_json, row.options_json)
+        if key in self._batches:
+            return self._batches[key]
+        batch = None
+        try:
+            fn, coroutine = _function(row.fn_ref, self._functions)
+            spec, name = _decode(row.trigger_json, row.options_json, row.fn_ref, self._wall_offset, coroutine)
+        except _Damage:
+            pass  # not parked: load() makes its stand-in, and says why
+        else:
+            if spec.trigger is None and not spec.on_wall:
+                decode = functools.partial(_parked_arguments, self._location, _stand_in_spec(spec))
+                batch = Batch(fn, EMPTY_KWARGS, name, spec, decode)
+                self.parked.register(batch)
+        self._batches[key] = batch
+        return batch
+
+
+def load(
+    row: StoredTask,
+    *,
+    wall_offset: float,
+    functions: dict[str, tuple[Callable[..., object], bool]],
+    record: type[TaskRecord] = TaskRecord,
+    location: str = "the store",
+) -> TaskRecord:
+    """Rebuild the record of a stored live task (on the caller's thread, before anyone sees it).
+
+    Its due time comes back on this process's clock; a due time already past means due now.
+    ``functions`` caches imported references across rows (with whether each is ``async def``).
+    A reference that no longer imports (whatever its module raises) does not stop the load:
+    the task keeps it, and each run fails with the ``ImportError``.
+    ``record`` is the class to build (a subclass of ``TaskRecord``, for a shared store's claims).
+
+    A row that does not decode (a column that is not what this module writes: a malformed
+    reference, a trigger that is not one, arguments that are not JSON...) does not stop the
+    load either: its task comes back as a stand-in, a thread task due at the row's time (now,
+    if that does not decode) with the trigger and options that do decode, whose every run fails
+    with a ``StoreError`` naming ``location``, the task and the column. So it is seen
+    (``info``, ``tasks``, events, the ledger) and ends as its failures say; the row stays.
+    """
+    try:
+        return _load(row, wall_offset, functions, record)
+    except _Damage as damage:
+        return _stand_in(row, damage, location, wall_offset, record)
+
+
+def _load(
+    row: StoredTask,
+    wall_offset: float,
+    functions: dict[str, tuple[Callable[..., object], bool]],
+    record: type[TaskRecord],
+) -> TaskRecord:
+    """``load`` for a row that decodes; ``_Damage`` naming the first column that does not."""
+    fn, coroutine = _function(row.fn_ref, functions)
+    spec, name = _decode(row.trigger_json, row.options_json, row.fn_ref, wall_offset, coroutine)
+    due_wall = _next_due(row.next_due, wall_offset)
+    task = record(
+        row.task_id,
+        fn,
+        _column("args_json", row.args_json, _args),
+        _column("kwargs_json", row.kwargs_json, _kwargs),
+        due_wall - wall_offset,
+        name,
+        spec,
+    )
+    task.store_seq = row.seq
+    task.due_wall = due_wall
+    task.run_count = _count("run_count", row.run_count)
+    task.last_outcome = row.last_outcome
+    failure_count = _count("failure_count", row.failure_count)
+    consecutive = _count("consecutive_failures", row.consecutive_failures)
+    if failure_count or consecutive:
+        failures = task.failures = Failures()
+        failures.count = failure_count
+        failures.consecutive = consecutive
+        failures.last_traceback = row.last_error
+    return task
+
+
+class DamagedTask:
+    """The function of a stored task whose row does not decode: each call raises the ``StoreError`` why.
+
+    A new error each call (raising one object again would grow its traceback run after run).
+    """
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        """Stand in for the function; ``reason`` is the error's message."""
+        self.reason = reason
+
+    def __call__(self, *args: Any, **kwargs: Any) -> object:
+        """Raise the ``StoreError`` (on the worker thread that runs the task)."""
+        raise StoreError(self.reason)
+
+    def __repr__(self) -> str:
+        return f"DamagedTask({self.reason!r})"
+
+
+class _Damage(Exception):
+    """A stored column that does not decode: which one, and why."""
+
+    def __init__(self, column: str, text: object, reason: str) -> None:
+        super().__init__(column, text, reason)
+        self.column = column
+        self.text = text
+        self.reason = reason
+
+    def describe(self, location: str, task_id: object) -> str:
+        """The message of the ``StoreError`` the task's runs fail with."""
+        shown = repr(self.text)
+        if len(shown) > _SHOWN_TEXT:
+            shown = shown[: _SHOWN_TEXT - 3] + "..."
+        return (
+            f"{location}: stored task {task_id!r} is damaged: its column {self.column} ({shown}) "
+            f"{self.reason}; each of its runs fails with this error, and its columns are left "
+            "as they are (fix the row, or schedule the task again)"
+        )
+
+
+def _stand_in(
+    row: StoredTask, damage: _Damage, location: str, wall_offset: float, record: type[TaskRecord]
+) -> TaskRecord:
+    """The record of a stored task whose row does not decode: what can be read of it, failing each run."""
+    reason = damage.describe(location, row.task_id)
+    logger.warning("%s", reason)
+    spec: TaskSpec = PLAIN
+    name = row.fn_ref if isinstance(row.fn_ref, str) else str(row.task_id)
+    try:
+        decoded, name = _decode(row.trigger_json, row.options_json, row.fn_ref, wall_offset, False)
+    except _Damage:
+        pass
+    else:
+        spec = _stand_in_spec(decoded)
+    try:
+        due_wall = _next_due(row.next_due, wall_offset)
+    except _Damage:
+        due_wall = wall_offset  # due now
+    task = record(str(row.task_id), DamagedTask(reason), (), EMPTY_KWARGS, due_wall - wall_offset, name, spec)
+    task.store_seq = row.seq
+    task.due_wall = due_wall
+    task.last_outcome = row.last_outcome if isinstance(row.last_outcome, str) else None
+    counts = (row.run_count, row.failure_count, row.consecutive_failures)
+    if all(type(count) is int and count >= 0 for count in counts):
+        task.run_count = row.run_count
+        if row.failure_count or row.consecutive_failures:
+            failures = task.failures = Failures()
+            failures.count = row.failure_count
+            failures.consecutive = row.consecutive_failures
+            failures.last_traceback = row.last_error if isinstance(row.last_error, str) else None
+    return task
+
+
+def json_arguments(args: tuple[Any, ...], kwargs: Any) -> tuple[str, str, tuple[Any, ...], Any]:
+    """Write a durable task's arguments as JSON; return the text and what they read back as.
+
+    A durable task gets the arguments JSON gives back (lists for tuples), in this process as
+    after a restart, so it behaves the same in both.
+    """
+    args_json = json.dumps(list(args), allow_nan=False) if args else _NO_ARGS
+    kwargs_json = json.dumps(dict(kwargs), allow_nan=False) if kwargs else _NO_KWARGS
+    return args_json, kwargs_json, _args(args_json), _kwargs(kwargs_json)
+
+
+# -- the JSON formats ---------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=256)
+def _decode(
+    trigger_json: str, options_json: str, fn_ref: str, wall_offset: float, coroutine: bool
+) -> tuple[TaskSpec, str]:
+    """A stored task's spec and name, decoded once per distinct text (the spec is immutable, so shared).
+
+    A million stored tasks are mostly a few definitions: decoding each row's JSON again was half
+    of a restart's time (measured at 1M rows: 3.8 s of 7.5 s without collections).
+
+    Raises:
+        _Damage: a column does not decode (not cached: the next row with it raises again).
+    """
+    trigger = _column("trigger_json", trigger_json, _json_object)
+    options = _column("options_json", options_json, _json_object)
+    recurring = _column("trigger_json", trigger, lambda stored: _trigger(stored, wall_offset), trigger_json)
+    spec = _column(
+        "options_json", options, lambda stored: _spec(recurring, trigger, stored, coroutine), options_json
+    )
+    name = options.get("name")
+    if name is not None and not isinstance(name, str):
+        raise _Damage("options_json", options_json, f"has a name that is not a str: {name!r}")
+    return spec, name or _column("fn_ref", fn_ref, _reference_name)
+
+
+def _trigger_json(spec: TaskSpec, wall_offset: float) -> str:
+    trigger = spec.trigger
+    if trigger is None:
+        return '{"once":true,"wall":true}' if spec.on_wall else '{"once":true}'
+    if isinstance(trigger, FixedRate):
+        assert trigger.first_at is not None  # resolved when the task was made
+        return json.dumps({"rate": trigger.interval, "anchor": trigger.first_at + wall_offset})
+    if isinstance(trigger, Cron):
+        return json.dumps({"cron": trigger.expr, "tz": trigger.tz})
+    return json.dumps({"delay": trigger.delay})
+
+
+def _options_json(name: str, fn_ref: str, spec: TaskSpec) -> str:
+    options: dict[str, object] = {}
+    if name != _reference_name(fn_ref):
+        options["name"] = name
+    if spec.failure_limit is not None:
+        options["max_consecutive_failures"] = spec.failure_limit
+    if spec.misfire_grace is not None:
+        options["misfire_grace"] = spec.misfire_grace
+    if spec.executor != THREADS:
+        options["executor"] = spec.executor
+    if spec.timeout is not None:
+        options["timeout"] = spec.timeout
+    retry = spec.retry
+    if retry is not None:
+        options["retry"] = {
+            "attempts": retry.attempts,
+            "delay": retry.delay,
+            "backoff": retry.backoff,
+            "max_delay": retry.max_delay,
+            "jitter": retry.jitter,
+            "on": [f"{kind.__module__}:{kind.__qualname__}" for kind in retry.on],
+        }
+    return json.dumps(options) if options else "{}"
+
+
+def _trigger(trigger: dict[str, Any], wall_offset: float) -> Recurrence | None:
+    """A stored trigger's recurrence (``None``: one-time).
+
+    Raises ``ValueError``, ``TypeError`` or ``KeyError`` if it is not one of ours.
+    """
+    kinds = [kind for kind in _TRIGGER_KINDS if kind in trigger]
+    if len(kinds) != 1:
+        raise ValueError(f"names {len(kinds)} of the kinds {', '.join(_TRIGGER_KINDS)}, not one")
+    if not isinstance(trigger.get("wall", False), bool):
+        raise TypeError(f"has a 'wall' that is not true or false: {trigger['wall']!r}")
+    if "rate" in trigger:
+        return FixedRate(trigger["rate"], require_finite("anchor", trigger["anchor"]) - wall_offset)
+    if "delay" in trigger:
+        return FixedDelay(trigger["delay"], 0.0)  # its next due time is the row's
+    if "cron" in trigger:
+        cron = Cron(trigger["cron"], trigger["tz"])  # its next due time is the row's
+        CronSchedule.parse(cron.expr, cron.tz)  # a ValueError naming the field or zone
+        return cron
+    if trigger["once"] is not True:
+        raise ValueError(f"has 'once' {trigger['once']!r}, not true")
+    return None
+
+
+def _spec(
+    recurring: Recurrence | None, trigger: dict[str, Any], options: dict[str, Any], coroutine: bool
+) -> TaskSpec:
+    """A stored task's spec from its decoded trigger and options (``ValueError``, ``TypeError``: not ours)."""
+    failure_limit = options.get("max_consecutive_failures")
+    if failure_limit is not None and (type(failure_limit) is not int or failure_limit < 1):
+        raise ValueError(f"has max_consecutive_failures {failure_limit!r}, not an int >= 1")
+    executor = options.get("executor", THREADS)
+    if executor not in (THREADS, PROCESSES):
+        raise ValueError(f'has executor {executor!r}, neither "thread" nor "process"')
+    misfire_grace = options.get("misfire_grace")
+    if misfire_grace is not None and require_finite("misfire_grace", misfire_grace) < 0:
+        raise ValueError(f"has a negative misfire_grace {misfire_grace!r}")
+    timeout = options.get("timeout")
+    if timeout is not None:
+        require_positive_duration("timeout", timeout)
+    spec = TaskSpec(
+        recurring,
+        failure_limit,
+        executor,
+        misfire_grace,
+        on_wall=trigger.get("wall", False),
+        timeout=timeout,
+        retry=_retry(options.get("retry")),
+        coroutine=coroutine,
+    )
+    return PLAIN if spec.plain else spec
+
+
+def _retry(stored: dict[str, Any] | None) -> Retry | None:
+    """A stored ``Retry``; exception types that no longer import fall back to ``Exception``."""
+    if stored is None:
+        return None
+    kinds: list[type[BaseException]] = []
+    for reference in stored.get("on", ()):
+        try:
+            kind = resolve_stored(reference)
+        except (ImportError, TypeError, ValueError):
+            continue
+        if isinstance(kind, type) and issubclass(kind, BaseException):
+            kinds.append(kind)
+    options = {
+        key: stored[key] for key in ("attempts", "delay", "backoff", "max_delay", "jitter") if key in stored
+    }
+    return Retry(**options, on=tuple(kinds) or (Exception,))
+
+
+def _function(
+    fn_ref: str, functions: dict[str, tuple[Callable[..., object], bool]]
+) -> tuple[Callable[..., object], bool]:
+    """The function a reference names, and whether it is ``async def``, imported once per load.
+
+    A reference that no longer imports does not stop the load, whatever its module raises (a
+    ``SyntaxError``, an error at its top level): the task keeps it, and each run fails with
+    the ``ImportError``. A malformed one is a damaged row (``_Damage``).
+    """
+    known = functions.get(fn_ref)
+    if known is None:
+        _column("fn_ref", fn_ref, parse_reference)
+        try:
+            fn: Callable[..., object] = resolve_stored(fn_ref)
+        except Exception:  # an import runs user code, which may raise anything
+            fn = LazyReference(fn_ref)  # each run raises the ImportError, as a failed run
+        known = functions[fn_ref] = (fn, is_coroutine_function(fn))
+    return known
+
+
+def _column(column: str, value: Any, decode: Callable[[Any], Any], text: object = None) -> Any:
+    """``decode(value)``; a ``_Damage`` naming ``column`` (and quoting ``text``, or ``value``) if it fails.
+
+    Only the errors decoding bad data raises are caught: anything else is a bug, not damage.
+    """
+    try:
+        return decode(value)
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as error:
+        raise _Damage(column, value if text is None else text, _why(error)) from None
+
+
+def _why(error: BaseException) -> str:
+    if isinstance(error, json.JSONDecodeError):
+        return f"is not JSON ({error})"
+    if isinstance(error, KeyError):
+        return f"lacks the key {error}"
+    return f"does not decode: {error}"
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    value = json.loads(text)
+    if not isinstance(value, dict):
+        raise TypeError(f"is JSON {type(value).__name__}, not an object")
+    return value
+
+
+def _next_due(next_due: object, wall_offset: float) -> float:
+    """A row's next due time (wall clock); ``None`` (unknown) means due now."""
+    if next_due is None:
+        return wall_offset  # unknown: due now, at once
+    if type(next_due) is not float and type(next_due) is not int:
+        raise _Damage("next_due", next_due, "is not a number of seconds")
+    if not math.isfinite(next_due):
+        raise _Damage("next_due", next_due, "is not finite")
+    return float(next_due)
+
+
+def _count(column: str, value: object) -> int:
+    if type(value) is not int or value < 0:
+        raise _Damage(column, value, "is not a count (an int >= 0)")
+    return value
+
+
+def _stand_in_spec(spec: TaskSpec) -> TaskSpec:
+    """The spec of a damaged task's stand-in: what decoded of ``spec``, run on a thread (it only raises).
+
+    Never retried or timed: a run that can only fail gains nothing from either.
+    """
+    stand_in = TaskSpec(spec.trigger, spec.failure_limit, THREADS, spec.misfire_grace, on_wall=spec.on_wall)
+    return PLAIN if stand_in.plain else stand_in
+
+
+def _parked_arguments(
+    location: str, spec: TaskSpec, task_id: str, args_json: str, kwargs_json: str
+) -> tuple[tuple[Any, ...], Mapping[str, Any]] | StandIn:
+    """A parked stored task's arguments, from their JSON text, as it gets its record.
+
+    If they do not decode, what its record holds instead: a function whose runs fail with the
+    reason, and ``spec``.
+    """
+    try:
+        return _column("args_json", args_json, _args), _column("kwargs_json", kwargs_json, _kwargs)
+    except _Damage as damage:
+        return StandIn(DamagedTask(damage.describe(location, task_id)), spec)
+
+
+def _args(text: str) -> tuple[Any, ...]:
+    if text == _NO_ARGS:
+        return ()
+    value = json.loads(text)
+    if not isinstance(value, list):
+        raise TypeError(f"is JSON {type(value).__name__}, not an array")
+    return tuple(value)
+
+
+def _kwargs(text: str) -> Any:
+    return EMPTY_KWARGS if text == _NO_KWARGS else _json_object(text)
+
+
+def _reference_name(fn_ref: str) -> str:
+    """The name a task gets by default: its function's qualified name (as ``default_name``)."""
+    return parse_reference(fn_ref)[1]
+
+
+def _error_text(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}"

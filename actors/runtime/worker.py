@@ -1,0 +1,218 @@
+"""The worker actor: runs the runs it is handed, one at a time, and reports how each ended."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+import pykka
+
+from actors.errors import RunCancelled
+from actors.runtime.base import LibraryActor
+from actors.runtime.run_context import CURRENT_RUN
+from actors.sync.clock import Clock
+from actors.sync.outbox import Outbox
+from actors.sync.threads import Role, ThreadRegistry
+from messages import Completed, Drain, Failed, RunBatch, RunTask, Skipped, Started, WorkerExited
+
+logger = logging.getLogger(__name__)
+
+_DRAIN = Drain()
+
+Report = Started | Completed | Failed | Skipped
+
+
+class WorkerActor(LibraryActor):
+    """Runs tasks handed to it by the scheduler, one at a time, on its own thread.
+
+    The scheduler hands a ``RunBatch`` only to an idle worker. The worker runs each run whose
+    claim it can take (the scheduler may have taken some back meanwhile, to cancel them or to
+    give them to an idle worker), and only if the task's token lets it start
+    (``try_start``); it reports each with ``Completed`` or ``Failed``, or ``Skipped`` when the
+    token says the task was cancelled. Before reporting a run it claims the next one, so the
+    report can say whether it is now idle. Whatever a task raises (``BaseException``
+    included: ``SystemExit``, ``KeyboardInterrupt``...) becomes a ``Failed`` report: nothing
+    escapes ``on_receive``, so a task can never kill this actor or, through pykka's
+    ``stop_all``, any other. Its thread is a daemon: a task that never returns does not keep
+    the interpreter alive.
+    """
+
+    role = Role.WORKER
+
+    def __init__(
+        self,
+        index: int,
+        scheduler: pykka.ActorRef[Any],
+        clock: Clock,
+        reports: Outbox[Any] | None = None,
+        threads: ThreadRegistry | None = None,
+    ) -> None:
+        """Create worker number ``index`` reporting to ``scheduler`` (runs on the caller's thread).
+
+        Reports go through ``reports`` (the scheduler is told ``Drain()`` when it must take
+        them), or are told to the scheduler one by one without it.
+        """
+        super().__init__(threads)
+        self._index = index
+        self._scheduler = scheduler
+        self._clock = clock
+        self._reports = reports
+        self._loop: asyncio.AbstractEventLoop | None = None  # runs async def tasks; this thread's alone
+
+    def on_receive(self, message: Any) -> None:
+        """Run a ``RunBatch``, reporting each run to the scheduler (worker thread)."""
+        if not isinstance(message, RunBatch) or type(message.runs) is not list:
+            logger.warning("worker %d ignored an unexpected message: %r", self._index, message)
+            return
+        run_batch(message.runs, self._index, self._clock, self._call, self._report)
+
+    def _call(self, run: RunTask) -> object:
+        """Run the task's function (here, on this thread; ``ProcessWorkerActor`` does it elsewhere)."""
+        if run.coroutine:
+            return self._await(run)
+        return run.fn(*run.args, **run.kwargs)
+
+    def _await(self, run: RunTask) -> object:
+        """Run an ``async def`` task to its end on this worker's event loop (made at its first such run)."""
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.new_event_loop()
+        return loop.run_until_complete(_stoppable(run, loop))
+
+    def _report(self, report: Report) -> None:
+        if self._reports is None:
+            self._tell(report)
+        elif self._reports.put(report):
+            self._tell(_DRAIN)
+
+    def on_failure(self, *_: object) -> None:
+        """Tell the scheduler this worker died (worker thread, as the actor dies)."""
+        logger.error("worker %d failed; the scheduler will replace it", self._index)
+        self._tell(WorkerExited(self._index, "failed"))
+
+    def on_stop(self) -> None:
+        """Close its event loop; tell the scheduler this worker stopped (worker thread, as it stops)."""
+        if self._loop is not None:
+            self._loop.close()
+        self._tell(WorkerExited(self._index, "stopped"))
+
+    def _tell(self, message: object) -> None:
+        try:
+            self._scheduler.tell(message)
+        except pykka.ActorDeadError:
+            logger.debug("worker %d: the scheduler is gone; dropped %r", self._index, message)
+
+
+def run_batch(
+    runs: list[RunTask],
+    worker: int,
+    clock: Clock,
+    call: Callable[[RunTask], object],
+    report: Callable[[Report], None],
+) -> None:
+    """Run a batch as worker ``worker``: each run whose claim and token allow, reporting each.
+
+    On the calling thread: a ``WorkerActor``'s, or the scheduler's for the runs it makes itself
+    (a message task's ``tell``). ``call`` runs one run's function; ``report`` sends a report.
+    Clears ``runs`` at the end (pykka keeps the last message: it must not keep the arguments).
+    """
+    index = _next_claimed(runs, 0)
+    while index is not None:
+        run = runs[index]
+        task = run.task
+        if task.try_start(run.one_time):
+            started_at = clock.now()
+            try:
+                value, failure, finished_at = _run(run, worker, started_at, clock, call, report)
+            finally:  # even if this worker fails now: its task must be able to run again
+                ours = task.end_run(run.claim)
+            if not ours:  # abandoned while it ran: the task, and this worker's place, are others' now
+                break
+            index = _next_claimed(runs, index + 1)
+            idle = index is None
+            if failure is None:
+                result: Report = Completed(worker, run.task_id, run.run, value, finished_at, idle, started_at)
+            else:
+                error, formatted = failure
+                result = Failed(worker, run.task_id, run.run, error, formatted, finished_at, idle, started_at)
+        else:
+            index = _next_claimed(runs, index + 1)
+            result = Skipped(worker, run.task_id, run.run, index is None)
+        report(result)
+    runs.clear()
+
+
+def _run(
+    run: RunTask,
+    worker: int,
+    started_at: float,
+    clock: Clock,
+    call: Callable[[RunTask], object],
+    report: Callable[[Report], None],
+) -> tuple[object, tuple[BaseException, str] | None, float]:
+    """Run one run; return its value, or its error with the formatted traceback, and when it ended."""
+    if run.announce:
+        report(Started(worker, run.task_id, run.run, started_at))
+    reset = CURRENT_RUN.set((run, started_at, clock))
+    try:
+        value = call(run)
+    except BaseException as error:  # SystemExit too: a task never takes the worker down
+        logger.debug("task %r run %d raised %r", run.task_id, run.run, error)
+        return None, _detach(error), clock.now()
+    finally:
+        CURRENT_RUN.reset(reset)
+    return value, None, clock.now()
+
+
+async def _stoppable(run: RunTask, loop: asyncio.AbstractEventLoop) -> object:
+    """Await the run's coroutine as a task that a stop request cancels (``RunCancelled`` then)."""
+    task: asyncio.Task[object] = loop.create_task(run.fn(*run.args, **run.kwargs))  # type: ignore[arg-type]
+    claim = run.claim
+
+    def wake() -> None:  # on the thread that asks the run to stop
+        loop.call_soon_threadsafe(task.cancel)
+
+    claim.waker = wake
+    try:
+        if claim.stop:  # asked before the waker was there
+            task.cancel()
+        return await task
+    except asyncio.CancelledError:
+        if claim.stop:
+            raise RunCancelled(f"run {run.run} of task {run.task_id!r} was asked to stop") from None
+        raise
+    finally:
+        claim.waker = None
+
+
+def _detach(error: BaseException) -> tuple[BaseException, str]:
+    """Format ``error``'s traceback, then drop the tracebacks of it and its chain.
+
+    A traceback holds the frames it passed through, and their locals: the run's arguments,
+    among others. Kept in a task's history, it would keep them alive for as long as the task
+    is remembered; the formatted text is all a person needs.
+    """
+    formatted = "".join(traceback.format_exception(error))
+    seen: set[int] = set()
+    chain: list[BaseException | None] = [error]
+    while chain:
+        link = chain.pop()
+        if link is None or id(link) in seen:
+            continue
+        seen.add(id(link))
+        link.__traceback__ = None
+        chain += (link.__cause__, link.__context__)
+        if isinstance(link, BaseExceptionGroup):
+            chain.extend(link.exceptions)
+    return error, formatted
+
+
+def _next_claimed(runs: list[RunTask], start: int) -> int | None:
+    """Claim the first run from ``start`` on that the scheduler has not taken back; return its index."""
+    for index in range(start, len(runs)):
+        if runs[index].claim.take():
+            return index
+    return None

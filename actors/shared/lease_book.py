@@ -1,0 +1,200 @@
+"""``LeaseBook``: the leases one node of a shared store holds, and its room for more.
+
+Four threads meet here, each briefly, under one lock: the claim loop (claims runs, up to the
+room there is), the scheduler actor (hands claimed runs to its workers, saves their outcomes,
+says how many workers are idle), the workers (record that a run starts) and the lease keeper
+(renews every lease still held, notes those lost). Nothing here talks to the store or calls
+out while holding the lock.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from actors.core.task_record import THREADS
+from actors.shared.plan import claim_limit
+from actors.store.protocol import Lease
+
+__all__ = ["Held", "LeaseBook", "Stoppable"]
+
+
+class Stoppable(Protocol):
+    """A task whose run in progress can be asked to stop (``TaskRecord.interrupt``), from any thread."""
+
+    def interrupt(self) -> bool:
+        """Ask the run in progress, if any, to stop; whether this asked it."""
+
+
+@dataclass(slots=True)
+class Held:
+    """One lease the node holds, and what became of its run.
+
+    Attributes:
+        lease: The lease as last renewed.
+        started: When the run started (database clock; ``SharedStore.start``), if it did.
+        lost: The lease was found lost at a renewal: the run's outcome will be refused.
+        task: The task the run belongs to, once the scheduler has it (to ask its run to stop).
+        stop_asked: Its run was asked to stop (a cancel with ``interrupt`` from some node).
+        saving: Its outcome is being saved, which ends the lease. Still renewed meanwhile (a
+            save may wait for a lock or a connection longer than a lease: were the lease let
+            go, this node or another would claim the run again and run it twice); but a
+            renewal that finds it gone does not call it lost, since the save may have ended it.
+        declined: The scheduler would not take the run (its id is a memory task's here, or
+            its row cannot be loaded): not renewed, and kept so that this node does not claim
+            it again; it ends with its lease, and other nodes may run it then.
+    """
+
+    lease: Lease
+    started: float | None = None
+    lost: bool = False
+    task: Stoppable | None = None
+    stop_asked: bool = False
+    saving: bool = False
+    declined: bool = False
+
+
+class LeaseBook:
+    """The node's leases by row (``seq``), and its idle workers per pool. Every method: any thread.
+
+    Room is counted per executor (the thread pool, the process pool): a node claims a run only
+    into a pool that has an idle worker for it.
+    """
+
+    def __init__(self) -> None:
+        """Start with nothing held and no room (the scheduler says how many workers are idle)."""
+        # _lock guards every field: each method holds it for a few dict operations.
+        self._lock = threading.Lock()
+        self._held: dict[int, Held] = {}
+        self._idle: dict[str, int] = {}  # per executor
+        self._in_transit: dict[int, str] = {}  # seq -> executor: claimed, not yet taken by the scheduler
+
+    # -- room --------------------------------------------------------------------------------
+
+    def set_idle(self, idle: Mapping[str, int]) -> bool:
+        """The scheduler's idle workers now, per executor (scheduler's thread); whether any pool has more."""
+        with self._lock:
+            more = any(count > self._idle.get(executor, 0) for executor, count in idle.items())
+            self._idle.update(idle)
+            return more
+
+    def rooms(self) -> dict[str, int]:
+        """How many runs each executor with room may claim now: idle workers less claims on their way."""
+        with self._lock:
+            in_transit = Counter(self._in_transit.values())
+            rooms = {
+                executor: claim_limit(idle, in_transit[executor]) for executor, idle in self._idle.items()
+            }
+        return {executor: room for executor, room in rooms.items() if room > 0}
+
+    # -- holding -----------------------------------------------------------------------------
+
+    def claimed(self, leases: Sequence[Lease], executor: str = THREADS) -> None:
+        """Hold new leases claimed for ``executor``'s pool (claim loop); on their way until ``arrived``."""
+        with self._lock:
+            for lease in leases:
+                self._held[lease.seq] = Held(lease)
+                self._in_transit[lease.seq] = executor
+
+    def arrived(self, leases: Sequence[Lease]) -> None:
+        """The scheduler has taken these claims (its idle counts will say so from now on)."""
+        with self._lock:
+            for lease in leases:
+                executor = self._in_transit.pop(lease.seq, None)
+                if executor is not None:
+                    self._idle[executor] = max(0, self._idle.get(executor, 0) - 1)
+
+    def get(self, seq: int) -> Held | None:
+        """The lease held on row ``seq``, if any."""
+        with self._lock:
+            return self._held.get(seq)
+
+    def attach(self, seq: int, task: Stoppable) -> None:
+        """The scheduler took the claimed run of row ``seq`` as ``task``."""
+        with self._lock:
+            held = self._held.get(seq)
+            if held is not None:
+                held.task = task
+
+    def start(self, seq: int, at: float) -> None:
+        """Record that the run of row ``seq`` started at ``at`` (database clock)."""
+        with self._lock:
+            held = self._held.get(seq)
+            if held is not None:
+                held.started = at
+
+    def saving(self, seqs: Iterable[int], saving: bool = True) -> None:
+        """The outcomes of these rows are being saved (``saving=False``: they could not be; renew them)."""
+        with self._lock:
+            for seq in seqs:
+                held = self._held.get(seq)
+                if held is not None:
+                    held.saving = saving
+
+    def decline(self, seq: int) -> None:
+        """The scheduler would not take the run of row ``seq``: let its lease end, and never claim it here."""
+        with self._lock:
+            held = self._held.get(seq)
+            if held is not None:
+                held.declined = True
+
+    def seqs(self) -> list[int]:
+        """The rows held (claim loop): a claim must not take one of them again (``SharedStore.claim_due``)."""
+        with self._lock:
+            return list(self._held)
+
+    def forget(self, seqs: Iterable[int]) -> list[Lease]:
+        """Stop holding these rows (their outcome is saved, or they were given up); return their leases."""
+        with self._lock:
+            return [held.lease for seq in seqs if (held := self._held.pop(seq, None)) is not None]
+
+    def unstarted(self) -> list[Lease]:
+        """The leases whose run has not started: what a stopping node gives back."""
+        with self._lock:
+            return [held.lease for held in self._held.values() if held.started is None]
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._held)
+
+    # -- renewing (lease keeper) -------------------------------------------------------------
+
+    def renewable(self) -> list[Lease]:
+        """The leases to renew: every one held, not known lost and not declined (saving ones too)."""
+        with self._lock:
+            return [held.lease for held in self._held.values() if not held.lost and not held.declined]
+
+    def renewed(
+        self, asked: Sequence[Lease], renewed: Sequence[Lease]
+    ) -> tuple[list[Lease], list[Stoppable]]:
+        """Take a renewal's answer: keep the new expiries.
+
+        Returns:
+            The leases asked for but lost, and the tasks whose run was newly asked to stop.
+        """
+        fresh = {(lease.seq, lease.fence): lease for lease in renewed}
+        lost: list[Lease] = []
+        stop: list[Stoppable] = []
+        with self._lock:
+            for lease in asked:
+                held = self._held.get(lease.seq)
+                if held is None or held.lease.fence != lease.fence:
+                    continue  # forgotten meanwhile (saved or given up)
+                new = fresh.get((lease.seq, lease.fence))
+                if new is None:
+                    if held.saving:
+                        continue  # its save may have ended it: the save's answer says
+                    held.lost = True
+                    lost.append(lease)
+                    continue
+                held.lease = dataclasses.replace(
+                    held.lease, expires=new.expires, db_now=new.db_now, stop_requested=new.stop_requested
+                )
+                if new.stop_requested and not held.stop_asked and held.task is not None:
+                    held.stop_asked = True
+                    stop.append(held.task)
+        return lost, stop

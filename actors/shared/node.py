@@ -1,0 +1,391 @@
+"""``SharedNode``: what makes a ``Scheduler`` one node of a schedule shared on a ``SharedStore``.
+
+With a shared store (PostgreSQL), durable tasks live in the database, not in any node: a node
+holds a durable task only while it holds the claim of one of its runs. The run's life here:
+
+1. The claim loop (``actors/shared/claim_loop.py``) claims due runs, as many as the node has idle
+   workers, and tells the scheduler actor ``Claimed``; the lease keeper
+   (``actors/shared/lease_keeper.py``) renews their leases from then on.
+2. The actor (``take``) rebuilds each claimed task as a ``ClaimedTask`` and gives it to its
+   core, which hands it to a worker at once (it is due: the database's clock said so).
+3. The worker starts the run only if the store agrees (``ClaimedTask.try_start`` ->
+   ``SharedStore.start``): a cancel committed by any node before that wins.
+4. When the run reports, the core decides what follows as for any durable task (next due time,
+   counters, ledger row, events); being told ``durable_runs_once``, it gives the task back
+   instead of waiting for its next run. The actor saves the outcome under the lease's fence
+   (``save``): a node that lost its lease never commits, and its events are not published.
+
+Threads: ``take``, ``save``, ``retry_saves``, ``after_message``, ``cancel``,
+``cancelled_in_store``, ``shut_down``, ``start`` and ``close`` run on the scheduler actor's
+thread; ``start_run`` on a worker's; the listener calls ``_hint`` on its own thread.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeGuard
+
+import pykka
+
+from actors.core.effects import Effects, RunOutcome
+from actors.core.task_record import TaskRecord
+from actors.core.task_state import COMPLETED, FAILED
+from actors.core.timetable import Timetable
+from actors.errors import DuplicateTaskError, SchedulerShutdownError, StoreError
+from actors.runtime.base import tell_quietly
+from actors.runtime.durable import load, run_record, task_update
+from actors.shared.claim_loop import ClaimLoop
+from actors.shared.clock import DatabaseClock
+from actors.shared.lease_book import Held, LeaseBook
+from actors.shared.lease_keeper import LeaseKeeper
+from actors.shared.outcome_board import OutcomeBoard
+from actors.shared.plan import local_due, on_grid
+from actors.store.protocol import Lease, RunRecord, SharedStore, Store, TaskUpdate
+from actors.sync.threads import ThreadRegistry
+from messages import CancelledInStore, Claimed, EventKind, RetrySaves, TaskEvent
+
+__all__ = ["ClaimedTask", "SharedNode", "is_shared"]
+
+logger = logging.getLogger(__name__)
+
+
+def is_shared(store: Store) -> TypeGuard[SharedStore]:
+    """Whether ``store`` is a ``SharedStore`` (several schedulers may share it: claims, leases)."""
+    return all(callable(getattr(store, name, None)) for name in ("claim_due", "start", "save_outcomes"))
+
+
+def _on_grid(update: TaskUpdate, held: Held) -> float | None:
+    """The update's next due time: on its fixed-rate grid if it has one, after the slot that ran."""
+    due = update.next_due
+    if due is None or '"rate"' not in held.lease.task.trigger_json:
+        return due
+    trigger = json.loads(held.lease.task.trigger_json)
+    return on_grid(due, trigger["anchor"], trigger["rate"], ran=held.lease.task.next_due)
+
+
+class ClaimedTask(TaskRecord):
+    """A durable task's record while this node holds the claim of one of its runs."""
+
+    __slots__ = ("abandoned", "node")
+
+    node: SharedNode
+    abandoned: bool  # its run could not be started for want of the store: nothing to save
+
+    def try_start(self, one_time: bool) -> bool:
+        """Worker: start the run only if the store agrees, then as any task does (its token)."""
+        return self.node.start_run(self, one_time) and super().try_start(one_time)
+
+
+@dataclass(slots=True)
+class _Unsaved:
+    """Outcomes the store could not take yet, and what waits for them."""
+
+    updates: list[TaskUpdate]
+    runs: list[RunRecord]
+    events: list[TaskEvent]
+    ended: list[tuple[ClaimedTask, object]]
+    retried: bool = False  # an attempt failed: maybe at its commit, which may have committed it
+
+
+class SharedNode:
+    """A scheduler's part in a shared store: claims, leases, fenced outcomes, and their threads."""
+
+    def __init__(
+        self, store: SharedStore, clock: DatabaseClock, *, workers: Mapping[str, int], history: int
+    ) -> None:
+        """Prepare the node (caller's thread); ``start`` starts its threads.
+
+        Args:
+            store: The shared store, open.
+            clock: The scheduler's clock, whose wall reading is the database's.
+            workers: How many workers the scheduler has per executor (``THREADS``,
+                ``PROCESSES``): the node claims runs of an executor only into its pool.
+            history: How many ended tasks' values to keep for this node's handles.
+        """
+        self.store = store
+        self.clock = clock
+        self.book = LeaseBook()
+        self.board = OutcomeBoard(history)
+        self._workers = {executor: count for executor, count in workers.items() if count > 0}
+        self._functions: dict[str, tuple[Callable[..., object], bool]] = {}  # load()'s cache
+        self._claims: ClaimLoop | None = None
+        self._keeper: LeaseKeeper | None = None
+        self._stop_listening: Callable[[], None] | None = None
+        self._unsaved: list[_Unsaved] = []
+        self._retry_asked = False  # a RetrySaves is on its way (read by the claim loop)
+        self._scheduler: pykka.ActorRef[Any] | None = None
+        self.fenced_out = 0  # runs whose outcome the store refused (another node's stands)
+
+    # -- lifecycle (scheduler thread) -------------------------------------------------------
+
+    def start(self, scheduler: pykka.ActorRef[Any], threads: ThreadRegistry | None) -> None:
+        """Start the lease keeper, the claim loop and the store's listener.
+
+        Raises:
+            StoreError: The listener could not connect.
+        """
+        self._scheduler = scheduler
+        self.book.set_idle(self._workers)  # every worker is idle at first
+        self._keeper = LeaseKeeper(self.store, self.book, threads=threads)
+        self._claims = ClaimLoop(
+            self.store,
+            self.book,
+            self.clock,
+            lambda leases: tell_quietly(scheduler, Claimed(tuple(leases))),
+            threads=threads,
+            on_poll=self._on_poll,
+        )
+        self._keeper.start()
+        self._claims.start()
+        self._stop_listening = self.store.listen(self._hint)
+
+    def _hint(self) -> None:
+        """The listener's callback (its thread): cheap, and folds any number of hints into one wake."""
+        if self._claims is not None:
+            self._claims.wake()
+        if self._keeper is not None and len(self.book):
+            self._keeper.wake()  # a run here may have been asked to stop
+        self.board.changed()
+
+    def _on_poll(self) -> None:
+        """The claim loop's poll (its thread): ask the scheduler to retry saving, if it must."""
+        if self._unsaved and not self._retry_asked and self._scheduler is not None:
+            self._retry_asked = True
+            tell_quietly(self._scheduler, RetrySaves())
+
+    def shut_down(self) -> None:
+        """The scheduler is shutting down: claim nothing more, give back every run not started."""
+        if self._claims is not None:
+            self._claims.stop(timeout=0.0)  # joined by close()
+        self._give_back(self.book.unstarted())
+
+    def close(self) -> None:
+        """Stop the threads, give back what was not started, close the store. Idempotent.
+
+        A run still going (a stop by force) keeps its lease until the lease ends: another node
+        then runs it again.
+        """
+        if self._claims is not None:
+            self._claims.stop()
+        if self._keeper is not None:
+            self._keeper.stop()
+        if self._stop_listening is not None:
+            self._stop_listening()
+            self._stop_listening = None
+        self._give_back(self.book.unstarted())
+        if self._unsaved:
+            logger.warning(
+                "%d outcome(s) were never saved: their runs count as not run, and run again",
+                sum(len(item.updates) for item in self._unsaved),
+            )
+        self.board.close()  # handles waiting here give up now: the task lives on in the store
+        try:
+            self.store.close()
+        except Exception:
+            logger.exception("could not close the store %s", self.store.location)
+
+    def _give_back(self, leases: Sequence[Lease]) -> None:
+        if not leases:
+            return
+        self.book.forget(lease.seq for lease in leases)
+        try:
+            self.store.release(leases)
+        except StoreError as error:  # they end with their lease
+            logger.warning("could not give back %d claimed run(s): %s", len(leases), error)
+
+    # -- claimed runs (scheduler thread) -----------------------------------------------------
+
+    def take(self, message: Claimed, core: Timetable, now: float) -> None:
+        """Give the core the runs the claim loop claimed: they are due, so they start at once."""
+        leases = [lease for lease in message.leases if isinstance(lease, Lease)]
+        self.book.arrived(leases)
+        refused: list[Lease] = []
+        with core.batch(now=now):
+            for lease in leases:
+                if core.closed:
+                    refused.append(lease)
+                    continue
+                if core.has(lease.task.task_id):  # a memory task of this node has that id
+                    logger.warning(
+                        "claimed task %r has the id of a memory task here; left to other nodes",
+                        lease.task.task_id,
+                    )
+                    self.book.decline(lease.seq)  # not renewed, not claimed again here: it ends in time
+                    continue
+                try:
+                    offset = core.wall_offset
+                    task = load(
+                        lease.task,
+                        wall_offset=offset,
+                        functions=self._functions,
+                        record=ClaimedTask,
+                        location=self.store.location,
+                    )
+                    assert isinstance(task, ClaimedTask)
+                    task.node, task.abandoned = self, False
+                    task.due_at = local_due(task.due_wall, core.wall_offset, now)
+                    core.add(task, now=now)
+                    self.book.attach(lease.seq, task)
+                except (DuplicateTaskError, SchedulerShutdownError):
+                    refused.append(lease)
+                except Exception:  # a row this version cannot read: leave it to its lease's end
+                    logger.exception("claimed task %r cannot be loaded", lease.task.task_id)
+                    self.book.decline(lease.seq)
+        self._give_back(refused)
+
+    def start_run(self, task: ClaimedTask, one_time: bool) -> bool:
+        """Ask the store whether the claimed run may start (worker thread); record when it did."""
+        seq = task.store_seq
+        held = None if seq is None else self.book.get(seq)
+        if seq is None or held is None or held.lost:
+            return False
+        try:
+            started = self.store.start(held.lease, seal=one_time)
+        except StoreError as error:
+            task.abandoned = True  # not started: the lease ends, and some node runs it then
+            logger.warning("run of %r not started: the store failed: %s", task.task_id, error)
+            return False
+        if started is None:
+            logger.info("run of %r not started: cancelled, or claimed elsewhere, meanwhile", task.task_id)
+            return False
+        self.book.start(seq, started)
+        return True
+
+    # -- outcomes (scheduler thread) ---------------------------------------------------------
+
+    def save(self, effects: Effects, core: Timetable) -> None:
+        """Save the outcomes of claimed runs under their fences; their events wait for the commit.
+
+        Each claimed task is saved once, as its claim ends. ``CANCELLED`` events of claimed
+        tasks are dropped: on a shared store the node whose cancel won publishes it
+        (``cancelled_in_store``). Events of a run whose outcome was refused are dropped too,
+        and those of outcomes the store could not take wait for ``retry_saves``.
+        """
+        claimed = {task.task_id: task for task in effects.saves if isinstance(task, ClaimedTask)}
+        if not claimed:
+            return
+        updates: list[TaskUpdate] = []
+        abandoned: list[Lease] = []
+        for task in claimed.values():
+            held = None if task.store_seq is None else self.book.get(task.store_seq)
+            if held is not None and task.abandoned:
+                abandoned.append(held.lease)  # never started: give it back (or let it end)
+            elif held is not None:
+                update = task_update(task)
+                updates.append(
+                    dataclasses.replace(update, fence=held.lease.fence, next_due=_on_grid(update, held))
+                )
+        self._give_back(abandoned)
+        saving = {update.task_id for update in updates}
+        runs = [self._run_record(outcome, core) for outcome in effects.ledger]
+        ended = [(t, v) for t, v in effects.finished if isinstance(t, ClaimedTask) and t.task_id in saving]
+        waiting = [e for e in effects.events if e.task_id in saving and e.kind is not EventKind.CANCELLED]
+        saved_runs = [run for run in runs if run is not None and run.task_id in saving]
+        refused = self._commit(_Unsaved(updates, saved_runs, waiting, ended)) if updates else set()
+        published = set() if refused is None else {id(e) for e in waiting if e.task_id not in refused}
+        effects.events[:] = [e for e in effects.events if e.task_id not in claimed or id(e) in published]
+
+    def _run_record(self, outcome: RunOutcome, core: Timetable) -> RunRecord | None:
+        task = outcome.task
+        if not isinstance(task, ClaimedTask) or task.store_seq is None:
+            return None
+        record = run_record(outcome, wall_offset=core.wall_offset)
+        held = self.book.get(task.store_seq)
+        if held is not None and held.started is not None and record.started is not None:
+            record = dataclasses.replace(record, started=held.started)  # the database's clock
+        return record
+
+    def _commit(self, item: _Unsaved) -> set[str] | None:
+        """Save ``item``; return the ids of tasks whose outcome was refused, or ``None`` if not saved yet."""
+        # The values first: a handle that sees the committed row must find them here already.
+        for task, value in item.ended:
+            if task.store_seq is not None:
+                if task.state is COMPLETED:
+                    self.board.ended(task.task_id, task.store_seq, value, None)
+                elif task.state is FAILED:
+                    last = task.failures.last_error if task.failures is not None else None
+                    self.board.ended(task.task_id, task.store_seq, None, last)
+        seqs = [update.seq for update in item.updates]
+        self.book.saving(seqs)
+        try:
+            fenced_out = self.store.save_outcomes(item.updates, item.runs)
+        except StoreError as error:
+            logger.warning("could not save %d outcome(s), will try again: %s", len(item.updates), error)
+            self.book.saving(seqs, saving=False)  # keep them alive until the retry
+            item.retried = True
+            self._unsaved.append(item)
+            return None
+        self.book.forget(seqs)
+        refused = {update.task_id for update in item.updates if update.seq in fenced_out}
+        if refused and item.retried:  # an earlier attempt failed at its commit, and may have landed
+            logger.info(
+                "the outcome of %d run(s) (%s) was refused on a retry: an earlier attempt committed "
+                "it, or another node's outcome stands",
+                len(refused),
+                ", ".join(sorted(refused)[:5]),
+            )
+        elif refused:
+            self.fenced_out += len(refused)
+            logger.warning(
+                "the outcome of %d run(s) was refused (%s): this node lost their lease, and another "
+                "node's outcome stands",
+                len(refused),
+                ", ".join(sorted(refused)[:5]),
+            )
+        for task, _ in item.ended:
+            if task.task_id in refused and task.store_seq is not None:
+                self.board.forget(task.task_id, task.store_seq)  # another node's outcome stands
+        self.board.changed()
+        return refused
+
+    def retry_saves(self) -> list[TaskEvent]:
+        """Try again to save what the store could not take; return the events now to publish."""
+        self._retry_asked = False
+        pending, self._unsaved = self._unsaved, []
+        events: list[TaskEvent] = []
+        for item in pending:
+            refused = self._commit(item)
+            if refused is not None:
+                events += [event for event in item.events if event.task_id not in refused]
+        return events
+
+    def after_message(self, core: Timetable) -> None:
+        """Tell the claim loop how many workers are idle (after each message); wake it for more room."""
+        idle = {executor: core.idle_count(executor) for executor in self._workers}
+        if self.book.set_idle(idle) and self._claims is not None:
+            self._claims.wake_for_room()
+
+    # -- cancels (scheduler thread) ----------------------------------------------------------
+
+    def cancel(
+        self, task_id: str, core: Timetable, now: float, *, interrupt: bool = False
+    ) -> tuple[bool, TaskEvent | None]:
+        """Cancel a durable task in the store (a ``Cancel`` message); return whether it won, and its event."""
+        try:
+            cancelled = self.store.cancel(task_id, interrupt=interrupt)
+        except StoreError as error:
+            logger.warning("could not cancel %r: %s", task_id, error)
+            return False, None
+        if not cancelled:
+            return False, None
+        return True, self.cancelled_in_store(CancelledInStore(task_id, None, interrupt), core, now)
+
+    def cancelled_in_store(self, message: CancelledInStore, core: Timetable, now: float) -> TaskEvent | None:
+        """This node's cancel of a durable task was committed: stop its claimed run, if any, and say so.
+
+        Returns the ``CANCELLED`` event to publish (``None`` if nobody listens for it).
+        """
+        task = core.tasks.get(message.task_id)
+        name = message.name
+        if isinstance(task, ClaimedTask):
+            name = name or task.name
+            # A run not started yet never starts here; one in progress is asked to stop, if told.
+            core.cancel(message.task_id, now=now, interrupt=message.interrupt)
+        if EventKind.CANCELLED not in core.wanted:
+            return None
+        label = name or message.task_id
+        return TaskEvent(kind=EventKind.CANCELLED, task_id=message.task_id, name=label, at=now, final=True)

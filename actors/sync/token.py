@@ -1,0 +1,334 @@
+"""A task's token: the one place that decides whether a run of the task may still start.
+
+Three parties race for a task's fate, each on its own thread: a caller cancelling it
+(``TaskHandle.cancel``), a worker about to start one of its runs, and the scheduler (cancelling
+it for a ``Cancel`` message or at shutdown, or ending it after too many failures). Each of
+them makes one *move* on the task's token; a move is one check-and-set under ``_LOCK``, so
+exactly one of two racing moves wins, and each party learns from its own move's result. Nobody
+decides by looking at a token: the scheduler's core treats a move's result as an input.
+
+The state table (``TRANSITIONS`` below is this table as data). A cell is the state the move
+leads to; "-" means the move fails and nothing changes, "=" that it succeeds and the state stays:
+
+    state     start(1)  start(rec)  end_run  reported  abandon  revoke   take   finish    detach
+    FREE      TAKEN     RUNNING     -        -         -        REVOKED  TAKEN  FINISHED  DETACHED
+    RUNNING   -         -           RAN      -         FREE     REVOKED  -      FINISHED  DETACHED
+    RAN       -         -           -        FREE      FREE     REVOKED  -      FINISHED  DETACHED
+    TAKEN     -         -           -        -         -        -        -      FINISHED  DETACHED
+    REVOKED   -         -           =        =         =        -        -      FINISHED  -
+    FINISHED  -         -           -        -         -        -        -      -         -
+    DETACHED  -         -           -        -         -        -        -      -         -
+
+(``start(1)`` is ``try_start`` of a one-time run, ``start(rec)`` of a recurring one (and of
+any run of a task that may be retried: a cancel must still win between its attempts);
+``reported`` is ``run_reported``; ``abandon`` is ``abandon_run``.)
+
+- ``RUNNING``: a run of a recurring task is in progress; ``RAN``: it has ended and its report
+  is on its way to the scheduler (the worker moves the token on with ``end_run`` before it
+  reports, as it does for every run: ``end_run`` also closes the run's claim to stop
+  requests; the scheduler back to ``FREE`` with ``run_reported`` when the report arrives). A
+  cancel still wins in either, for every later run, and learns from ``revoke``'s result that a
+  run is in flight: the task ends when its report arrives, and the run counts.
+- ``TAKEN``: the task's fate is sealed: a one-time run has started (a cancel can no longer
+  prevent it), or the scheduler is ending the task (a cancel can no longer change how).
+- ``abandon``: the scheduler gives up on a hung run (it outlived its timeout and grace): the
+  token is free for the task's next run, and the run's claim is marked ``ABANDONED`` in the
+  same move, so the abandoned worker's own ``end_run``, whenever it comes, moves nothing.
+- ``REVOKED``: cancelled; no run starts any more. A handle reports ``done()`` from here on.
+- ``FINISHED``: the scheduler has published the task's final state (``finish``); the record
+  never changes again, so any thread may read it.
+- ``DETACHED``: the scheduler stopped, and the task lives on in its store, not in this
+  process: its handle is not done, and waiting for it ends at once (``detach``, by the
+  scheduler: at shutdown for a task with no run in flight; when stopped by force, for any).
+
+Who makes which move: ``try_start`` and ``end_run`` the worker, around a run; ``abandon_run``
+the scheduler; ``revoke`` a
+caller (``TaskHandle.cancel``, ``Scheduler.cancel``) or the scheduler (``Cancel`` message,
+shutdown); ``run_reported`` the scheduler, as a recurring run's report arrives; ``take`` the
+scheduler, to end a recurring task after too many failures; ``finish`` the scheduler, once.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Final
+
+from actors.sync.claim import ABANDONED, Claim
+from actors.sync.waiting import wait_until
+
+__all__ = [
+    "DETACHED",
+    "FINISHED",
+    "FREE",
+    "RAN",
+    "REVOKED",
+    "RUNNING",
+    "TAKEN",
+    "TRANSITIONS",
+    "Move",
+    "Token",
+    "TokenState",
+    "request_stop",
+]
+
+
+class TokenState(enum.IntEnum):
+    """Where a task's token is (an ``IntEnum``: compared and hashed in C on the hot path)."""
+
+    FREE = 0
+    RUNNING = 1
+    RAN = 2
+    TAKEN = 3
+    REVOKED = 4
+    FINISHED = 5
+    DETACHED = 6
+
+
+class Move(enum.IntEnum):
+    """The moves on a token (``try_start`` is two moves: one-time runs take the token)."""
+
+    START_ONE_TIME = 0
+    START_RECURRING = 1
+    END_RUN = 2
+    RUN_REPORTED = 3
+    REVOKE = 4
+    TAKE = 5
+    FINISH = 6
+    DETACH = 7
+    ABANDON_RUN = 8
+
+
+FREE, RUNNING, RAN, TAKEN, REVOKED, FINISHED, DETACHED = TokenState
+
+_MOVES: Final[dict[tuple[TokenState, Move], TokenState]] = {
+    (FREE, Move.START_ONE_TIME): TAKEN,
+    (FREE, Move.START_RECURRING): RUNNING,
+    (FREE, Move.REVOKE): REVOKED,
+    (FREE, Move.TAKE): TAKEN,
+    (FREE, Move.FINISH): FINISHED,
+    (FREE, Move.DETACH): DETACHED,
+    (RUNNING, Move.DETACH): DETACHED,
+    (RAN, Move.DETACH): DETACHED,
+    (TAKEN, Move.DETACH): DETACHED,
+    (RUNNING, Move.END_RUN): RAN,
+    (RUNNING, Move.REVOKE): REVOKED,
+    (RUNNING, Move.FINISH): FINISHED,
+    (RAN, Move.RUN_REPORTED): FREE,
+    (RAN, Move.REVOKE): REVOKED,
+    (RAN, Move.FINISH): FINISHED,
+    (TAKEN, Move.FINISH): FINISHED,
+    (REVOKED, Move.END_RUN): REVOKED,
+    (REVOKED, Move.RUN_REPORTED): REVOKED,
+    (REVOKED, Move.FINISH): FINISHED,
+    (RUNNING, Move.ABANDON_RUN): FREE,
+    (RAN, Move.ABANDON_RUN): FREE,
+    (REVOKED, Move.ABANDON_RUN): REVOKED,
+}
+TRANSITIONS: Final[Mapping[tuple[TokenState, Move], TokenState]] = MappingProxyType(_MOVES)
+"""The legal moves: ``(state, move) -> new state``. A move not listed fails and changes nothing."""
+
+
+def request_stop(claim: Claim, reason: int) -> bool:
+    """Ask the run holding ``claim`` to stop, for ``reason`` (any thread); whether this asked it.
+
+    ``False`` if it was asked already for this reason, or if the run has ended (its worker's
+    ``end_run``, or the scheduler's ``abandon_run``). Calls the run's waker (a coroutine run's
+    cancel) outside the lock.
+    """
+    with _LOCK:
+        if claim.run_ended or claim.stop & reason:
+            return False
+        claim.stop |= reason
+        waker = claim.waker
+    if waker is not None:
+        waker()
+    return True
+
+
+# _LOCK guards every token's _token and _outcome, _WAITERS, and the stop state of every run's
+# claim (stop, run_ended). One lock for all tokens, and
+# an Event only for a task someone actually waits on, so that a million pending tasks stay
+# small. Every hold is a few dict operations, never a call out.
+_LOCK: Final = threading.Lock()
+_WAITERS: dict[Token, threading.Event] = {}
+
+
+class Token:
+    """A task's token and, once it has ended, its outcome. Every method may be called from any thread.
+
+    ``TaskRecord`` (the scheduler's record of a task) is a ``Token``: the record is the one
+    object every party shares, and the token is the only part of it they all touch.
+    """
+
+    __slots__ = ("_outcome", "_token")
+
+    def __init__(self) -> None:
+        self._token = FREE
+        self._outcome: object = None
+
+    # -- moves ------------------------------------------------------------------------------
+
+    def try_start(self, one_time: bool) -> bool:
+        """Worker: may this run start? A one-time run takes the token; a recurring one marks it RUNNING."""
+        move = Move.START_ONE_TIME if one_time else Move.START_RECURRING
+        with _LOCK:
+            new = _MOVES.get((self._token, move))
+            if new is None:
+                return False
+            self._token = new
+            return True
+
+    def end_run(self, claim: Claim | None = None) -> bool:
+        """Worker, after any run (before reporting it): the run has ended, its report follows.
+
+        No stop request lands on ``claim`` after this. A recurring run's token moves to
+        ``RAN`` (a one-time run's stays ``TAKEN``: the table has no such move). Returns
+        ``False``, moving nothing, if the scheduler has abandoned the run (``ABANDONED``): the
+        task is a later run's by now, and the worker must not report.
+        """
+        with _LOCK:
+            if claim is not None:
+                if claim.stop & ABANDONED:
+                    return False
+                claim.run_ended = True
+            new = _MOVES.get((self._token, Move.END_RUN))
+            if new is not None:
+                self._token = new
+            return True
+
+    @staticmethod
+    def stop_reasons(claim: Claim) -> int:
+        """Scheduler, taking the report of the run holding ``claim``: the reasons it was asked to stop.
+
+        No lock: the run's worker closed the claim with ``end_run`` before it reported (or
+        died trying: its ``end_run`` is in a ``finally``), or the scheduler did, abandoning
+        it; so no ``request_stop`` lands any more and the reasons are final. (A ``Skipped``
+        run's are not, and mean nothing: it never started.)
+        """
+        return claim.stop
+
+    def abandon_run(self, claim: Claim) -> bool:
+        """Scheduler: give up on the hung run holding ``claim``; the token is free for the next run.
+
+        Returns ``False``, changing nothing, if the run has ended (its worker's ``end_run``
+        came first): its report is on its way, and the worker is not stuck.
+        """
+        with _LOCK:
+            if claim.run_ended:
+                return False
+            claim.stop |= ABANDONED
+            claim.run_ended = True  # for us it has: no stop request lands any more
+            new = _MOVES.get((self._token, Move.ABANDON_RUN))
+            if new is not None:
+                self._token = new
+            return True
+
+    def run_reported(self) -> None:
+        """Scheduler, as a recurring run's report arrives: nothing of the task is in flight any more."""
+        self._move(Move.RUN_REPORTED)
+
+    def _move(self, move: Move) -> None:
+        with _LOCK:
+            new = _MOVES.get((self._token, move))
+            if new is not None:
+                self._token = new
+
+    def revoke(self) -> TokenState:
+        """Cancel through the token; return the state *before* the move.
+
+        ``FREE``, ``RUNNING`` or ``RAN``: this call won (with ``RUNNING`` or ``RAN`` a recurring
+        run is in flight: it finishes and reports, and no other starts). The other results tell
+        the loser why:
+        ``REVOKED`` (cancelled already), ``TAKEN`` (a one-time run has started, or the task is
+        ending), ``FINISHED`` (it has ended).
+        """
+        with _LOCK:
+            before = self._token
+            if before is not FREE and before is not RUNNING and before is not RAN:
+                return before
+            self._token = REVOKED
+            event = _WAITERS.pop(self, None)
+        if event is not None:
+            event.set()  # a waiting result() raises CancelledError from now on
+        return before
+
+    def take(self) -> bool:
+        """Scheduler: seal the task's fate (it is ending); ``False`` if a cancel got there first."""
+        with _LOCK:
+            if self._token is not FREE:
+                return False
+            self._token = TAKEN
+            return True
+
+    def finish(self, outcome: object) -> None:
+        """Scheduler, once: publish that the task has ended, and its outcome (a run's return value).
+
+        Whatever the scheduler wrote to the record before this call is visible to every
+        thread that sees ``FINISHED``; the record never changes afterwards.
+        """
+        with _LOCK:
+            new = _MOVES.get((self._token, Move.FINISH))
+            if new is None:
+                raise RuntimeError(f"a token in state {self._token.name} cannot finish (a scheduler bug)")
+            self._outcome = outcome
+            self._token = new
+            event = _WAITERS.pop(self, None)
+        if event is not None:
+            event.set()
+
+    def detach(self) -> bool:
+        """Scheduler, as it stops: the task lives on in the store, not here; ``False`` if it has ended."""
+        with _LOCK:
+            new = _MOVES.get((self._token, Move.DETACH))
+            if new is None:
+                return False
+            self._token = new
+            event = _WAITERS.pop(self, None)
+        if event is not None:
+            event.set()  # a waiting result() raises SchedulerShutdownError from now on
+        return True
+
+    @staticmethod
+    def finish_all(ended: list[tuple[Token, object]]) -> None:
+        """``finish`` each ``(token, outcome)`` in order, under one hold of the lock (for batches)."""
+        events: list[threading.Event] = []
+        with _LOCK:
+            for token, outcome in ended:
+                new = _MOVES.get((token._token, Move.FINISH))
+                if new is None:
+                    raise RuntimeError(
+                        f"a token in state {token._token.name} cannot finish (a scheduler bug)"
+                    )
+                token._outcome = outcome
+                token._token = new
+                if _WAITERS:
+                    event = _WAITERS.pop(token, None)
+                    if event is not None:
+                        events.append(event)
+        for event in events:
+            event.set()
+
+    # -- what callers read ------------------------------------------------------------------
+
+    @property
+    def token_state(self) -> TokenState:
+        """The token's state now (for callers and tests; the scheduler never decides by it)."""
+        return self._token
+
+    @property
+    def outcome(self) -> object:
+        """What ``finish`` published (meaningful once the state is ``FINISHED``)."""
+        return self._outcome
+
+    def wait_ended(self, timeout: float | None) -> bool:
+        """Block until the token is ``REVOKED``, ``FINISHED`` or ``DETACHED``; ``False`` on timeout."""
+        with _LOCK:
+            if self._token is REVOKED or self._token is FINISHED or self._token is DETACHED:
+                return True
+            event = _WAITERS.get(self)
+            if event is None:
+                event = _WAITERS[self] = threading.Event()
+        return wait_until(event.wait, timeout)

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.conftest import MAX_WORKERS, pytest_xdist_auto_num_workers
+from tests.conftest import MAX_WORKERS, WORKERS_PER_CPU, pytest_xdist_auto_num_workers
 
 
 def options(capture: str = "fd", markexpr: str = "not stress") -> pytest.Config:
@@ -19,8 +19,8 @@ def no_worker_count_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.delenv("PYTEST_XDIST_AUTO_NUM_WORKERS", raising=False)
 
 
-def test_the_default_run_has_one_worker_per_cpu_up_to_the_limit() -> None:
-    expected = max(1, min(len(os.sched_getaffinity(0)), MAX_WORKERS))
+def test_the_default_run_has_two_workers_per_cpu_up_to_the_limit() -> None:
+    expected = max(1, min(WORKERS_PER_CPU * len(os.sched_getaffinity(0)), MAX_WORKERS))
     assert pytest_xdist_auto_num_workers(options()) == expected
     assert pytest_xdist_auto_num_workers(options(markexpr="realtime and not stress")) == expected
 

@@ -9,7 +9,7 @@ import os
 import threading
 import warnings
 import weakref
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from datetime import UTC, datetime, tzinfo
 from inspect import CO_COROUTINE
@@ -19,7 +19,7 @@ from typing import Any, Final
 import pykka
 
 from actors.api import stepping
-from actors.api.handles import Subscription, TaskHandle
+from actors.api.handles import Subscription, TaskHandle, record_of
 from actors.api.mailboxes import check_refs
 from actors.api.shared_tasks import SharedTasks
 from actors.api.validation import (
@@ -302,7 +302,7 @@ class Scheduler:
             )
 
     def _wall_offset(self) -> float:
-        """Wall-clock time (UTC epoch seconds) minus clock time, now."""
+        """Wall-clock time (UTC epoch seconds) minus clock time, now (``SchedulerPort``)."""
         return self._clock.wall().timestamp() - self._clock.now()
 
     # -- properties -------------------------------------------------------------------------
@@ -659,9 +659,10 @@ class Scheduler:
         records: list[TaskRecord] = []
         for item in items:
             if isinstance(item, TaskHandle):
-                if item._scheduler is not self:
+                mine = record_of(item, self)
+                if mine is None:
                     raise ValueError(f"{item!r} is a task of another scheduler")
-                record = item._task
+                record = mine
             elif isinstance(item, str):
                 found = self._live.get(item) or self._query(FindTask(item, finished=True))
                 if not isinstance(found, TaskRecord):
@@ -1065,6 +1066,7 @@ class Scheduler:
         return Subscribe(next(self._subscription_ids), listener, wanted)
 
     def _unsubscribe(self, subscription_id: int) -> None:
+        """Tell the scheduler to drop a subscription, unless it is shut down (``SchedulerPort``)."""
         with contextlib.suppress(SchedulerShutdownError):
             self._send(Unsubscribe(subscription_id))
 
@@ -1125,6 +1127,7 @@ class Scheduler:
         return result_within(settled, deadline)
 
     def _next_due(self) -> float | None:
+        """The earliest due time the scheduler holds, or ``None`` (``SchedulerPort``)."""
         due: float | None = None if self._closed else self._query(QueryNextDue())
         return due
 
@@ -1207,6 +1210,18 @@ class Scheduler:
                 self._ref.tell(message)
             except pykka.ActorDeadError as error:
                 raise SchedulerShutdownError("scheduler is shut down") from error
+
+    @contextlib.contextmanager
+    def _while_open(self) -> Iterator[None]:
+        """Hold ``_lock`` for a block; ``SchedulerShutdownError`` once shut down (``SchedulerPort``)."""
+        with self._lock:
+            if self._closed:
+                raise SchedulerShutdownError("scheduler is shut down")
+            yield
+
+    def _mint_id(self) -> TaskId:
+        """A new task id, unique in the store (``SchedulerPort``)."""
+        return self._mint()
 
     def _ask(self, message: object) -> pykka.Future[Any]:
         try:

@@ -12,7 +12,7 @@ from actors.sync.token import DETACHED, FINISHED, REVOKED, TAKEN
 from messages import TaskId, TaskInfo, TaskStatus
 
 if TYPE_CHECKING:
-    from actors.api.facade import Scheduler
+    from actors.api.port import SchedulerPort
 
 
 class TaskHandle:
@@ -27,7 +27,7 @@ class TaskHandle:
 
     __slots__ = ("_scheduler", "_task")
 
-    def __init__(self, task: TaskRecord, scheduler: Scheduler) -> None:
+    def __init__(self, task: TaskRecord, scheduler: SchedulerPort) -> None:
         """Create a handle of ``task`` (done by ``Scheduler``, not by users)."""
         self._task = task
         self._scheduler = scheduler
@@ -128,12 +128,21 @@ class TaskHandle:
         return f"<TaskHandle {self.task_id!r} {shown}>"
 
 
+def record_of(handle: TaskHandle, scheduler: SchedulerPort) -> TaskRecord | None:
+    """The record ``handle`` is a view of, if it is a handle of ``scheduler``; else ``None``.
+
+    Only used by the facade (``schedule_after`` waits for the records its handles name) and in
+    tests: users see a task through its handle. Any thread; a read of two fields set at creation.
+    """
+    return handle._task if handle._scheduler is scheduler else None
+
+
 class Subscription:
     """A listener's registration with a scheduler's event bus."""
 
     __slots__ = ("_scheduler", "subscription_id")
 
-    def __init__(self, subscription_id: int, scheduler: Scheduler) -> None:
+    def __init__(self, subscription_id: int, scheduler: SchedulerPort) -> None:
         """Create the record of subscription ``subscription_id`` (done by ``Scheduler.subscribe``)."""
         self.subscription_id = subscription_id
         self._scheduler = scheduler

@@ -20,31 +20,57 @@ afresh, the old handle still speaks of the old task.
 from __future__ import annotations
 
 from concurrent.futures import CancelledError
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from actors.api.handles import TaskHandle
+from actors.core.task_record import TaskRecord
 from actors.errors import SchedulerShutdownError, UnknownTaskError, WouldDeadlockError
 from actors.runtime.run_context import CURRENT_RUN
 from actors.sync.token import FINISHED, REVOKED
 from actors.sync.waiting import Deadline, check_timeout
-from messages import TaskInfo
+from messages import TaskId, TaskInfo
 
 if TYPE_CHECKING:
-    from actors.api.shared_tasks import SharedTasks
+    from actors.api.port import SchedulerPort
+    from actors.shared.outcome_board import OutcomeBoard
 
-__all__ = ["SharedTaskHandle"]
+__all__ = ["SharedTaskHandle", "StoredTasks"]
+
+
+class StoredTasks(Protocol):
+    """What a ``SharedTaskHandle`` asks of the durable tasks of its store (``SharedTasks`` is it).
+
+    Named here, not imported, so the handle and ``SharedTasks``, which makes handles, import
+    each other in no circle. Every member: the caller's thread, one or two short store calls.
+    """
+
+    board: OutcomeBoard
+    """The outcomes of the runs that ended on this node, and the wake-ups of waiting handles."""
+    poll: float
+    """How often (seconds) a waiting handle reads the store at least (the hints only make it prompt)."""
+
+    def ended(self, task_id: TaskId, seq: int) -> bool:
+        """Whether that incarnation of the task has ended (its row is terminal, or gone)."""
+        ...
+
+    def info(self, task_id: TaskId, *, seq: int | None = None) -> TaskInfo | None:
+        """The snapshot of durable task ``task_id`` (of incarnation ``seq``, if given), or ``None``."""
+        ...
+
+    def outcome(self, task_id: TaskId, seq: int) -> tuple[bool, object]:
+        """``(False, None)`` while the task is live; once it ended, ``(True, value)`` or raise."""
+        ...
 
 
 class SharedTaskHandle(TaskHandle):
     """A ``TaskHandle`` of a durable task on a shared store. Every method may be called from any thread."""
 
-    __slots__ = ()
+    __slots__ = ("_shared",)
 
-    @property
-    def _shared(self) -> SharedTasks:
-        shared = self._scheduler._shared_tasks
-        assert shared is not None  # made only by a scheduler on a shared store
-        return shared
+    def __init__(self, task: TaskRecord, scheduler: SchedulerPort, shared: StoredTasks) -> None:
+        """Create a handle of durable ``task`` (done by ``SharedTasks``, not by users)."""
+        super().__init__(task, scheduler)
+        self._shared = shared
 
     @property
     def _seq(self) -> int:

@@ -30,7 +30,7 @@ from messages import CancelledInStore, TaskId, TaskInfo
 from messages.commands import EMPTY_KWARGS
 
 if TYPE_CHECKING:
-    from actors.api.facade import Scheduler
+    from actors.api.port import SchedulerPort
 
 __all__ = ["SharedTasks"]
 
@@ -51,7 +51,7 @@ class SharedTasks:
 
     def submit(
         self,
-        scheduler: Scheduler,
+        scheduler: SchedulerPort,
         task: TaskRecord,
         task_id: TaskId | None,
         row: tuple[str, str, str],
@@ -66,17 +66,15 @@ class SharedTasks:
             StoreError: the store could not commit it.
             SchedulerShutdownError: after ``shutdown``.
         """
-        with scheduler._lock:  # held across the commit, so that nothing is committed after shutdown
-            if scheduler._closed:
-                raise SchedulerShutdownError("scheduler is shut down")
-            task.task_id = scheduler._mint() if task_id is None else check_task_id(task_id)
+        with scheduler._while_open():  # across the commit, so that nothing is committed after shutdown
+            task.task_id = scheduler._mint_id() if task_id is None else check_task_id(task_id)
             plan = definition(task, *row, wall_offset=scheduler._wall_offset())
             stored, _ = self._store.add(plan, "error" if task_id is None else if_exists)  # type: ignore[arg-type]
         task.store_seq = stored.seq
-        return SharedTaskHandle(task, scheduler)
+        return SharedTaskHandle(task, scheduler, self)
 
     def cancel(
-        self, scheduler: Scheduler, task_id: TaskId, name: str | None = None, *, interrupt: bool = False
+        self, scheduler: SchedulerPort, task_id: TaskId, name: str | None = None, *, interrupt: bool = False
     ) -> bool:
         """Cancel a durable task in the store (committed when this returns ``True``); tell this node.
 
@@ -91,7 +89,7 @@ class SharedTasks:
             scheduler._send(CancelledInStore(task_id, name, interrupt))
         return True
 
-    def revoke(self, scheduler: Scheduler, task: TaskRecord, interrupt: bool = False) -> bool:
+    def revoke(self, scheduler: SchedulerPort, task: TaskRecord, interrupt: bool = False) -> bool:
         """Cancel the durable task of a handle (or one this node holds a claim of)."""
         if not self.cancel(scheduler, task.task_id, task.name, interrupt=interrupt):
             return False
@@ -99,7 +97,7 @@ class SharedTasks:
             task.revoke()
         return True
 
-    def handle(self, scheduler: Scheduler, task_id: TaskId) -> TaskHandle | None:
+    def handle(self, scheduler: SchedulerPort, task_id: TaskId) -> TaskHandle | None:
         """A handle of the live durable task ``task_id``, or ``None`` if the store has none."""
         self._check_open()
         row = self._store.get(task_id)
@@ -107,7 +105,7 @@ class SharedTasks:
             return None
         record = TaskRecord(row.task_id, _never_called, (), EMPTY_KWARGS, 0.0, name_of(row))
         record.store_seq = row.seq
-        return SharedTaskHandle(record, scheduler)
+        return SharedTaskHandle(record, scheduler, self)
 
     def info(self, task_id: TaskId, *, seq: int | None = None) -> TaskInfo | None:
         """The snapshot of durable task ``task_id`` (of incarnation ``seq``, if given), or ``None``."""

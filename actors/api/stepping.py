@@ -14,11 +14,11 @@ from actors.sync.waiting import Deadline, check_timeout
 from messages.triggers import require_finite
 
 if TYPE_CHECKING:
-    from actors.api.facade import Scheduler
+    from actors.api.port import SchedulerPort
 
 
 def settle(
-    scheduler: Scheduler,
+    scheduler: SchedulerPort,
     deadline: Deadline,
     timeout: float,
     also: Sequence[ActorMailbox] = (),
@@ -55,7 +55,7 @@ def settle(
 
 
 def _settle_scheduler(
-    scheduler: Scheduler, deadline: Deadline, timeout: float, until: float | None
+    scheduler: SchedulerPort, deadline: Deadline, timeout: float, until: float | None
 ) -> int | None:
     """Settle the scheduler; return its activity count then (``None``: it has stopped)."""
     try:
@@ -70,7 +70,9 @@ def _settle_scheduler(
     return None
 
 
-def advance(scheduler: Scheduler, seconds: float, timeout: float, also: Sequence[ActorMailbox] = ()) -> None:
+def advance(
+    scheduler: SchedulerPort, seconds: float, timeout: float, also: Sequence[ActorMailbox] = ()
+) -> None:
     """Move the scheduler's ``FakeClock`` forward ``seconds``, settling at every due time on the way.
 
     Each settle waits for the actors ``also`` names too, so what they schedule as they handle

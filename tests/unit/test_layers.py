@@ -229,20 +229,6 @@ KNOWN_CYCLES: Mapping[frozenset[str], str] = {}
 """Import cycles through edges that run: the set of modules, and why it is not broken yet."""
 
 KNOWN_TYPING_CYCLES: Mapping[frozenset[str], str] = {
-    frozenset(
-        {
-            "actors.api.facade",
-            "actors.api.handles",
-            "actors.api.stepping",
-            "actors.api.shared_tasks",
-            "actors.api.shared_handles",
-        }
-    ): (
-        "handles, stepping and the shared tasks and handles name `Scheduler` (and each other) for"
-        " the facade's privates (_lock, _closed, _mint, _send, ...) while the facade builds them;"
-        " issue 23's 'declared friend surface' step gives them a SchedulerPort protocol in"
-        " api/port.py to name instead"
-    ),
     frozenset({"actors.cli.jobcode", "actors.cli.jobfile"}): (
         "jobfile calls jobcode's code_problems on each JobSpec it parses, and jobcode names JobSpec"
         " in that signature; the command line's own cycle, left to whoever next changes the job"
@@ -250,6 +236,17 @@ KNOWN_TYPING_CYCLES: Mapping[frozenset[str], str] = {
     ),
 }
 """Cycles that exist only through ``TYPE_CHECKING`` imports (never run, but still a circle)."""
+
+FACADE = "actors.api.facade"
+FACADE_FRIENDS = (
+    "actors.api.port",
+    "actors.api.handles",
+    "actors.api.stepping",
+    "actors.api.shared_tasks",
+    "actors.api.shared_handles",
+)
+"""What the facade builds and hands its friend surface (``actors/api/port.py``) to: they name
+``SchedulerPort``, never ``Scheduler``."""
 
 
 def allowed(importer: str, imported: str) -> bool:
@@ -497,6 +494,12 @@ def test_no_import_cycle_through_type_checking_imports() -> None:
     running = set(import_cycles(GRAPH))
     typing_only = set(import_cycles(GRAPH, typing=True)) - running
     assert typing_only == set(KNOWN_TYPING_CYCLES)
+
+
+@pytest.mark.parametrize("module", FACADE_FRIENDS)
+def test_the_friends_of_the_facade_reach_nothing_of_it(module: str) -> None:
+    chain = chain_to(GRAPH, module, lambda reached: reached == FACADE, typing=True)
+    assert chain is None, "a friend of the facade imports it: " + " -> ".join(chain or [])
 
 
 # --- the checker catches what it is for ------------------------------------------------------

@@ -26,6 +26,9 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal, Protocol, final, get_args, runtime_checkable
 
+from messages.events import TERMINAL_STATUSES as TERMINAL_TASK_STATUSES
+from messages.events import StoredStatus
+
 __all__ = [
     "LIVE_STATUS",
     "STATUSES",
@@ -44,16 +47,10 @@ __all__ = [
     "TaskUpdate",
 ]
 
-StoredStatus = Literal["scheduled", "completed", "failed", "cancelled"]
-"""A stored task's status: the values of ``messages.TaskStatus`` except ``running``.
-
-A running task stays ``scheduled`` in the store: if the process dies mid-run, the task is
-still live after a restart, and the scheduler decides what its interrupted run means.
-"""
-
 STATUSES: Final[frozenset[str]] = frozenset(get_args(StoredStatus))
 LIVE_STATUS: Final = "scheduled"
-TERMINAL_STATUSES: Final[frozenset[str]] = STATUSES - {LIVE_STATUS}
+TERMINAL_STATUSES: Final[frozenset[str]] = frozenset(status.value for status in TERMINAL_TASK_STATUSES)
+"""The values of ``messages.TERMINAL_STATUSES``: the stored statuses a row never leaves."""
 
 IfExists = Literal["error", "keep", "replace"]
 """What ``Store.add`` does when the task id is live: raise, keep the stored row, or replace it."""

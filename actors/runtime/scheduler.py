@@ -183,7 +183,7 @@ class SchedulerActor(LibraryActor):
         self._due = due or []
         self._shared = shared
         if shared is not None:
-            self._core.durable_runs_once = True  # a claimed task goes back to the store after its run
+            self._core.durable_runs_once = True  # a leased task goes back to the store after its run
         self._armed: float | None = None  # the deadline the timer was last given
         self._watched: float | None = None  # the wall-clock offset it was last told to watch
         self._subscriptions = Subscriptions()

@@ -1,6 +1,6 @@
 """A scheduler's part in a store several schedulers share: the database node.
 
-The node (``node.py``) the scheduler actor drives, its claim loop and lease keeper threads,
+The node (``node.py``) the scheduler actor drives, its lease loop and lease keeper threads,
 the book of leases it holds, the board of outcomes from other nodes, the database's clock and
 the pure plan (``plan.py``) and view (``view.py``) of what is claimed and what a row says.
 

@@ -83,7 +83,7 @@ class LeaseBook:
             return more
 
     def rooms(self) -> dict[str, int]:
-        """How many runs each executor with room may claim now: idle workers less claims on their way."""
+        """How many runs each executor with room may claim now: idle workers less leases on their way."""
         with self._lock:
             in_transit = Counter(self._in_transit.values())
             rooms = {
@@ -101,7 +101,7 @@ class LeaseBook:
                 self._in_transit[lease.seq] = executor
 
     def arrived(self, leases: Sequence[Lease]) -> None:
-        """The scheduler has taken these claims (its idle counts will say so from now on)."""
+        """The scheduler has taken these leases (its idle counts will say so from now on)."""
         with self._lock:
             for lease in leases:
                 executor = self._in_transit.pop(lease.seq, None)

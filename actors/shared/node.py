@@ -54,7 +54,7 @@ logger = logging.getLogger(__name__)
 
 
 def is_shared(store: Store) -> TypeGuard[SharedStore]:
-    """Whether ``store`` is a ``SharedStore`` (several schedulers may share it: claims, leases)."""
+    """Whether ``store`` is a ``SharedStore`` (several schedulers may share it: leases, fences)."""
     return all(callable(getattr(store, name, None)) for name in ("claim_due", "start", "save_outcomes"))
 
 
@@ -92,7 +92,7 @@ class _Unsaved:
 
 
 class SharedNode:
-    """A scheduler's part in a shared store: claims, leases, fenced outcomes, and their threads."""
+    """A scheduler's part in a shared store: leases, fenced outcomes, and their threads."""
 
     def __init__(
         self, store: SharedStore, clock: DatabaseClock, *, workers: Mapping[str, int], history: int
@@ -260,17 +260,17 @@ class SharedNode:
     def save(self, effects: Effects, core: Timetable) -> None:
         """Save the outcomes of leased runs under their fences; their events wait for the commit.
 
-        Each leased task is saved once, as its claim ends. ``CANCELLED`` events of claimed
+        Each leased task is saved once, as its lease ends. ``CANCELLED`` events of leased
         tasks are dropped: on a shared store the node whose cancel won publishes it
         (``cancelled_in_store``). Events of a run whose outcome was refused are dropped too,
         and those of outcomes the store could not take wait for ``retry_saves``.
         """
-        claimed = {task.task_id: task for task in effects.saves if isinstance(task, LeasedTask)}
-        if not claimed:
+        leased = {task.task_id: task for task in effects.saves if isinstance(task, LeasedTask)}
+        if not leased:
             return
         updates: list[TaskUpdate] = []
         abandoned: list[Lease] = []
-        for task in claimed.values():
+        for task in leased.values():
             held = None if task.store_seq is None else self.book.get(task.store_seq)
             if held is not None and task.abandoned:
                 abandoned.append(held.lease)  # never started: give it back (or let it end)
@@ -287,7 +287,7 @@ class SharedNode:
         saved_runs = [run for run in runs if run is not None and run.task_id in saving]
         refused = self._commit(_Unsaved(updates, saved_runs, waiting, ended)) if updates else set()
         published = set() if refused is None else {id(e) for e in waiting if e.task_id not in refused}
-        effects.events[:] = [e for e in effects.events if e.task_id not in claimed or id(e) in published]
+        effects.events[:] = [e for e in effects.events if e.task_id not in leased or id(e) in published]
 
     def _run_record(self, outcome: RunOutcome, core: Timetable) -> RunRecord | None:
         task = outcome.task

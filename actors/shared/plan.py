@@ -33,7 +33,7 @@ _FIRST_PAUSE: Final = 0.05  # seconds after a first failed call to the store; do
 
 
 def lease_limit(idle: int, in_transit: int) -> int:
-    """How many due runs to claim: one per idle worker, less the claims not yet handed over."""
+    """How many due runs to claim: one per idle worker, less the leases not yet handed over."""
     return max(0, idle - in_transit)
 
 

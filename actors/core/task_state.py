@@ -1,6 +1,7 @@
 """A task's states, the moves between them, and what each state is called elsewhere: all here.
 
-Rule 1 (after h11's ``_state.py``): everything that names a task's state lives in this module.
+Rule 1 (after h11's ``_state.py``): the task's states, their moves, and how every other word for
+a task's state relates to them live in this module, as data.
 A task's life is told in four words, each for one reader, and this module relates them:
 
 - ``State`` (this module, internal): where the core has a task. Only the core's thread moves
@@ -12,10 +13,11 @@ A task's life is told in four words, each for one reader, and this module relate
   states are ``"scheduled"`` there.
 - ``TokenState`` (``actors.sync.token``): not a second account of the task's state but a
   machine of its own, the token: a few bytes that decide, atomically across threads, whether a
-  run may still start or a cancel wins. It lags the task's ``State`` (a cancel moves the token
-  at once and the ``State`` when the scheduler hears of it), and the two meet where a task
-  ends: a task in a final state has, once the scheduler has carried out its last effects, the
-  token state ``TOKEN_AT_END`` gives; a live task's token is never in one of those.
+  run may still start or a cancel wins. The two are not in step (a cancel moves the token at
+  once and the ``State`` when the scheduler hears of it; an end moves the ``State`` first and
+  the token when the scheduler carries out its effects), and they meet where a task ends: a
+  task in a final state has, once those effects are carried out, the token state
+  ``TOKEN_AT_END`` gives; a live task's token is never in one of those.
 
 Part of the pure core (see ``actors/core/timetable.py``). Every change of a task's state goes
 through ``move_to``, which refuses a move the table does not list: such a move is a bug in the

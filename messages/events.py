@@ -6,7 +6,7 @@ import enum
 import re
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
-from typing import final
+from typing import Literal, final
 
 from messages.triggers import Cron, Once, Trigger
 
@@ -96,6 +96,15 @@ class TaskStatus(enum.Enum):
 TERMINAL_STATUSES: frozenset[TaskStatus] = frozenset(
     {TaskStatus.COMPLETED, TaskStatus.FAILED, TaskStatus.CANCELLED}
 )
+"""The statuses a task never leaves (``actors.store.TERMINAL_STATUSES`` are their values)."""
+
+StoredStatus = Literal["scheduled", "completed", "failed", "cancelled"]
+"""A stored task's status: the values of ``TaskStatus`` a store writes (``actors.store`` exports it).
+
+A running or waiting task is ``scheduled`` in the store: if the process dies mid-run, the task is
+still live after a restart, and the scheduler decides what its interrupted run means. Which
+status each of the core's states is written as: ``actors/core/task_state.py``.
+"""
 
 
 @final

@@ -1,4 +1,4 @@
-"""Messages of a shared store's node: between its claim loop, its facade and its scheduler actor.
+"""Messages of a shared store's node: between its lease loop, its facade and its scheduler actor.
 
 Sent only by the library (``actors/shared/node.py``), never by users: a node of a shared store
 claims runs on its own thread and hands them to its scheduler actor, and tells it about
@@ -18,7 +18,7 @@ __all__ = ["CancelledInStore", "Claimed", "RetrySaves"]
 @final
 @dataclass(frozen=True, slots=True)
 class Claimed:
-    """Claim loop -> scheduler: due runs this node has just claimed (``Lease`` objects): run them."""
+    """Lease loop -> scheduler: due runs this node has just leased (``Lease`` objects): run them."""
 
     leases: tuple[object, ...]
 
@@ -41,4 +41,4 @@ class CancelledInStore:
 @final
 @dataclass(frozen=True, slots=True)
 class RetrySaves:
-    """Claim loop -> scheduler: try again to save outcomes the store could not take."""
+    """Lease loop -> scheduler: try again to save outcomes the store could not take."""

@@ -22,7 +22,8 @@ from actors.api.validation import check_task_id
 from actors.core.task_record import TaskRecord
 from actors.errors import RemoteRunError, SchedulerShutdownError, UnknownTaskError
 from actors.runtime.durable import definition
-from actors.shared.node import ClaimedTask, SharedNode
+from actors.shared.node import LeasedTask as ClaimedTask
+from actors.shared.node import SharedNode
 from actors.shared.outcome_board import OutcomeBoard
 from actors.shared.view import info_of, name_of
 from actors.store.protocol import RunInFlight, StoredTask

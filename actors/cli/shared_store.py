@@ -21,7 +21,7 @@ Several ``run`` processes may share one database, each due run executed by one o
 There is no lock file: the database is meant to be shared.
 
 Threads: ``reconciling`` and ``reconciled`` on the runner's main thread; ``add`` on whichever
-thread adds; ``claim_due``, ``next_wakeup`` and ``listen`` on the node's claim loop;
+thread adds; ``claim_due``, ``next_wakeup`` and ``listen`` on the node's lease loop;
 ``read_shared`` on the caller's.
 """
 
@@ -54,8 +54,8 @@ class SharedJobStore(PostgresStore):
         super().__init__(dsn)
         self._url = dsn
         self.stamps = stamps
-        self._reconciled = threading.Event()  # set once by the main thread, read by the claim loop
-        self._wakeups_lock = threading.Lock()  # guards _wakeups: the claim loop adds, the main thread reads
+        self._reconciled = threading.Event()  # set once by the main thread, read by the lease loop
+        self._wakeups_lock = threading.Lock()  # guards _wakeups: the lease loop adds, the main thread reads
         self._wakeups: list[Callable[[], None]] = []
 
     def claim_due(

@@ -385,7 +385,7 @@ class RunEndings:
         if task.store_seq is not None:
             self._effects.saves.append(task)
         if self.closed or (self.durable_runs_once and task.store_seq is not None):
-            # Shutting down, or a shared store's claim: the next run is the store's business.
+            # Shutting down, or a shared store's lease: the next run is the store's business.
             if not (task.store_seq is not None and self._detach(task)):
                 self._finish(task, CANCELLED, finished_at, None)
             return
@@ -463,7 +463,7 @@ class RunEndings:
         move_to(task, PENDING)
         if task.store_seq is not None:
             self._effects.saves.append(task)
-            if self.durable_runs_once:  # a shared store's claim: the next run is the store's business
+            if self.durable_runs_once:  # a shared store's lease: the next run is the store's business
                 if not self._detach(task):
                     self._finish(task, CANCELLED, now, None)  # a cancel won its token meanwhile
                 return

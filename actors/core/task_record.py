@@ -31,14 +31,12 @@ from actors.core.recurrence import first_due_at
 from actors.core.retry import Retry
 from actors.core.task_state import (
     CANCELLED,
-    CANCELLING,
     COMPLETED,
     FAILED,
     FINAL_STATUS,
-    HANDED,
     PENDING,
-    WAITING,
     State,
+    status_of,
 )
 from actors.errors import DependencyFailedError
 from actors.sync.claim import INTERRUPTED, Claim
@@ -331,14 +329,7 @@ class TaskRecord(Token):
 
     def status(self, *, running: bool) -> TaskStatus:
         """The status a snapshot shows; ``running`` says whether a worker is on its run now."""
-        final = FINAL_STATUS.get(self.state)
-        if final is not None:
-            return final
-        if self.state is CANCELLING or (self.state is HANDED and running):
-            return TaskStatus.RUNNING
-        if self.state is WAITING:
-            return TaskStatus.WAITING
-        return TaskStatus.SCHEDULED
+        return status_of(self.state, running=running)
 
     def end_reason(self) -> str | None:
         """Why the task ended, in words; ``None`` while it is live."""

@@ -1,4 +1,23 @@
-"""Where a task is in its life, and the moves it may make: the table, written once, as data.
+"""A task's states, the moves between them, and what each state is called elsewhere: all here.
+
+Rule 1 (after h11's ``_state.py``): the task's states, their moves, and how every other word for
+a task's state relates to them live in this module, as data.
+A task's life is told in four words, each for one reader, and this module relates them:
+
+- ``State`` (this module, internal): where the core has a task. Only the core's thread moves
+  it, through ``move_to`` and the ``TRANSITIONS`` table below.
+- ``TaskStatus`` (``messages.events``, public): what a snapshot shows (``STATUS``, below:
+  several states show as one status).
+- ``StoredStatus`` (``messages.events``, written by every store): what a store keeps of a
+  task's status (``STORED_STATUS``, below). A store never holds a run in flight, so all the live
+  states are ``"scheduled"`` there.
+- ``TokenState`` (``actors.sync.token``): not a second account of the task's state but a
+  machine of its own, the token: a few bytes that decide, atomically across threads, whether a
+  run may still start or a cancel wins. The two are not in step (a cancel moves the token at
+  once and the ``State`` when the scheduler hears of it; an end moves the ``State`` first and
+  the token when the scheduler carries out its effects), and they meet where a task ends: a
+  task in a final state has, once those effects are carried out, the token state
+  ``TOKEN_AT_END`` gives; a live task's token is never in one of those.
 
 Part of the pure core (see ``actors/core/timetable.py``). Every change of a task's state goes
 through ``move_to``, which refuses a move the table does not list: such a move is a bug in the
@@ -26,9 +45,23 @@ from types import MappingProxyType
 from typing import Final, Protocol
 
 from actors.errors import InvalidTransitionError
+from actors.sync.token import TokenState
 from messages import TaskStatus
+from messages.events import StoredStatus
 
-__all__ = ["FINAL_STATES", "FINAL_STATUS", "TRANSITIONS", "WAITING", "State", "move_to"]
+__all__ = [
+    "FINAL_STATES",
+    "FINAL_STATUS",
+    "STATUS",
+    "STORED_FOR_STATUS",
+    "STORED_STATUS",
+    "TOKEN_AT_END",
+    "TRANSITIONS",
+    "WAITING",
+    "State",
+    "move_to",
+    "status_of",
+]
 
 
 class State(enum.IntEnum):
@@ -85,18 +118,68 @@ _LEGAL: Final[dict[State, frozenset[State]]] = {
 TRANSITIONS: Final[Mapping[State, frozenset[State]]] = MappingProxyType(_LEGAL)
 """``state -> the states it may move to``. The four with none are final."""
 
-FINAL_STATUS: Final[Mapping[State, TaskStatus]] = MappingProxyType(
+FINAL_STATES: Final = frozenset(state for state, targets in _LEGAL.items() if not targets)
+"""The states a task never leaves (here): those the table gives no move out of."""
+
+STATUS: Final[Mapping[State, TaskStatus]] = MappingProxyType(
     {
+        PENDING: TaskStatus.SCHEDULED,
+        READY: TaskStatus.SCHEDULED,  # due, waiting for a worker
+        HANDED: TaskStatus.SCHEDULED,  # waiting its turn in a batch; RUNNING once its worker is on it
+        CANCELLING: TaskStatus.RUNNING,  # its worker still holds the run
         COMPLETED: TaskStatus.COMPLETED,
         FAILED: TaskStatus.FAILED,
         CANCELLED: TaskStatus.CANCELLED,
         DETACHED: TaskStatus.SCHEDULED,  # still scheduled, in the store
+        WAITING: TaskStatus.WAITING,
     }
 )
-"""The status a task shows once it has left this scheduler."""
+"""``state -> the status a snapshot shows``; ``status_of`` adds the one case a state alone cannot
+say (a ``HANDED`` task whose worker is on its run now is ``RUNNING``)."""
 
-FINAL_STATES: Final = frozenset(FINAL_STATUS)
-"""The states a task never leaves (here)."""
+FINAL_STATUS: Final[Mapping[State, TaskStatus]] = MappingProxyType(
+    {state: STATUS[state] for state in FINAL_STATES}
+)
+"""The status a task shows once it has left this scheduler (``STATUS`` of the final states)."""
+
+STORED_FOR_STATUS: Final[Mapping[TaskStatus, StoredStatus]] = MappingProxyType(
+    {
+        TaskStatus.SCHEDULED: "scheduled",
+        TaskStatus.RUNNING: "scheduled",  # a run in flight is not stored: live after a restart
+        TaskStatus.WAITING: "scheduled",
+        TaskStatus.COMPLETED: "completed",
+        TaskStatus.FAILED: "failed",
+        TaskStatus.CANCELLED: "cancelled",
+    }
+)
+"""``status -> what a store writes``: a terminal status as itself, a live one as ``"scheduled"``
+(a store reads a stored status back as ``TaskStatus(stored)``)."""
+
+STORED_STATUS: Final[Mapping[State, StoredStatus]] = MappingProxyType(
+    {state: STORED_FOR_STATUS[status] for state, status in STATUS.items()}
+)
+"""``state -> what a store writes`` (a detached task is live, in its store)."""
+
+TOKEN_AT_END: Final[Mapping[State, TokenState]] = MappingProxyType(
+    {
+        COMPLETED: TokenState.FINISHED,  # Token.finish, with the run's outcome
+        FAILED: TokenState.FINISHED,
+        CANCELLED: TokenState.FINISHED,
+        DETACHED: TokenState.DETACHED,  # Token.detach: the task lives on in its store
+    }
+)
+"""``final state -> its token's state`` once the scheduler has carried out the task's last effects.
+
+The token's two ending states (those its table gives no move out of) are exactly these values: a
+task's token is in one of them if and only if the task is in a final state, which is how a caller
+on another thread learns that a task has ended without reading the core's ``State``."""
+
+
+def status_of(state: State, *, running: bool) -> TaskStatus:
+    """The status a task in ``state`` shows; ``running``: whether a worker is on its run now."""
+    if running and state is HANDED:
+        return TaskStatus.RUNNING
+    return STATUS[state]
 
 
 class HasState(Protocol):

@@ -126,7 +126,7 @@ class Timetable(RunEndings):
         # through a window, the window's end; after a window a run overran (it moved a
         # FakeClock past it), the clock reading then. A Settle without until lifts it.
         self.hold: float | None = None
-        # A shared store's node holds a durable task for one claimed run only: after that run
+        # A shared store's node holds a durable task for one leased run only: after that run
         # (or a missed one) the task goes back to its store (detached), which says when it is
         # due next and which node runs it; it never waits for its next run here.
         self.durable_runs_once = False
@@ -599,7 +599,7 @@ class Timetable(RunEndings):
         """End a task whose cancel has won, or mark it to end when its worker reports.
 
         ``mid_run``: a run may be in progress. It is, if a worker has claimed the run: the
-        task then ends when the run reports. Without ``mid_run`` a claimed run cannot start
+        task then ends when the run reports. Without ``mid_run`` a leased run cannot start
         (the token is revoked): the task ends now, and the worker's ``Skipped`` report only
         frees the worker.
         """

@@ -36,11 +36,11 @@ from actors.core.effects import RunOutcome
 from actors.core.parked import Batch, ParkedTasks, StandIn
 from actors.core.retry import Retry
 from actors.core.task_record import PLAIN, PROCESSES, THREADS, Failures, Recurrence, TaskRecord, TaskSpec
-from actors.core.task_state import CANCELLED, COMPLETED, FAILED, State
+from actors.core.task_state import STORED_STATUS
 from actors.errors import StoreError
 from actors.references import LazyReference, parse_reference, resolve_stored
 from actors.runtime.limits import is_coroutine_function
-from actors.store.protocol import RunRecord, StoredStatus, StoredTask, TaskDefinition, TaskUpdate
+from actors.store.protocol import RunRecord, StoredTask, TaskDefinition, TaskUpdate
 from messages import Cron, FixedDelay, FixedRate
 from messages.commands import EMPTY_KWARGS
 from messages.triggers import require_finite, require_positive_duration
@@ -49,11 +49,6 @@ __all__ = ["DamagedTask", "LoadedTasks", "definition", "load", "run_record", "ta
 
 logger = logging.getLogger(__name__)
 
-_STORED_STATUS: Final[dict[State, StoredStatus]] = {
-    COMPLETED: "completed",
-    FAILED: "failed",
-    CANCELLED: "cancelled",
-}
 _NO_ARGS: Final = "[]"
 _NO_KWARGS: Final = "{}"
 _TRIGGER_KINDS: Final = ("once", "rate", "delay", "cron")
@@ -79,7 +74,7 @@ def definition(
 def task_update(task: TaskRecord) -> TaskUpdate:
     """The state of a durable task to write after a run or at its end (core's state, as it is now)."""
     assert task.store_seq is not None
-    status = _STORED_STATUS.get(task.state, "scheduled")
+    status = STORED_STATUS[task.state]
     failures = task.failures or Failures()
     error = failures.last_error
     # A task loaded from the store has its stored error text only (as its last_traceback):

@@ -148,7 +148,7 @@ class SchedulerActor(LibraryActor):
             parked: The one-time tasks read from ``store`` and kept parked (``actors/core/parked.py``).
             due: The heap entries of ``parked`` (``Timetable.adopt_parked``).
             shared: This scheduler's part in a shared store (``actors/shared/node.py``): it
-                runs claimed durable tasks, one run per claim, and saves their outcomes.
+                runs leased durable tasks, one run per lease, and saves their outcomes.
             hung_grace: Seconds a run past its ``timeout`` gets, once asked to stop, before its
                 worker is abandoned (and replaced).
             subscriptions: Listeners subscribed from the start: their bus has them before the
@@ -183,7 +183,7 @@ class SchedulerActor(LibraryActor):
         self._due = due or []
         self._shared = shared
         if shared is not None:
-            self._core.durable_runs_once = True  # a claimed task goes back to the store after its run
+            self._core.durable_runs_once = True  # a leased task goes back to the store after its run
         self._armed: float | None = None  # the deadline the timer was last given
         self._watched: float | None = None  # the wall-clock offset it was last told to watch
         self._subscriptions = Subscriptions()
@@ -478,7 +478,7 @@ class SchedulerActor(LibraryActor):
     def _save(self, effects: Effects) -> None:
         """Write what changed of durable tasks, and their runs' outcomes, in one transaction."""
         if self._shared is not None:
-            self._shared.save(effects, self._core)  # under the claims' fences
+            self._shared.save(effects, self._core)  # under the leases' fences
             return
         store = self._store
         if store is None:

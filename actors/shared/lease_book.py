@@ -1,7 +1,7 @@
 """``LeaseBook``: the leases one node of a shared store holds, and its room for more.
 
-Four threads meet here, each briefly, under one lock: the claim loop (claims runs, up to the
-room there is), the scheduler actor (hands claimed runs to its workers, saves their outcomes,
+Four threads meet here, each briefly, under one lock: the lease loop (claims runs, up to the
+room there is), the scheduler actor (hands leased runs to its workers, saves their outcomes,
 says how many workers are idle), the workers (record that a run starts) and the lease keeper
 (renews every lease still held, notes those lost). Nothing here talks to the store or calls
 out while holding the lock.
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from actors.core.task_record import THREADS
-from actors.shared.plan import claim_limit
+from actors.shared.plan import lease_limit
 from actors.store.protocol import Lease
 
 __all__ = ["Held", "LeaseBook", "Stoppable"]
@@ -83,25 +83,25 @@ class LeaseBook:
             return more
 
     def rooms(self) -> dict[str, int]:
-        """How many runs each executor with room may claim now: idle workers less claims on their way."""
+        """How many runs each executor with room may claim now: idle workers less leases on their way."""
         with self._lock:
             in_transit = Counter(self._in_transit.values())
             rooms = {
-                executor: claim_limit(idle, in_transit[executor]) for executor, idle in self._idle.items()
+                executor: lease_limit(idle, in_transit[executor]) for executor, idle in self._idle.items()
             }
         return {executor: room for executor, room in rooms.items() if room > 0}
 
     # -- holding -----------------------------------------------------------------------------
 
-    def claimed(self, leases: Sequence[Lease], executor: str = THREADS) -> None:
-        """Hold new leases claimed for ``executor``'s pool (claim loop); on their way until ``arrived``."""
+    def acquired(self, leases: Sequence[Lease], executor: str = THREADS) -> None:
+        """Hold new leases claimed for ``executor``'s pool (lease loop); on their way until ``arrived``."""
         with self._lock:
             for lease in leases:
                 self._held[lease.seq] = Held(lease)
                 self._in_transit[lease.seq] = executor
 
     def arrived(self, leases: Sequence[Lease]) -> None:
-        """The scheduler has taken these claims (its idle counts will say so from now on)."""
+        """The scheduler has taken these leases (its idle counts will say so from now on)."""
         with self._lock:
             for lease in leases:
                 executor = self._in_transit.pop(lease.seq, None)
@@ -114,7 +114,7 @@ class LeaseBook:
             return self._held.get(seq)
 
     def attach(self, seq: int, task: Stoppable) -> None:
-        """The scheduler took the claimed run of row ``seq`` as ``task``."""
+        """The scheduler took the leased run of row ``seq`` as ``task``."""
         with self._lock:
             held = self._held.get(seq)
             if held is not None:
@@ -143,7 +143,7 @@ class LeaseBook:
                 held.declined = True
 
     def seqs(self) -> list[int]:
-        """The rows held (claim loop): a claim must not take one of them again (``SharedStore.claim_due``)."""
+        """The rows held (lease loop): a claim must not take one of them again (``SharedStore.claim_due``)."""
         with self._lock:
             return list(self._held)
 

@@ -1,6 +1,6 @@
 """``LeaseKeeper``: the thread that keeps a node's leases alive while their runs go on.
 
-A claimed run's lease ends ``lease`` seconds after it was taken unless renewed; then another
+A run's lease ends ``lease`` seconds after it was taken unless renewed; then another
 node may claim the run again. So while a node holds leases, this thread renews all of them
 every ``lease / 3`` seconds, in one statement on a connection of its own (``SharedStore.renew``
 never waits for the store's pool): a busy scheduler, a long save or a full pool can never let

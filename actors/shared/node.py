@@ -1,14 +1,14 @@
 """``SharedNode``: what makes a ``Scheduler`` one node of a schedule shared on a ``SharedStore``.
 
 With a shared store (PostgreSQL), durable tasks live in the database, not in any node: a node
-holds a durable task only while it holds the claim of one of its runs. The run's life here:
+holds a durable task only while it holds the lease of one of its runs. The run's life here:
 
-1. The claim loop (``actors/shared/claim_loop.py``) claims due runs, as many as the node has idle
+1. The lease loop (``actors/shared/lease_loop.py``) leases due runs, as many as the node has idle
    workers, and tells the scheduler actor ``Claimed``; the lease keeper
    (``actors/shared/lease_keeper.py``) renews their leases from then on.
-2. The actor (``take``) rebuilds each claimed task as a ``ClaimedTask`` and gives it to its
+2. The actor (``take``) rebuilds each leased task as a ``LeasedTask`` and gives it to its
    core, which hands it to a worker at once (it is due: the database's clock said so).
-3. The worker starts the run only if the store agrees (``ClaimedTask.try_start`` ->
+3. The worker starts the run only if the store agrees (``LeasedTask.try_start`` ->
    ``SharedStore.start``): a cancel committed by any node before that wins.
 4. When the run reports, the core decides what follows as for any durable task (next due time,
    counters, ledger row, events); being told ``durable_runs_once``, it gives the task back
@@ -38,23 +38,23 @@ from actors.core.timetable import Timetable
 from actors.errors import DuplicateTaskError, SchedulerShutdownError, StoreError
 from actors.runtime.base import tell_quietly
 from actors.runtime.durable import load, run_record, task_update
-from actors.shared.claim_loop import ClaimLoop
 from actors.shared.clock import DatabaseClock
 from actors.shared.lease_book import Held, LeaseBook
 from actors.shared.lease_keeper import LeaseKeeper
+from actors.shared.lease_loop import LeaseLoop
 from actors.shared.outcome_board import OutcomeBoard
 from actors.shared.plan import local_due, on_grid
 from actors.store.protocol import Lease, RunRecord, SharedStore, Store, TaskUpdate
 from actors.sync.threads import ThreadRegistry
 from messages import CancelledInStore, Claimed, EventKind, RetrySaves, TaskEvent
 
-__all__ = ["ClaimedTask", "SharedNode", "is_shared"]
+__all__ = ["LeasedTask", "SharedNode", "is_shared"]
 
 logger = logging.getLogger(__name__)
 
 
 def is_shared(store: Store) -> TypeGuard[SharedStore]:
-    """Whether ``store`` is a ``SharedStore`` (several schedulers may share it: claims, leases)."""
+    """Whether ``store`` is a ``SharedStore`` (several schedulers may share it: leases, fences)."""
     return all(callable(getattr(store, name, None)) for name in ("claim_due", "start", "save_outcomes"))
 
 
@@ -67,8 +67,8 @@ def _on_grid(update: TaskUpdate, held: Held) -> float | None:
     return on_grid(due, trigger["anchor"], trigger["rate"], ran=held.lease.task.next_due)
 
 
-class ClaimedTask(TaskRecord):
-    """A durable task's record while this node holds the claim of one of its runs."""
+class LeasedTask(TaskRecord):
+    """A durable task's record while this node holds the lease of one of its runs."""
 
     __slots__ = ("abandoned", "node")
 
@@ -87,12 +87,12 @@ class _Unsaved:
     updates: list[TaskUpdate]
     runs: list[RunRecord]
     events: list[TaskEvent]
-    ended: list[tuple[ClaimedTask, object]]
+    ended: list[tuple[LeasedTask, object]]
     retried: bool = False  # an attempt failed: maybe at its commit, which may have committed it
 
 
 class SharedNode:
-    """A scheduler's part in a shared store: claims, leases, fenced outcomes, and their threads."""
+    """A scheduler's part in a shared store: leases, fenced outcomes, and their threads."""
 
     def __init__(
         self, store: SharedStore, clock: DatabaseClock, *, workers: Mapping[str, int], history: int
@@ -112,18 +112,18 @@ class SharedNode:
         self.board = OutcomeBoard(history)
         self._workers = {executor: count for executor, count in workers.items() if count > 0}
         self._functions: dict[str, tuple[Callable[..., object], bool]] = {}  # load()'s cache
-        self._claims: ClaimLoop | None = None
+        self._lease_loop: LeaseLoop | None = None
         self._keeper: LeaseKeeper | None = None
         self._stop_listening: Callable[[], None] | None = None
         self._unsaved: list[_Unsaved] = []
-        self._retry_asked = False  # a RetrySaves is on its way (read by the claim loop)
+        self._retry_asked = False  # a RetrySaves is on its way (read by the lease loop)
         self._scheduler: pykka.ActorRef[Any] | None = None
         self.fenced_out = 0  # runs whose outcome the store refused (another node's stands)
 
     # -- lifecycle (scheduler thread) -------------------------------------------------------
 
     def start(self, scheduler: pykka.ActorRef[Any], threads: ThreadRegistry | None) -> None:
-        """Start the lease keeper, the claim loop and the store's listener.
+        """Start the lease keeper, the lease loop and the store's listener.
 
         Raises:
             StoreError: The listener could not connect.
@@ -131,7 +131,7 @@ class SharedNode:
         self._scheduler = scheduler
         self.book.set_idle(self._workers)  # every worker is idle at first
         self._keeper = LeaseKeeper(self.store, self.book, threads=threads)
-        self._claims = ClaimLoop(
+        self._lease_loop = LeaseLoop(
             self.store,
             self.book,
             self.clock,
@@ -140,27 +140,27 @@ class SharedNode:
             on_poll=self._on_poll,
         )
         self._keeper.start()
-        self._claims.start()
+        self._lease_loop.start()
         self._stop_listening = self.store.listen(self._hint)
 
     def _hint(self) -> None:
         """The listener's callback (its thread): cheap, and folds any number of hints into one wake."""
-        if self._claims is not None:
-            self._claims.wake()
+        if self._lease_loop is not None:
+            self._lease_loop.wake()
         if self._keeper is not None and len(self.book):
             self._keeper.wake()  # a run here may have been asked to stop
         self.board.changed()
 
     def _on_poll(self) -> None:
-        """The claim loop's poll (its thread): ask the scheduler to retry saving, if it must."""
+        """The lease loop's poll (its thread): ask the scheduler to retry saving, if it must."""
         if self._unsaved and not self._retry_asked and self._scheduler is not None:
             self._retry_asked = True
             tell_quietly(self._scheduler, RetrySaves())
 
     def shut_down(self) -> None:
         """The scheduler is shutting down: claim nothing more, give back every run not started."""
-        if self._claims is not None:
-            self._claims.stop(timeout=0.0)  # joined by close()
+        if self._lease_loop is not None:
+            self._lease_loop.stop(timeout=0.0)  # joined by close()
         self._give_back(self.book.unstarted())
 
     def close(self) -> None:
@@ -169,8 +169,8 @@ class SharedNode:
         A run still going (a stop by force) keeps its lease until the lease ends: another node
         then runs it again.
         """
-        if self._claims is not None:
-            self._claims.stop()
+        if self._lease_loop is not None:
+            self._lease_loop.stop()
         if self._keeper is not None:
             self._keeper.stop()
         if self._stop_listening is not None:
@@ -195,12 +195,12 @@ class SharedNode:
         try:
             self.store.release(leases)
         except StoreError as error:  # they end with their lease
-            logger.warning("could not give back %d claimed run(s): %s", len(leases), error)
+            logger.warning("could not give back %d leased run(s): %s", len(leases), error)
 
-    # -- claimed runs (scheduler thread) -----------------------------------------------------
+    # -- leased runs (scheduler thread) -----------------------------------------------------
 
     def take(self, message: Claimed, core: Timetable, now: float) -> None:
-        """Give the core the runs the claim loop claimed: they are due, so they start at once."""
+        """Give the core the runs the lease loop claimed: they are due, so they start at once."""
         leases = [lease for lease in message.leases if isinstance(lease, Lease)]
         self.book.arrived(leases)
         refused: list[Lease] = []
@@ -211,7 +211,7 @@ class SharedNode:
                     continue
                 if core.has(lease.task.task_id):  # a memory task of this node has that id
                     logger.warning(
-                        "claimed task %r has the id of a memory task here; left to other nodes",
+                        "leased task %r has the id of a memory task here; left to other nodes",
                         lease.task.task_id,
                     )
                     self.book.decline(lease.seq)  # not renewed, not claimed again here: it ends in time
@@ -222,10 +222,10 @@ class SharedNode:
                         lease.task,
                         wall_offset=offset,
                         functions=self._functions,
-                        record=ClaimedTask,
+                        record=LeasedTask,
                         location=self.store.location,
                     )
-                    assert isinstance(task, ClaimedTask)
+                    assert isinstance(task, LeasedTask)
                     task.node, task.abandoned = self, False
                     task.due_at = local_due(task.due_wall, core.wall_offset, now)
                     core.add(task, now=now)
@@ -233,12 +233,12 @@ class SharedNode:
                 except (DuplicateTaskError, SchedulerShutdownError):
                     refused.append(lease)
                 except Exception:  # a row this version cannot read: leave it to its lease's end
-                    logger.exception("claimed task %r cannot be loaded", lease.task.task_id)
+                    logger.exception("leased task %r cannot be loaded", lease.task.task_id)
                     self.book.decline(lease.seq)
         self._give_back(refused)
 
-    def start_run(self, task: ClaimedTask, one_time: bool) -> bool:
-        """Ask the store whether the claimed run may start (worker thread); record when it did."""
+    def start_run(self, task: LeasedTask, one_time: bool) -> bool:
+        """Ask the store whether the leased run may start (worker thread); record when it did."""
         seq = task.store_seq
         held = None if seq is None else self.book.get(seq)
         if seq is None or held is None or held.lost:
@@ -258,19 +258,19 @@ class SharedNode:
     # -- outcomes (scheduler thread) ---------------------------------------------------------
 
     def save(self, effects: Effects, core: Timetable) -> None:
-        """Save the outcomes of claimed runs under their fences; their events wait for the commit.
+        """Save the outcomes of leased runs under their fences; their events wait for the commit.
 
-        Each claimed task is saved once, as its claim ends. ``CANCELLED`` events of claimed
+        Each leased task is saved once, as its lease ends. ``CANCELLED`` events of leased
         tasks are dropped: on a shared store the node whose cancel won publishes it
         (``cancelled_in_store``). Events of a run whose outcome was refused are dropped too,
         and those of outcomes the store could not take wait for ``retry_saves``.
         """
-        claimed = {task.task_id: task for task in effects.saves if isinstance(task, ClaimedTask)}
-        if not claimed:
+        leased = {task.task_id: task for task in effects.saves if isinstance(task, LeasedTask)}
+        if not leased:
             return
         updates: list[TaskUpdate] = []
         abandoned: list[Lease] = []
-        for task in claimed.values():
+        for task in leased.values():
             held = None if task.store_seq is None else self.book.get(task.store_seq)
             if held is not None and task.abandoned:
                 abandoned.append(held.lease)  # never started: give it back (or let it end)
@@ -282,16 +282,16 @@ class SharedNode:
         self._give_back(abandoned)
         saving = {update.task_id for update in updates}
         runs = [self._run_record(outcome, core) for outcome in effects.ledger]
-        ended = [(t, v) for t, v in effects.finished if isinstance(t, ClaimedTask) and t.task_id in saving]
+        ended = [(t, v) for t, v in effects.finished if isinstance(t, LeasedTask) and t.task_id in saving]
         waiting = [e for e in effects.events if e.task_id in saving and e.kind is not EventKind.CANCELLED]
         saved_runs = [run for run in runs if run is not None and run.task_id in saving]
         refused = self._commit(_Unsaved(updates, saved_runs, waiting, ended)) if updates else set()
         published = set() if refused is None else {id(e) for e in waiting if e.task_id not in refused}
-        effects.events[:] = [e for e in effects.events if e.task_id not in claimed or id(e) in published]
+        effects.events[:] = [e for e in effects.events if e.task_id not in leased or id(e) in published]
 
     def _run_record(self, outcome: RunOutcome, core: Timetable) -> RunRecord | None:
         task = outcome.task
-        if not isinstance(task, ClaimedTask) or task.store_seq is None:
+        if not isinstance(task, LeasedTask) or task.store_seq is None:
             return None
         record = run_record(outcome, wall_offset=core.wall_offset)
         held = self.book.get(task.store_seq)
@@ -354,10 +354,10 @@ class SharedNode:
         return events
 
     def after_message(self, core: Timetable) -> None:
-        """Tell the claim loop how many workers are idle (after each message); wake it for more room."""
+        """Tell the lease loop how many workers are idle (after each message); wake it for more room."""
         idle = {executor: core.idle_count(executor) for executor in self._workers}
-        if self.book.set_idle(idle) and self._claims is not None:
-            self._claims.wake_for_room()
+        if self.book.set_idle(idle) and self._lease_loop is not None:
+            self._lease_loop.wake_for_room()
 
     # -- cancels (scheduler thread) ----------------------------------------------------------
 
@@ -375,13 +375,13 @@ class SharedNode:
         return True, self.cancelled_in_store(CancelledInStore(task_id, None, interrupt), core, now)
 
     def cancelled_in_store(self, message: CancelledInStore, core: Timetable, now: float) -> TaskEvent | None:
-        """This node's cancel of a durable task was committed: stop its claimed run, if any, and say so.
+        """This node's cancel of a durable task was committed: stop its leased run, if any, and say so.
 
         Returns the ``CANCELLED`` event to publish (``None`` if nobody listens for it).
         """
         task = core.tasks.get(message.task_id)
         name = message.name
-        if isinstance(task, ClaimedTask):
+        if isinstance(task, LeasedTask):
             name = name or task.name
             # A run not started yet never starts here; one in progress is asked to stop, if told.
             core.cancel(message.task_id, now=now, interrupt=message.interrupt)

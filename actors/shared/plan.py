@@ -1,6 +1,6 @@
 """The decisions of a shared store's node, as arithmetic: pure, so they are tested without threads.
 
-A node of a shared store (``actors/shared/node.py``) claims due runs, keeps their leases and
+A node of a shared store (``actors/shared/node.py``) leases due runs, keeps their leases and
 sleeps between claims. What it decides, it decides here, from numbers it is given (seconds;
 ``now`` comes in, no clock is read): how many runs to claim, how long to sleep, when to renew,
 and how its own clocks relate to the database's.
@@ -14,7 +14,7 @@ __all__ = [
     "HINTED_RENEWAL_GAP",
     "RENEWALS_PER_LEASE",
     "ClockSample",
-    "claim_limit",
+    "lease_limit",
     "local_due",
     "on_grid",
     "poll_delay",
@@ -32,8 +32,8 @@ HINTED_RENEWAL_GAP: Final = 0.05
 _FIRST_PAUSE: Final = 0.05  # seconds after a first failed call to the store; doubles, up to poll
 
 
-def claim_limit(idle: int, in_transit: int) -> int:
-    """How many due runs to claim: one per idle worker, less the claims not yet handed over."""
+def lease_limit(idle: int, in_transit: int) -> int:
+    """How many due runs to claim: one per idle worker, less the leases not yet handed over."""
     return max(0, idle - in_transit)
 
 
@@ -66,10 +66,10 @@ def store_retry_pause(failures: int, poll: float) -> float:
 
 
 def local_due(due_wall: float | None, wall_offset: float, now: float) -> float:
-    """The clock time a claimed run is due at: its database due time on this clock, never later than now.
+    """The clock time a leased run is due at: its database due time on this clock, never later than now.
 
     The claim says it is due on the database's clock; what this node believes of that clock
-    may be off by a little, and a claimed run must not wait for the difference.
+    may be off by a little, and a leased run must not wait for the difference.
     """
     if due_wall is None:
         return now
@@ -83,7 +83,7 @@ def on_grid(due: float, anchor: float, interval: float, ran: float | None = None
     the clocks as it is then; if that offset moved during the run (a better reading of the
     database's clock), the slot would be off its grid by as much. The slot number is right:
     this takes the grid point nearest to ``due``; but never the slot ``ran`` (the claimed
-    slot that just ran) or one before it. A claimed run starts at once, on the database's
+    slot that just ran) or one before it. A leased run starts at once, on the database's
     word that it is due: where this node's reading of that clock is behind by more than half
     an interval, the core sees the run start a slot early, and would plan the slot it just
     ran as the next one (a fast task would run that slot twice).

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Any
 
 from actors.errors import RemoteRunError
 from actors.references import parse_reference
@@ -19,13 +19,6 @@ from actors.store.protocol import RunInFlight, StoredTask
 from messages import Cron, FixedDelay, FixedRate, Once, TaskInfo, TaskStatus, Trigger
 
 __all__ = ["info_of", "name_of"]
-
-_STATUS: Final = {
-    "scheduled": TaskStatus.SCHEDULED,
-    "completed": TaskStatus.COMPLETED,
-    "failed": TaskStatus.FAILED,
-    "cancelled": TaskStatus.CANCELLED,
-}
 
 
 def name_of(row: StoredTask) -> str:
@@ -41,7 +34,7 @@ def info_of(row: StoredTask, flight: RunInFlight | None, *, wall_offset: float) 
     stored times into clock times.
     """
     options: dict[str, Any] = json.loads(row.options_json)
-    status = _STATUS[row.status]
+    status = TaskStatus(row.status)  # a stored status is a TaskStatus's value
     if flight is not None and flight.seq != row.seq:
         flight = None
     if status is TaskStatus.SCHEDULED and flight is not None and flight.started:

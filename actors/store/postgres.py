@@ -420,7 +420,7 @@ class PostgresStore:
             self._live()  # a closed store still says so
             return []
         return self._read(
-            "claim_due", lambda db: writes.claim(db, limit, names, self._node, self._lease, kinds, seqs)
+            "claim_due", lambda db: writes.acquire(db, limit, names, self._node, self._lease, kinds, seqs)
         )
 
     def renew(self, leases: Sequence[Lease]) -> list[Lease]:
@@ -438,7 +438,7 @@ class PostgresStore:
         return renewals.run("renew", lambda db: writes.renew(db, leases, self._node, self._lease))
 
     def start(self, lease: Lease, *, seal: bool) -> float | None:
-        """Record that the claimed run of ``lease`` starts; see ``SharedStore.start``. Any thread.
+        """Record that the leased run of ``lease`` starts; see ``SharedStore.start``. Any thread.
 
         Repeatable after a lost connection: starting twice under one lease is starting once.
         """

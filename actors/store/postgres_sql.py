@@ -199,7 +199,7 @@ DB_NOW: Final = f"SELECT {NOW}"
 # as expired when it is not one of those, whatever its lease says (an orphan: claimed by a
 # call whose answer was lost, or given back by a release that failed), and never when it is
 # (its run is on this node, whose keeper renews it: claiming it again would run it twice).
-_CLAIM: Final = """
+_ACQUIRE: Final = """
     WITH free AS MATERIALIZED (
         SELECT seq, next_due FROM task
          WHERE status = 'scheduled' AND owner IS NULL AND next_due <= {now}{only}
@@ -244,7 +244,7 @@ def _limited(statement: str, **values: str) -> dict[tuple[bool, bool], str]:
     }
 
 
-CLAIMS: Final = _limited(_CLAIM, now=NOW, returned=_RETURNED)
+ACQUIRES: Final = _limited(_ACQUIRE, now=NOW, returned=_RETURNED)
 
 RENEW: Final = f"""
     UPDATE task SET lease_until = {NOW} + %(lease)s
@@ -252,7 +252,7 @@ RENEW: Final = f"""
      WHERE task.seq = held.seq AND task.fence = held.fence AND task.owner = %(node)s
     RETURNING task.seq, task.fence, task.lease_until, {NOW},
               coalesce(task.interrupt_fence = task.fence, false)"""
-# The start of a claimed run: the row must still be held with this lease and still be
+# The start of a leased run: the row must still be held with this lease and still be
 # scheduled (a cancel from any node committed before this wins: the run does not start). It
 # renews the lease, and records the start (sealed too, for a run a cancel can no longer stop).
 START: Final = f"""

@@ -197,7 +197,7 @@ def _rounds(updates: Sequence[TaskUpdate]) -> list[list[int]]:
     return rounds
 
 
-def claim(
+def acquire(
     db: Connection,
     limit: int,
     importable: list[str] | None,
@@ -219,7 +219,7 @@ def claim(
         "adopt": held is not None,
         "held": held or [],
     }
-    rows = db.execute(q.CLAIMS[importable is not None, executors is not None], params).fetchall()
+    rows = db.execute(q.ACQUIRES[importable is not None, executors is not None], params).fetchall()
     leases = [
         Lease(
             task=q.task_from_row(row[:_TASK_FIELDS]),
@@ -230,7 +230,7 @@ def claim(
         )
         for row in rows
     ]
-    # RETURNING comes in no particular order; claimed rows are due, so next_due is set.
+    # RETURNING comes in no particular order; leased rows are due, so next_due is set.
     leases.sort(key=lambda lease: (lease.task.next_due, lease.task.seq))
     return leases
 

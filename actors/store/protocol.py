@@ -26,6 +26,9 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal, Protocol, final, get_args, runtime_checkable
 
+from messages.events import TERMINAL_STATUSES as TERMINAL_TASK_STATUSES
+from messages.events import StoredStatus
+
 __all__ = [
     "LIVE_STATUS",
     "STATUSES",
@@ -44,16 +47,10 @@ __all__ = [
     "TaskUpdate",
 ]
 
-StoredStatus = Literal["scheduled", "completed", "failed", "cancelled"]
-"""A stored task's status: the values of ``messages.TaskStatus`` except ``running``.
-
-A running task stays ``scheduled`` in the store: if the process dies mid-run, the task is
-still live after a restart, and the scheduler decides what its interrupted run means.
-"""
-
 STATUSES: Final[frozenset[str]] = frozenset(get_args(StoredStatus))
 LIVE_STATUS: Final = "scheduled"
-TERMINAL_STATUSES: Final[frozenset[str]] = STATUSES - {LIVE_STATUS}
+TERMINAL_STATUSES: Final[frozenset[str]] = frozenset(status.value for status in TERMINAL_TASK_STATUSES)
+"""The values of ``messages.TERMINAL_STATUSES``: the stored statuses a row never leaves."""
 
 IfExists = Literal["error", "keep", "replace"]
 """What ``Store.add`` does when the task id is live: raise, keep the stored row, or replace it."""
@@ -385,14 +382,14 @@ class Store(StoreReader, Protocol):
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Lease:
-    """A claimed run: the right to run ``task`` once, held by ``owner`` until ``expires``.
+    """A leased run: the right to run ``task`` once, held by ``owner`` until ``expires``.
 
     Only the node that holds the lease may commit the run's outcome: it passes ``fence`` in
     its ``TaskUpdate``, and the store refuses the update once another node has claimed the
     row again (which bumps the fence), so a node that lost its lease cannot commit anything.
 
     Attributes:
-        task: The row as claimed; its ``next_due`` is the due time of the claimed run.
+        task: The row as claimed; its ``next_due`` is the due time of the leased run.
         fence: The row's fence after this claim (each claim adds one).
         owner: The node that holds the lease (``SharedStore.node``).
         expires: When the lease ends unless renewed (UTC epoch seconds, database clock).
@@ -410,7 +407,7 @@ class Lease:
 
     @property
     def seq(self) -> int:
-        """The claimed row's incarnation (``task.seq``)."""
+        """The leased row's incarnation (``task.seq``)."""
         return self.task.seq
 
 
@@ -483,7 +480,7 @@ class SharedStore(Store, Protocol):
     ) -> list[Lease]:
         """Claim up to ``limit`` due rows that nobody holds, in ``(next_due, seq)`` order.
 
-        One statement: each claimed row is owned by this node for ``lease`` seconds with its
+        One statement: each leased row is owned by this node for ``lease`` seconds with its
         fence bumped. A row is due when it is live and its ``next_due`` is at or before the
         database's ``now()``; it is free when no node owns it or its lease has expired. Rows
         another node is claiming at the same moment are skipped, never waited for.
@@ -534,7 +531,7 @@ class SharedStore(Store, Protocol):
         """
 
     def start(self, lease: Lease, *, seal: bool) -> float | None:
-        """Record that the claimed run of ``lease`` starts now; say whether it may.
+        """Record that the leased run of ``lease`` starts now; say whether it may.
 
         Call it just before the run starts. It may if the row is still held with this lease
         and still scheduled: a cancel from any node committed before this call wins, and the

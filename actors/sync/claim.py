@@ -29,11 +29,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
-__all__ = ["ABANDONED", "FREE", "INTERRUPTED", "NOT_STOPPED", "TIMED_OUT", "Claim"]
+__all__ = ["ABANDONED", "INTERRUPTED", "NOT_STOPPED", "TIMED_OUT", "UNTAKEN", "Claim"]
 
 
-FREE: Final = b"\x01"
-"""A free claim's one byte."""
+UNTAKEN: Final = b"\x01"
+"""An untaken claim's one byte (not ``FREE``: that is a token's state)."""
 
 NOT_STOPPED: Final = 0
 """No stop was requested."""
@@ -62,7 +62,7 @@ class Claim(bytearray):
     @classmethod
     def free(cls) -> Claim:
         """A free claim of a run nobody asked to stop."""
-        claim = cls(FREE)
+        claim = cls(UNTAKEN)
         claim.stop = NOT_STOPPED
         claim.run_ended = False
         claim.waker = None

@@ -21,7 +21,7 @@ class Role(enum.Enum):
     TIMER = "timer"
     ABANDONED = "abandoned worker"
     """A worker left to a hung run (``timeout`` + ``hung_grace``): a daemon nobody waits for."""
-    NODE = "shared-store node"  # a node's claim loop and lease keeper (actors/shared/node.py)
+    NODE = "shared-store node"  # a node's lease loop and lease keeper (actors/shared/node.py)
 
 
 class ThreadRegistry:

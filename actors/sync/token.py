@@ -7,6 +7,10 @@ them makes one *move* on the task's token; a move is one check-and-set under ``_
 exactly one of two racing moves wins, and each party learns from its own move's result. Nobody
 decides by looking at a token: the scheduler's core treats a move's result as an input.
 
+``TokenState`` is the token's machine, not a second account of the task's state (that is
+``State``, in ``actors/core/task_state.py``, which also says how the two relate: a task's token
+has ended, ``FINISHED`` or ``DETACHED``, exactly when its ``State`` is final; ``TOKEN_AT_END``).
+
 The state table (``TRANSITIONS`` below is this table as data). A cell is the state the move
 leads to; "-" means the move fails and nothing changes, "=" that it succeeds and the state stays:
 
@@ -76,7 +80,10 @@ __all__ = [
 
 
 class TokenState(enum.IntEnum):
-    """Where a task's token is (an ``IntEnum``: compared and hashed in C on the hot path)."""
+    """Where a task's token is: whether a run may start, a cancel win (an ``IntEnum``: compared in C).
+
+    Its relation to the task's ``State``: ``actors/core/task_state.py``.
+    """
 
     FREE = 0
     RUNNING = 1

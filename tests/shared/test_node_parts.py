@@ -1,5 +1,5 @@
 """The parts of a shared store's node on their own, without a server: its arithmetic, its lease
-book, its claim loop against a stand-in store, and how a stored row reads as a ``TaskInfo``."""
+book, its lease loop against a stand-in store, and how a stored row reads as a ``TaskInfo``."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from actors import DatabaseClock, FakeClock, MonotonicClock, RemoteRunError
-from actors.shared.claim_loop import ClaimLoop, Importable
 from actors.shared.lease_book import LeaseBook
+from actors.shared.lease_loop import Importable, LeaseLoop
 from actors.shared.plan import (
     ClockSample,
-    claim_limit,
+    lease_limit,
     local_due,
     on_grid,
     poll_delay,
@@ -68,9 +68,9 @@ def lease(seq: int = 1, fence: int = 1, **changes: Any) -> Lease:
 
 
 def test_claims_never_exceed_the_idle_workers_less_those_on_their_way() -> None:
-    assert claim_limit(4, 0) == 4
-    assert claim_limit(4, 3) == 1
-    assert claim_limit(2, 5) == 0
+    assert lease_limit(4, 0) == 4
+    assert lease_limit(4, 3) == 1
+    assert lease_limit(2, 5) == 0
 
 
 @pytest.mark.parametrize("jitter", [0.0, 0.3, 0.999, -1.0, 2.0])
@@ -101,7 +101,7 @@ def test_a_fixed_rate_slot_goes_back_on_its_grid() -> None:
 
 
 def test_the_next_fixed_rate_slot_is_never_the_claimed_slot_that_just_ran() -> None:
-    # The node's reading of the database's clock was 7 ms behind: the core saw the claimed run
+    # The node's reading of the database's clock was 7 ms behind: the core saw the leased run
     # start 7 ms before its slot, so a quick run planned that very slot (T0 + 60.0) again.
     assert on_grid(T0 + 60.0 - 0.001, T0, 0.01, ran=T0 + 60.0) == pytest.approx(T0 + 60.01)
     assert on_grid(T0 + 59.0, T0, 1.0, ran=T0 + 60.0) == T0 + 61.0  # or one before it
@@ -168,12 +168,12 @@ def test_the_book_counts_room_claims_on_their_way_and_what_was_started() -> None
     book = LeaseBook()
     assert book.set_idle({"thread": 4, "process": 0}) is True
     assert book.set_idle({"thread": 3, "process": 0}) is False
-    book.claimed([lease(1), lease(2)], "thread")
+    book.acquired([lease(1), lease(2)], "thread")
     assert book.rooms() == {"thread": 1}  # no room in the process pool: it has no worker
     book.arrived([lease(1), lease(2)])  # the scheduler has them: its idle count will say so
     assert book.rooms() == {"thread": 1}
     assert book.set_idle({"thread": 1, "process": 2}) is True
-    book.claimed([lease(3)], "process")
+    book.acquired([lease(3)], "process")
     assert book.rooms() == {"thread": 1, "process": 1}  # each pool's room is its own
     book.start(1, T0 + 1)
     assert [held.seq for held in book.unstarted()] == [2, 3]
@@ -183,7 +183,7 @@ def test_the_book_counts_room_claims_on_their_way_and_what_was_started() -> None
 
 def test_renewals_mark_lost_leases_and_ask_stopped_runs_once() -> None:
     book = LeaseBook()
-    book.claimed([lease(1), lease(2), lease(3)])
+    book.acquired([lease(1), lease(2), lease(3)])
     stopped: list[int] = []
 
     class Run:
@@ -210,7 +210,7 @@ def test_renewals_mark_lost_leases_and_ask_stopped_runs_once() -> None:
 
 def test_a_lease_whose_outcome_is_being_saved_is_still_renewed_and_never_called_lost() -> None:
     book = LeaseBook()
-    book.claimed([lease(1), lease(2)])
+    book.acquired([lease(1), lease(2)])
     book.saving([1, 2])
     asked = book.renewable()
     assert [held.seq for held in asked] == [1, 2]  # a save may wait longer than a lease
@@ -223,11 +223,11 @@ def test_a_lease_whose_outcome_is_being_saved_is_still_renewed_and_never_called_
     assert sorted(book.seqs()) == [1, 2]
 
 
-# -- the claim loop, against a stand-in store ----------------------------------------------------------
+# -- the lease loop, against a stand-in store ----------------------------------------------------------
 
 
 class StandInStore:
-    """Just what the claim loop calls; every due row is claimable at once."""
+    """Just what the lease loop calls; every due row is claimable at once."""
 
     lease = 30.0
     poll = 0.05
@@ -268,10 +268,10 @@ class StandInStore:
         raise AssertionError("nothing is given back here")
 
 
-def start_loop(store: StandInStore, book: LeaseBook, deliver: Callable[[list[Lease]], bool]) -> ClaimLoop:
+def start_loop(store: StandInStore, book: LeaseBook, deliver: Callable[[list[Lease]], bool]) -> LeaseLoop:
     clock = DatabaseClock(MonotonicClock(), store.db_now)
     clock.sample()
-    loop = ClaimLoop(
+    loop = LeaseLoop(
         store,  # type: ignore[arg-type]
         book,
         clock,

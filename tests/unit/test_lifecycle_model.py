@@ -44,6 +44,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from actors.core.retry import Retry
 from actors.core.task_record import TaskRecord, TaskSpec
+from actors.core.task_state import FINAL_STATES, TOKEN_AT_END
 from actors.core.timetable import Timetable
 from actors.errors import (
     DependencyFailedError,
@@ -839,6 +840,18 @@ class LifecycleMachine(RuleBasedStateMachine):
     def same_tokens(self) -> None:
         for task in self.model.tasks:
             assert task["record"].token_state.name.lower() == task["token"], task["id"]
+
+    @invariant()
+    def token_ends_with_its_task(self) -> None:
+        """``TOKEN_AT_END`` holds after every step: a task's token has ended iff its state is final."""
+        for task in self.model.tasks:
+            record: TaskRecord | None = task["record"]
+            if record is None:
+                continue
+            if record.state in FINAL_STATES:
+                assert record.token_state is TOKEN_AT_END[record.state], task["id"]
+            else:
+                assert record.token_state not in TOKEN_AT_END.values(), task["id"]
 
     @invariant()
     def same_due_and_idle(self) -> None:

@@ -2,11 +2,27 @@
 
 from __future__ import annotations
 
+from typing import get_args
+
 import pytest
 
 from actors.core.task_record import TaskRecord
-from actors.core.task_state import FINAL_STATUS, TRANSITIONS, State, move_to
+from actors.core.task_state import (
+    FINAL_STATES,
+    FINAL_STATUS,
+    STATUS,
+    STORED_FOR_STATUS,
+    STORED_STATUS,
+    TOKEN_AT_END,
+    TRANSITIONS,
+    State,
+    move_to,
+    status_of,
+)
 from actors.errors import InvalidTransitionError
+from actors.store import LIVE_STATUS, STATUSES, TERMINAL_STATUSES, StoredStatus
+from actors.sync import token
+from messages import TERMINAL_STATUSES as TERMINAL_TASK_STATUSES
 from messages import TaskStatus
 from tests.unit.helpers import noop
 
@@ -112,3 +128,40 @@ def test_what_each_state_shows(state: State, running: bool, shown: TaskStatus) -
     assert info.status is shown
     assert info.next_run_at == (0.0 if shown is TaskStatus.SCHEDULED else None)  # detached: in the store
     assert (info.end_reason is None) is (state not in FINAL_STATUS)
+
+
+def test_every_state_shows_exactly_one_status() -> None:
+    assert set(STATUS) == set(State)
+    assert set(STATUS.values()) == set(TaskStatus)  # RUNNING: CANCELLING, or HANDED with its worker on it
+    for state in State:
+        assert status_of(state, running=False) is STATUS[state]
+        assert status_of(state, running=True) is (TaskStatus.RUNNING if state is HANDED else STATUS[state])
+
+
+def test_the_final_states_show_the_terminal_statuses_and_detached() -> None:
+    assert set(FINAL_STATES) == set(FINAL_STATUS)
+    assert {state: STATUS[state] for state in FINAL_STATES} == FINAL_STATUS
+    assert {STATUS[s] for s in FINAL_STATES - {DETACHED}} == TERMINAL_TASK_STATUSES
+    assert not {STATUS[s] for s in set(State) - FINAL_STATES} & TERMINAL_TASK_STATUSES
+
+
+def test_every_state_is_stored_as_its_status() -> None:
+    assert set(STORED_FOR_STATUS) == set(TaskStatus)
+    for status, stored in STORED_FOR_STATUS.items():
+        assert stored in STATUSES
+        assert stored == (status.value if status in TERMINAL_TASK_STATUSES else LIVE_STATUS)
+        assert TaskStatus(stored) is (status if status in TERMINAL_TASK_STATUSES else TaskStatus.SCHEDULED)
+    assert {state: STORED_FOR_STATUS[STATUS[state]] for state in State} == STORED_STATUS
+    assert {STORED_STATUS[s] for s in FINAL_STATES - {DETACHED}} == TERMINAL_STATUSES
+
+
+def test_the_stored_statuses_are_defined_once() -> None:
+    assert set(get_args(StoredStatus)) == STATUSES == TERMINAL_STATUSES | {LIVE_STATUS}
+    assert {status.value for status in TERMINAL_TASK_STATUSES} == TERMINAL_STATUSES
+    assert set(STORED_FOR_STATUS.values()) == STATUSES
+
+
+def test_a_final_state_has_an_ended_token_and_a_live_one_never() -> None:
+    ended = {s for s in token.TokenState if not any((s, move) in token.TRANSITIONS for move in token.Move)}
+    assert set(TOKEN_AT_END) == FINAL_STATES
+    assert set(TOKEN_AT_END.values()) == ended == {token.FINISHED, token.DETACHED}

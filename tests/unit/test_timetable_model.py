@@ -36,6 +36,7 @@ from actors.core.due_heap import COMPACT_MIN_STALE
 from actors.core.effects import Effects
 from actors.core.parked import Batch, Parcel
 from actors.core.task_record import PLAIN, TaskRecord
+from actors.core.task_state import FINAL_STATES, TOKEN_AT_END
 from actors.core.timetable import Timetable
 from actors.errors import DuplicateTaskError, SchedulerShutdownError, WorkerLostError
 from messages import (
@@ -816,6 +817,18 @@ class TimetableMachine(RuleBasedStateMachine):
             assert record.token_state.name.lower() == task["token"], task["id"]
             if task["token"] == "finished":
                 assert record.outcome == task["outcome"]
+
+    @invariant()
+    def token_ends_with_its_task(self) -> None:
+        """``TOKEN_AT_END`` holds after every step: a task's token has ended iff its state is final."""
+        for task in self.model.tasks:
+            record: TaskRecord | None = task["record"]
+            if record is None:
+                continue
+            if record.state in FINAL_STATES:
+                assert record.token_state is TOKEN_AT_END[record.state], task["id"]
+            else:
+                assert record.token_state not in TOKEN_AT_END.values(), task["id"]
 
     @invariant()
     def same_running(self) -> None:

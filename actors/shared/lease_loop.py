@@ -1,6 +1,6 @@
-"""``ClaimLoop``: the thread that claims due runs for a node of a shared store.
+"""``LeaseLoop``: the thread that leases due runs for a node of a shared store.
 
-It sleeps until something may be claimable, then claims due runs (``SharedStore.claim_due``),
+It sleeps until something may be claimable, then leases due runs (``SharedStore.claim_due``),
 only of functions the node can import and, per executor (the thread pool, the process pool),
 only as many as that pool has idle workers, so a node without worker processes never claims
 an ``executor="process"`` run; and hands the leases to the scheduler actor. What wakes it:
@@ -46,7 +46,7 @@ from actors.shared.plan import poll_delay, sleep_for, store_retry_pause
 from actors.store.protocol import Lease, SharedStore
 from actors.sync.threads import Role, ThreadRegistry
 
-__all__ = ["ClaimLoop", "Importable"]
+__all__ = ["Importable", "LeaseLoop"]
 
 logger = logging.getLogger(__name__)
 
@@ -64,7 +64,7 @@ node's transaction holds it for a moment): so the loop never spins on the store.
 class Importable:
     """The function references a node can import, learnt from the store's lean change feed.
 
-    Used by the claim loop's thread only.
+    Used by the lease loop's thread only.
     """
 
     def __init__(self, can_import: Callable[[str], bool] | None = None) -> None:
@@ -99,7 +99,7 @@ def _resolves(ref: str) -> bool:
     return True
 
 
-class ClaimLoop:
+class LeaseLoop:
     """Claims due runs into a ``LeaseBook`` and delivers them, on its own daemon thread.
 
     ``start``, ``stop``, ``wake`` and ``wake_for_room`` may be called from any thread.
@@ -150,8 +150,8 @@ class ClaimLoop:
         self._room = False  # a worker fell idle (a wake-up not to hold back)
         self._stepped = -math.inf  # when the loop last looked (this clock)
         self._stopped = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="claim-loop", daemon=True)
-        self.claims = 0  # claim statements sent (read by tests and stats)
+        self._thread = threading.Thread(target=self._run, name="lease-loop", daemon=True)
+        self.acquisitions = 0  # claim_due statements sent (for tests and stats)
 
     def start(self) -> None:
         """Start the thread."""
@@ -196,12 +196,12 @@ class ClaimLoop:
             except StoreError as error:
                 failures += 1
                 log = logger.warning if failures == 1 else logger.info
-                log("claim loop: the store failed (%d in a row): %s", failures, error)
+                log("lease loop: the store failed (%d in a row): %s", failures, error)
                 self._hinted = True  # read the references again once it answers
                 self._more_due = True  # and claim at once: a claim whose answer was lost left orphans
                 timeout = store_retry_pause(failures, self._poll)
             except Exception:  # a bug must not end the claiming
-                logger.exception("claim loop failed; it carries on")
+                logger.exception("lease loop failed; it carries on")
                 timeout = self._poll
             if self._event.wait(timeout):
                 self._event.clear()
@@ -232,9 +232,9 @@ class ClaimLoop:
             for executor in executors:  # one claim per pool, each no larger than its room
                 room = rooms[executor]
                 leases = self._store.claim_due(room, names, [executor], held=self._book.seqs())
-                self.claims += 1
+                self.acquisitions += 1
                 if leases:
-                    self._book.claimed(leases, executor)
+                    self._book.acquired(leases, executor)
                     if not self._deliver(leases):
                         self._give_back(leases)
                         return self._poll
@@ -254,4 +254,4 @@ class ClaimLoop:
         try:
             self._store.release(leases)
         except StoreError as error:  # they end with their lease
-            logger.warning("could not give back %d claimed run(s): %s", len(leases), error)
+            logger.warning("could not give back %d leased run(s): %s", len(leases), error)

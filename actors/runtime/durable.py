@@ -35,11 +35,19 @@ from actors.core.cron import CronSchedule
 from actors.core.effects import RunOutcome
 from actors.core.parked import Batch, ParkedTasks, StandIn
 from actors.core.retry import Retry
-from actors.core.task_record import PLAIN, PROCESSES, THREADS, Failures, Recurrence, TaskRecord, TaskSpec
+from actors.core.task_record import (
+    PLAIN,
+    PROCESSES,
+    THREADS,
+    Failures,
+    Recurrence,
+    TaskRecord,
+    TaskSpec,
+    makes_coroutine,
+)
 from actors.core.task_state import STORED_STATUS
 from actors.errors import StoreError
 from actors.references import LazyReference, parse_reference, resolve_stored
-from actors.runtime.limits import is_coroutine_function
 from actors.store.protocol import RunRecord, StoredTask, TaskDefinition, TaskUpdate
 from messages import Cron, FixedDelay, FixedRate
 from messages.commands import EMPTY_KWARGS
@@ -487,7 +495,7 @@ def _function(
             fn: Callable[..., object] = resolve_stored(fn_ref)
         except Exception:  # an import runs user code, which may raise anything
             fn = LazyReference(fn_ref)  # each run raises the ImportError, as a failed run
-        known = functions[fn_ref] = (fn, is_coroutine_function(fn))
+        known = functions[fn_ref] = (fn, makes_coroutine(fn))
     return known
 
 

@@ -37,7 +37,6 @@ from actors.core.parked import Batch, Parcel
 from actors.core.retry import Retry
 from actors.core.task_record import (
     INLINE,
-    PLAIN,
     PROCESSES,
     THREADS,
     Recurrence,
@@ -833,7 +832,7 @@ class Scheduler:
             after=after,
             delay=delay if after else 0.0,
         )
-        return PLAIN if spec.plain else spec
+        return spec.or_plain()
 
     def _submit(
         self,

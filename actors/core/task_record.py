@@ -162,6 +162,7 @@ class TaskSpec:
         "failure_limit",
         "misfire_grace",
         "on_wall",
+        "plain",
         "plain_run",
         "retry",
         "single_start",
@@ -199,11 +200,8 @@ class TaskSpec:
         self.plain_run = retry is None and timeout is None and not coroutine
         # Whether a run takes the task's token for good as it starts (a one-time task never retried).
         self.single_start = trigger is None and retry is None
-
-    @property
-    def plain(self) -> bool:
-        """Whether this spec asks for nothing beyond one run on a thread (``PLAIN`` can stand for it)."""
-        return (
+        # Whether it asks for nothing beyond one run on a thread (PLAIN can stand for it).
+        self.plain = (
             self.trigger is None
             and self.failure_limit is None
             and self.executor == THREADS
@@ -214,6 +212,10 @@ class TaskSpec:
             and not self.coroutine
             and not self.after
         )
+
+    def or_plain(self) -> TaskSpec:
+        """``PLAIN`` if it stands for this spec (one spec shared by every plain task), else this spec."""
+        return PLAIN if self.plain else self
 
     def __repr__(self) -> str:
         return (
@@ -301,9 +303,7 @@ class TaskRecord(Token):
         recurring = None if isinstance(trigger, Once) else trigger
         if isinstance(recurring, FixedRate | FixedDelay):
             recurring = recurring.resolved(now)  # a relative start counts from now
-        spec = TaskSpec(recurring, cmd.max_consecutive_failures, coroutine=makes_coroutine(cmd.fn))
-        if spec.plain:
-            spec = PLAIN
+        spec = TaskSpec(recurring, cmd.max_consecutive_failures, coroutine=makes_coroutine(cmd.fn)).or_plain()
         name = cmd.name if cmd.name is not None else default_name(cmd.fn)
         args = tuple(cmd.args)  # a tuple already (Schedule makes one): the same object
         if spec.calendar is None:

@@ -451,7 +451,7 @@ def _spec(recurring: Recurrence | None, on_wall: bool, options: dict[str, Any], 
         retry=_retry(options.get("retry")),
         coroutine=coroutine,
     )
-    return PLAIN if spec.plain else spec
+    return spec.or_plain()
 
 
 def _retry(stored: dict[str, Any] | None) -> Retry | None:
@@ -541,7 +541,7 @@ def _stand_in_spec(spec: TaskSpec) -> TaskSpec:
     Never retried or timed: a run that can only fail gains nothing from either.
     """
     stand_in = TaskSpec(spec.trigger, spec.failure_limit, THREADS, spec.misfire_grace, on_wall=spec.on_wall)
-    return PLAIN if stand_in.plain else stand_in
+    return stand_in.or_plain()
 
 
 def _parked_arguments(

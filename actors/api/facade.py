@@ -12,7 +12,6 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from datetime import UTC, datetime, tzinfo
-from inspect import CO_COROUTINE
 from types import MappingProxyType
 from typing import Any, Final
 
@@ -23,6 +22,7 @@ from actors.api.handles import Subscription, TaskHandle, record_of
 from actors.api.mailboxes import check_refs
 from actors.api.shared_tasks import SharedTasks
 from actors.api.validation import (
+    PLAIN_TAIL,
     TaskOptions,
     check_bulk,
     check_clock,
@@ -37,13 +37,14 @@ from actors.core.parked import Batch, Parcel
 from actors.core.retry import Retry
 from actors.core.task_record import (
     INLINE,
-    PLAIN,
     PROCESSES,
     THREADS,
     Recurrence,
     TaskRecord,
     TaskSpec,
     default_name,
+    makes_coroutine,
+    plain_function,
 )
 from actors.errors import (
     DuplicateTaskError,
@@ -56,7 +57,7 @@ from actors.errors import (
 from actors.references import check_json_arguments, reference_of
 from actors.runtime.base import stop_quietly
 from actors.runtime.durable import LoadedTasks, definition, json_arguments
-from actors.runtime.limits import MAX_PROCESSES, MAX_WORKERS, check_count, makes_coroutine
+from actors.runtime.limits import MAX_PROCESSES, MAX_WORKERS, check_count
 from actors.runtime.minting import IdMint, is_memory_id
 from actors.runtime.scheduler import OutboxItem, SchedulerActor
 from actors.shared.clock import DatabaseClock
@@ -390,29 +391,24 @@ class Scheduler:
             StoreError: the store could not commit the task.
             SchedulerShutdownError: after ``shutdown``.
         """
+        tail = (executor, misfire_grace, if_exists, durable, timeout, retry)  # KEYWORD_TAIL
         if at is None and type(delay) is float and delay - delay == 0.0:  # the common case, fast
             due_at = self._clock.now() + delay
             if (
-                task_id is None
+                tail == PLAIN_TAIL  # TaskOptions.plain, but for a name, before building them
+                and task_id is None
                 and kwargs is None
                 and name is None
-                and misfire_grace is None
-                and timeout is None
-                and retry is None
-                and durable is None
-                and executor == THREADS
-                and if_exists == "error"
                 and type(args) is tuple
                 and self._store is None
                 and due_at < self._far_at
+                and plain_function(fn)
             ):
-                code = getattr(fn, "__code__", None)
-                if code is not None and not code.co_flags & CO_COROUTINE:  # a plain function
-                    task = TaskRecord("", fn, args, EMPTY_KWARGS, due_at, default_name(fn))  # type: ignore[arg-type]
-                    return self._submit(task, None)
+                task = TaskRecord("", fn, args, EMPTY_KWARGS, due_at, default_name(fn))  # type: ignore[arg-type]
+                return self._submit(task, None)
         else:
             due_at = once_due_at(self._clock, delay, at)
-        options = TaskOptions(name, None, executor, misfire_grace, if_exists, durable, timeout, retry)
+        options = TaskOptions(name, None, *tail)
         due_wall = at.timestamp() if isinstance(at, datetime) else None  # a wall-clock task
         return self._schedule(fn, args, kwargs, due_at, None, task_id, options, due_wall)
 
@@ -459,17 +455,11 @@ class Scheduler:
                 the tasks handed over already end ``CANCELLED``, as every pending task does).
         """
         target = resolve_task_function(fn) if isinstance(fn, str) else fn
-        checked = check_task(target, (), kwargs, name, None)
-        TaskOptions(name, None, THREADS, misfire_grace, "error", False, timeout, retry).check(
-            self._processes, self._store is not None
-        )
+        checked = check_task(target, (), kwargs)
+        options = TaskOptions(name, misfire_grace=misfire_grace, durable=False, timeout=timeout, retry=retry)
+        options.check(self._processes, self._store is not None)
         due_at, arguments = check_bulk(delays, args, now=self._clock.now())
-        coroutine = makes_coroutine(target)
-        spec = PLAIN
-        if misfire_grace is not None or timeout is not None or retry is not None or coroutine:
-            spec = TaskSpec(
-                None, None, THREADS, misfire_grace, timeout=timeout, retry=retry, coroutine=coroutine
-            )
+        spec = self._spec(options, makes_coroutine(target))
         batch = Batch(target, checked, name or default_name(target), spec)
         ids: list[TaskId] = []
         for start in range(0, len(due_at), PARCEL_SIZE):
@@ -522,9 +512,8 @@ class Scheduler:
         """
         first_at = self._clock.now() + require_finite("initial_delay", initial_delay)
         trigger = FixedRate(interval, first_at)
-        options = TaskOptions(
-            name, max_consecutive_failures, executor, misfire_grace, if_exists, durable, timeout, retry
-        )
+        tail = (executor, misfire_grace, if_exists, durable, timeout, retry)  # KEYWORD_TAIL
+        options = TaskOptions(name, max_consecutive_failures, *tail)
         return self._schedule(fn, args, kwargs, first_at, trigger, task_id, options)
 
     def schedule_with_fixed_delay(
@@ -555,9 +544,8 @@ class Scheduler:
         """
         first_at = self._clock.now() + require_finite("initial_delay", initial_delay)
         trigger = FixedDelay(delay, first_at)
-        options = TaskOptions(
-            name, max_consecutive_failures, executor, misfire_grace, if_exists, durable, timeout, retry
-        )
+        tail = (executor, misfire_grace, if_exists, durable, timeout, retry)  # KEYWORD_TAIL
+        options = TaskOptions(name, max_consecutive_failures, *tail)
         return self._schedule(fn, args, kwargs, first_at, trigger, task_id, options)
 
     def schedule_cron(
@@ -605,9 +593,8 @@ class Scheduler:
         offset = self._wall_offset()
         due_wall = calendar.next_fire(self._clock.now() + offset)
         trigger = Cron(expr, calendar.zone_name)
-        options = TaskOptions(
-            name, max_consecutive_failures, executor, misfire_grace, if_exists, durable, timeout, retry
-        )
+        tail = (executor, misfire_grace, if_exists, durable, timeout, retry)  # KEYWORD_TAIL
+        options = TaskOptions(name, max_consecutive_failures, *tail)
         return self._schedule(fn, args, kwargs, due_wall - offset, trigger, task_id, options, due_wall)
 
     def schedule_after(
@@ -644,7 +631,9 @@ class Scheduler:
         """
         dependencies = self._dependencies(after)
         wait = require_finite("delay", delay)
-        options = TaskOptions(name, None, executor, None, if_exists, False, timeout, retry)
+        options = TaskOptions(
+            name, executor=executor, if_exists=if_exists, durable=False, timeout=timeout, retry=retry
+        )
         return self._schedule(fn, args, kwargs, wait, None, task_id, options, after=dependencies)
 
     def _dependencies(self, after: object) -> tuple[TaskRecord, ...]:
@@ -787,20 +776,14 @@ class Scheduler:
             self._check_due_time(due_at)
         target = resolve_task_function(fn) if isinstance(fn, str) else fn
         args = as_args(args)  # a list is what people write (and what JSON gives back)
-        checked = check_task(target, args, kwargs, options.name, options.failure_limit)
-        coroutine = makes_coroutine(target)
-        if (
-            not coroutine
-            and trigger is None
-            and due_wall is None
-            and options.plain
-            and self._store is None
-            and not after
-        ):
-            task = TaskRecord("", target, args, checked, due_at, options.name or default_name(target))
-            return self._submit(task, task_id)
+        checked = check_task(target, args, kwargs)
         message_task = options.executor == INLINE
         durable = options.check(self._processes, self._store is not None, message_task=message_task)
+        coroutine = makes_coroutine(target)
+        name = options.name or default_name(target)
+        plain = not durable and not coroutine and trigger is None and due_wall is None and not after
+        if plain and options.plain:
+            return self._submit(TaskRecord("", target, args, checked, due_at, name), task_id)
         runs: Callable[..., object] = target
         if options.executor == PROCESSES:
             runs = process_target(fn, args, checked)
@@ -810,29 +793,46 @@ class Scheduler:
             check_json_arguments(args, checked)
             args_json, kwargs_json, args, checked = json_arguments(args, checked)
             row = (fn_ref, args_json, kwargs_json)
-        limit, executor, grace = options.failure_limit, options.executor, options.misfire_grace
-        if coroutine and executor != THREADS:
+        if coroutine and options.executor != THREADS:
             raise TypeError(
-                f"{target!r} is async def: it runs on a worker thread's event loop, not {executor!r}"
+                f"{target!r} is async def: it runs on a worker thread's event loop, not {options.executor!r}"
             )
-        spec = TaskSpec(
-            trigger,
-            limit,
-            executor,
-            grace,
-            on_wall=due_wall is not None,
-            timeout=options.timeout,
-            retry=options.retry,
-            coroutine=coroutine,
-            after=after,
-            delay=due_at if after else 0.0,
-        )
-        task = TaskRecord("", runs, args, checked, due_at, options.name or default_name(target), spec)
+        on_wall = due_wall is not None
+        spec = self._spec(options, coroutine, trigger, on_wall=on_wall, after=after, delay=due_at)
+        task = TaskRecord("", runs, args, checked, due_at, name, spec)
         if due_wall is not None:
             task.due_wall = due_wall
         elif durable:
             task.due_wall = due_at + self._wall_offset()
         return self._submit(task, task_id, row, options.if_exists)
+
+    @staticmethod
+    def _spec(
+        options: TaskOptions,
+        coroutine: bool,
+        trigger: Recurrence | None = None,
+        *,
+        on_wall: bool = False,
+        after: tuple[TaskRecord, ...] = (),
+        delay: float = 0.0,
+    ) -> TaskSpec:
+        """The spec a task's checked ``options`` and its trigger make: ``PLAIN`` if it asks for nothing more.
+
+        ``delay``: a ``schedule_after`` task's wait after its dependencies (ignored without ``after``).
+        """
+        spec = TaskSpec(
+            trigger,
+            options.failure_limit,
+            options.executor,
+            options.misfire_grace,
+            on_wall=on_wall,
+            timeout=options.timeout,
+            retry=options.retry,
+            coroutine=coroutine,
+            after=after,
+            delay=delay if after else 0.0,
+        )
+        return spec.or_plain()
 
     def _submit(
         self,

@@ -6,12 +6,12 @@ because every scheduled task pays for it.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any, Final, NamedTuple
 
 from actors.core.retry import Retry
+from actors.core.task_record import INLINE, PROCESSES, THREADS, plain_function
 from actors.references import LazyReference, check_picklable_arguments, reference_of, resolve_stored
 from actors.sync.clock import Clock
 from messages import is_minted_id
@@ -19,6 +19,8 @@ from messages.commands import EMPTY_KWARGS, as_args, require_failure_limit
 from messages.triggers import require_finite, require_positive_duration
 
 __all__ = [
+    "KEYWORD_TAIL",
+    "PLAIN_TAIL",
     "TaskOptions",
     "check_clock",
     "check_task",
@@ -29,7 +31,6 @@ __all__ = [
 ]
 
 _CLOCK_METHODS: Final = ("now", "wall", "sleep_time", "watch")
-_CO_COROUTINE: Final = inspect.CO_COROUTINE
 
 
 def check_clock(clock: object) -> Clock:
@@ -58,30 +59,15 @@ def check_task_id(task_id: object) -> str:
     return task_id
 
 
-def check_task(
-    fn: object,
-    args: object,
-    kwargs: object,
-    name: object,
-    failure_limit: object,
-) -> Mapping[str, Any]:
-    """Check a task's definition; return its kwargs as a mapping (``None`` becomes an empty one).
+def check_task(fn: object, args: object, kwargs: object) -> Mapping[str, Any]:
+    """Check a task's function and arguments; return its kwargs as a mapping (``None``: an empty one).
 
     Raises:
         TypeError: ``fn`` is not callable; ``args`` is not a tuple; ``kwargs`` is not a mapping
-            with str keys; ``name`` is not a str; ``failure_limit`` is not an int.
-        ValueError: ``failure_limit`` is below 1.
+            with str keys.
     """
-    code = getattr(fn, "__code__", None)
-    if (
-        code is not None
-        and not code.co_flags & _CO_COROUTINE
-        and type(args) is tuple
-        and kwargs is None
-        and name is None
-        and failure_limit is None
-    ):
-        return EMPTY_KWARGS  # the common case: a plain function, no options
+    if kwargs is None and type(args) is tuple and plain_function(fn):
+        return EMPTY_KWARGS  # the common case: a plain function, no keyword arguments
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {fn!r}")
     if not isinstance(args, tuple):
@@ -92,36 +78,31 @@ def check_task(
         raise TypeError(f"kwargs must be a mapping, got {kwargs!r}")
     elif not all(isinstance(key, str) for key in kwargs):
         raise TypeError(f"kwargs keys must be str, got {list(kwargs)!r}")
-    if name is not None and not isinstance(name, str):
-        raise TypeError(f"name must be a str, got {name!r}")
-    require_failure_limit(failure_limit)
     return kwargs
 
 
 class TaskOptions(NamedTuple):
-    """The options every ``schedule_*`` call takes, checked by ``check``."""
+    """The options a ``schedule_*`` call takes: each defined here once, with its default.
 
-    name: str | None
-    failure_limit: int | None
-    executor: str
-    misfire_grace: float | None
-    if_exists: str
-    durable: bool | None
+    Adding an option means its field here, its rule in ``check``, and where it takes effect
+    (the ``TaskSpec`` the facade builds); ``plain`` and the facade's fast path follow from the
+    defaults. The fields after ``failure_limit`` are, in order, the keyword tail every
+    ``schedule_*`` method takes (``KEYWORD_TAIL``).
+    """
+
+    name: str | None = None
+    failure_limit: int | None = None
+    executor: str = THREADS
+    misfire_grace: float | None = None
+    if_exists: str = "error"
+    durable: bool | None = None
     timeout: float | None = None
     retry: Retry | None = None
 
     @property
     def plain(self) -> bool:
-        """Whether every option has its default (the common case, checked fast)."""
-        return (
-            self.failure_limit is None
-            and self.executor == "thread"
-            and self.misfire_grace is None
-            and self.if_exists == "error"
-            and self.durable is None
-            and self.timeout is None
-            and self.retry is None
-        )
+        """Whether every option but the name has its default (the common case, taken fast)."""
+        return self[1:] == _DEFAULTS_BUT_NAME
 
     def check(self, processes: int, has_store: bool, *, message_task: bool = False) -> bool:
         """Check the options against the scheduler's means; return whether the task is durable.
@@ -133,12 +114,15 @@ class TaskOptions(NamedTuple):
             ValueError: an option is out of range or asks for what the scheduler lacks.
             TypeError: an option has the wrong type.
         """
+        if self.name is not None and not isinstance(self.name, str):
+            raise TypeError(f"name must be a str, got {self.name!r}")
+        require_failure_limit(self.failure_limit)
         if message_task:
-            assert self.executor == "inline"
+            assert self.executor == INLINE
             assert self.durable is False
-        elif self.executor not in ("thread", "process"):
+        elif self.executor not in (THREADS, PROCESSES):
             raise ValueError(f'executor must be "thread" or "process", got {self.executor!r}')
-        if self.executor == "process" and not processes:
+        if self.executor == PROCESSES and not processes:
             raise ValueError('executor="process" needs worker processes: Scheduler(processes=N)')
         if self.if_exists not in ("error", "keep", "replace"):
             raise ValueError(f'if_exists must be "error", "keep" or "replace", got {self.if_exists!r}')
@@ -153,6 +137,15 @@ class TaskOptions(NamedTuple):
         if self.retry is not None and not isinstance(self.retry, Retry):
             raise TypeError(f"retry must be a Retry, got {self.retry!r}")
         return has_store if self.durable is None else self.durable
+
+
+_DEFAULTS_BUT_NAME: Final = TaskOptions()[1:]
+
+KEYWORD_TAIL: Final = TaskOptions._fields[2:]
+"""The options every ``schedule_*`` method takes last, in this order (``executor`` to ``retry``)."""
+
+PLAIN_TAIL: Final = TaskOptions()[2:]
+"""The keyword tail at its defaults: ``schedule_once`` compares its own to this to take the fast path."""
 
 
 def resolve_task_function(fn: object) -> Callable[..., object]:

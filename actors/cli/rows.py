@@ -8,7 +8,6 @@ turn rows into text. Nothing here reads a clock: ``now`` is an argument.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -17,6 +16,7 @@ from typing import TYPE_CHECKING, Final, final
 
 from actors.errors import RemoteRunError
 from actors.store.protocol import StoredTask
+from actors.store.trigger_json import decode_trigger
 
 if TYPE_CHECKING:  # only named: the job file checks more than a pure module may import
     from actors.cli.jobfile import JobSpec
@@ -105,24 +105,19 @@ def describe_spec(spec: JobSpec) -> str:
     return f"at {spec.at.isoformat(sep=' ')}"
 
 
-def describe_stored_trigger(trigger_json: str) -> str:  # noqa: PLR0911 - one return per format
-    """Say when a stored task runs, from the trigger the store keeps (any format it may hold)."""
+def describe_stored_trigger(trigger_json: str) -> str:
+    """Say when a stored task runs, from the trigger the store keeps (its text, if not one of ours)."""
     try:
-        trigger = json.loads(trigger_json)
-    except ValueError:
+        trigger = decode_trigger(trigger_json)
+    except (ValueError, TypeError, KeyError):
         return trigger_json
-    if not isinstance(trigger, dict):
-        return trigger_json
-    if isinstance(trigger.get("rate"), int | float):
-        return f"every {format_duration(trigger['rate'])}"
-    if isinstance(trigger.get("delay"), int | float):
-        return f"delay {format_duration(trigger['delay'])}"
-    expr = trigger.get("cron", trigger.get("expr"))
-    if isinstance(expr, str):
-        return f"cron {expr} ({trigger.get('tz', 'UTC')})"
-    if trigger.get("once") is True:
-        return "once"
-    return trigger_json
+    if trigger.kind == "rate":
+        return f"every {format_duration(trigger.rate)}"
+    if trigger.kind == "delay":
+        return f"delay {format_duration(trigger.delay)}"
+    if trigger.kind == "cron":
+        return f"cron {trigger.cron} ({trigger.tz})"
+    return "once"
 
 
 def row_from_stored(task: StoredTask, spec: JobSpec | None = None) -> JobRow:

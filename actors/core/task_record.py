@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import types
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -43,13 +44,53 @@ from actors.sync.claim import INTERRUPTED, Claim
 from actors.sync.token import FREE, Token, request_stop
 from messages import Cron, FixedDelay, FixedRate, Once, Schedule, TaskInfo, TaskStatus
 
-__all__ = ["INLINE", "PLAIN", "PROCESSES", "THREADS", "Failures", "TaskRecord", "TaskSpec", "default_name"]
+__all__ = [
+    "INLINE",
+    "PLAIN",
+    "PROCESSES",
+    "THREADS",
+    "Failures",
+    "TaskRecord",
+    "TaskSpec",
+    "default_name",
+    "makes_coroutine",
+    "plain_function",
+]
+
+_CO_COROUTINE: Final = inspect.CO_COROUTINE
+_NEVER_COROUTINES: Final = frozenset({types.BuiltinFunctionType, types.MethodWrapperType})
 
 
 def default_name(fn: object) -> str:
     """Return the name a task gets when none is given: its function's qualified name."""
     name = getattr(fn, "__qualname__", None)
     return name if isinstance(name, str) else repr(fn)
+
+
+def plain_function(fn: object) -> bool:
+    """Whether ``fn`` is a Python function (or a method of one) that is not ``async def``.
+
+    The common task, answered from its code's flags alone: ``makes_coroutine`` is ``False``
+    for it, and it is surely callable (the fast paths of the facade and its checks).
+    """
+    code = getattr(fn, "__code__", None)
+    return code is not None and not code.co_flags & _CO_COROUTINE
+
+
+def makes_coroutine(fn: object) -> bool:
+    """Whether calling ``fn`` makes a coroutine: its worker's event loop runs it.
+
+    ``True`` for an ``async def`` function or method, a ``functools.partial`` of one, and an
+    object whose ``__call__`` is ``async def``. The one test of it: every way of scheduling
+    (``schedule_*``, a ``Schedule`` message, a task loaded from a store) asks it, so a callable
+    is async or not the same way through each. Fast for a function and a builtin.
+    """
+    code = getattr(fn, "__code__", None)
+    if code is not None:
+        return bool(code.co_flags & _CO_COROUTINE)
+    if type(fn) in _NEVER_COROUTINES:
+        return False
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))  # noqa: B004
 
 
 class Failures:
@@ -121,6 +162,7 @@ class TaskSpec:
         "failure_limit",
         "misfire_grace",
         "on_wall",
+        "plain",
         "plain_run",
         "retry",
         "single_start",
@@ -158,11 +200,8 @@ class TaskSpec:
         self.plain_run = retry is None and timeout is None and not coroutine
         # Whether a run takes the task's token for good as it starts (a one-time task never retried).
         self.single_start = trigger is None and retry is None
-
-    @property
-    def plain(self) -> bool:
-        """Whether this spec asks for nothing beyond one run on a thread (``PLAIN`` can stand for it)."""
-        return (
+        # Whether it asks for nothing beyond one run on a thread (PLAIN can stand for it).
+        self.plain = (
             self.trigger is None
             and self.failure_limit is None
             and self.executor == THREADS
@@ -173,6 +212,10 @@ class TaskSpec:
             and not self.coroutine
             and not self.after
         )
+
+    def or_plain(self) -> TaskSpec:
+        """``PLAIN`` if it stands for this spec (one spec shared by every plain task), else this spec."""
+        return PLAIN if self.plain else self
 
     def __repr__(self) -> str:
         return (
@@ -260,11 +303,7 @@ class TaskRecord(Token):
         recurring = None if isinstance(trigger, Once) else trigger
         if isinstance(recurring, FixedRate | FixedDelay):
             recurring = recurring.resolved(now)  # a relative start counts from now
-        limit = cmd.max_consecutive_failures
-        coroutine = inspect.iscoroutinefunction(cmd.fn)
-        spec = PLAIN if recurring is None and limit is None and not coroutine else TaskSpec(recurring, limit)
-        if coroutine:
-            spec = TaskSpec(recurring, limit, coroutine=True)
+        spec = TaskSpec(recurring, cmd.max_consecutive_failures, coroutine=makes_coroutine(cmd.fn)).or_plain()
         name = cmd.name if cmd.name is not None else default_name(cmd.fn)
         args = tuple(cmd.args)  # a tuple already (Schedule makes one): the same object
         if spec.calendar is None:

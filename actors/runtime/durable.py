@@ -35,12 +35,21 @@ from actors.core.cron import CronSchedule
 from actors.core.effects import RunOutcome
 from actors.core.parked import Batch, ParkedTasks, StandIn
 from actors.core.retry import Retry
-from actors.core.task_record import PLAIN, PROCESSES, THREADS, Failures, Recurrence, TaskRecord, TaskSpec
+from actors.core.task_record import (
+    PLAIN,
+    PROCESSES,
+    THREADS,
+    Failures,
+    Recurrence,
+    TaskRecord,
+    TaskSpec,
+    makes_coroutine,
+)
 from actors.core.task_state import STORED_STATUS
 from actors.errors import StoreError
 from actors.references import LazyReference, parse_reference, resolve_stored
-from actors.runtime.limits import is_coroutine_function
 from actors.store.protocol import RunRecord, StoredTask, TaskDefinition, TaskUpdate
+from actors.store.trigger_json import StoredTrigger, decode_trigger
 from messages import Cron, FixedDelay, FixedRate
 from messages.commands import EMPTY_KWARGS
 from messages.triggers import require_finite, require_positive_duration
@@ -51,7 +60,6 @@ logger = logging.getLogger(__name__)
 
 _NO_ARGS: Final = "[]"
 _NO_KWARGS: Final = "{}"
-_TRIGGER_KINDS: Final = ("once", "rate", "delay", "cron")
 _SHOWN_TEXT: Final = 80  # characters of a damaged column's text an error quotes
 
 
@@ -352,11 +360,16 @@ def _decode(
     Raises:
         _Damage: a column does not decode (not cached: the next row with it raises again).
     """
-    trigger = _column("trigger_json", trigger_json, _json_object)
+    trigger = _column("trigger_json", trigger_json, decode_trigger)
     options = _column("options_json", options_json, _json_object)
-    recurring = _column("trigger_json", trigger, lambda stored: _trigger(stored, wall_offset), trigger_json)
+    recurring = _column(
+        "trigger_json", trigger, lambda stored: _recurrence(stored, wall_offset), trigger_json
+    )
     spec = _column(
-        "options_json", options, lambda stored: _spec(recurring, trigger, stored, coroutine), options_json
+        "options_json",
+        options,
+        lambda stored: _spec(recurring, trigger.wall, stored, coroutine),
+        options_json,
     )
     name = options.get("name")
     if name is not None and not isinstance(name, str):
@@ -401,32 +414,20 @@ def _options_json(name: str, fn_ref: str, spec: TaskSpec) -> str:
     return json.dumps(options) if options else "{}"
 
 
-def _trigger(trigger: dict[str, Any], wall_offset: float) -> Recurrence | None:
-    """A stored trigger's recurrence (``None``: one-time).
-
-    Raises ``ValueError``, ``TypeError`` or ``KeyError`` if it is not one of ours.
-    """
-    kinds = [kind for kind in _TRIGGER_KINDS if kind in trigger]
-    if len(kinds) != 1:
-        raise ValueError(f"names {len(kinds)} of the kinds {', '.join(_TRIGGER_KINDS)}, not one")
-    if not isinstance(trigger.get("wall", False), bool):
-        raise TypeError(f"has a 'wall' that is not true or false: {trigger['wall']!r}")
-    if "rate" in trigger:
-        return FixedRate(trigger["rate"], require_finite("anchor", trigger["anchor"]) - wall_offset)
-    if "delay" in trigger:
-        return FixedDelay(trigger["delay"], 0.0)  # its next due time is the row's
-    if "cron" in trigger:
-        cron = Cron(trigger["cron"], trigger["tz"])  # its next due time is the row's
+def _recurrence(trigger: StoredTrigger, wall_offset: float) -> Recurrence | None:
+    """A stored trigger's recurrence (``None``: one-time); ``ValueError`` or ``TypeError`` if it is bad."""
+    if trigger.kind == "rate":
+        return FixedRate(trigger.rate, trigger.anchor - wall_offset)
+    if trigger.kind == "delay":
+        return FixedDelay(trigger.delay, 0.0)  # its next due time is the row's
+    if trigger.kind == "cron":
+        cron = Cron(trigger.cron, trigger.tz)  # its next due time is the row's
         CronSchedule.parse(cron.expr, cron.tz)  # a ValueError naming the field or zone
         return cron
-    if trigger["once"] is not True:
-        raise ValueError(f"has 'once' {trigger['once']!r}, not true")
     return None
 
 
-def _spec(
-    recurring: Recurrence | None, trigger: dict[str, Any], options: dict[str, Any], coroutine: bool
-) -> TaskSpec:
+def _spec(recurring: Recurrence | None, on_wall: bool, options: dict[str, Any], coroutine: bool) -> TaskSpec:
     """A stored task's spec from its decoded trigger and options (``ValueError``, ``TypeError``: not ours)."""
     failure_limit = options.get("max_consecutive_failures")
     if failure_limit is not None and (type(failure_limit) is not int or failure_limit < 1):
@@ -445,12 +446,12 @@ def _spec(
         failure_limit,
         executor,
         misfire_grace,
-        on_wall=trigger.get("wall", False),
+        on_wall=on_wall,
         timeout=timeout,
         retry=_retry(options.get("retry")),
         coroutine=coroutine,
     )
-    return PLAIN if spec.plain else spec
+    return spec.or_plain()
 
 
 def _retry(stored: dict[str, Any] | None) -> Retry | None:
@@ -487,7 +488,7 @@ def _function(
             fn: Callable[..., object] = resolve_stored(fn_ref)
         except Exception:  # an import runs user code, which may raise anything
             fn = LazyReference(fn_ref)  # each run raises the ImportError, as a failed run
-        known = functions[fn_ref] = (fn, is_coroutine_function(fn))
+        known = functions[fn_ref] = (fn, makes_coroutine(fn))
     return known
 
 
@@ -540,7 +541,7 @@ def _stand_in_spec(spec: TaskSpec) -> TaskSpec:
     Never retried or timed: a run that can only fail gains nothing from either.
     """
     stand_in = TaskSpec(spec.trigger, spec.failure_limit, THREADS, spec.misfire_grace, on_wall=spec.on_wall)
-    return PLAIN if stand_in.plain else stand_in
+    return stand_in.or_plain()
 
 
 def _parked_arguments(

@@ -23,7 +23,6 @@ thread; ``start_run`` on a worker's; the listener calls ``_hint`` on its own thr
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -45,6 +44,7 @@ from actors.shared.lease_loop import LeaseLoop
 from actors.shared.outcome_board import OutcomeBoard
 from actors.shared.plan import local_due, on_grid
 from actors.store.protocol import Lease, RunRecord, SharedStore, Store, TaskUpdate
+from actors.store.trigger_json import decode_trigger
 from actors.sync.threads import ThreadRegistry
 from messages import CancelledInStore, Claimed, EventKind, RetrySaves, TaskEvent
 
@@ -63,8 +63,8 @@ def _on_grid(update: TaskUpdate, held: Held) -> float | None:
     due = update.next_due
     if due is None or '"rate"' not in held.lease.task.trigger_json:
         return due
-    trigger = json.loads(held.lease.task.trigger_json)
-    return on_grid(due, trigger["anchor"], trigger["rate"], ran=held.lease.task.next_due)
+    trigger = decode_trigger(held.lease.task.trigger_json)
+    return on_grid(due, trigger.anchor, trigger.rate, ran=held.lease.task.next_due)
 
 
 class LeasedTask(TaskRecord):

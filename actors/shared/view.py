@@ -16,6 +16,7 @@ from typing import Any
 from actors.errors import RemoteRunError
 from actors.references import parse_reference
 from actors.store.protocol import RunInFlight, StoredTask
+from actors.store.trigger_json import StoredTrigger, decode_trigger
 from messages import Cron, FixedDelay, FixedRate, Once, TaskInfo, TaskStatus, Trigger
 
 __all__ = ["info_of", "name_of"]
@@ -44,7 +45,7 @@ def info_of(row: StoredTask, flight: RunInFlight | None, *, wall_offset: float) 
     return TaskInfo(
         task_id=row.task_id,
         name=name_of(row),
-        trigger=_trigger(json.loads(row.trigger_json), row, wall_offset),
+        trigger=_trigger(decode_trigger(row.trigger_json), row, wall_offset),
         status=status,
         run_count=row.run_count,
         failure_count=row.failure_count,
@@ -58,13 +59,13 @@ def info_of(row: StoredTask, flight: RunInFlight | None, *, wall_offset: float) 
     )
 
 
-def _trigger(trigger: dict[str, Any], row: StoredTask, wall_offset: float) -> Trigger:
-    if "rate" in trigger:
-        return FixedRate(trigger["rate"], trigger["anchor"] - wall_offset)
-    if "delay" in trigger:
-        return FixedDelay(trigger["delay"], 0.0)  # the store keeps the next due time, not the first
-    if "cron" in trigger:
-        return Cron(trigger["cron"], trigger["tz"])
+def _trigger(trigger: StoredTrigger, row: StoredTask, wall_offset: float) -> Trigger:
+    if trigger.kind == "rate":
+        return FixedRate(trigger.rate, trigger.anchor - wall_offset)
+    if trigger.kind == "delay":
+        return FixedDelay(trigger.delay, 0.0)  # the store keeps the next due time, not the first
+    if trigger.kind == "cron":
+        return Cron(trigger.cron, trigger.tz)
     # A one-time task: due at its next due time; once ended, about when it ended.
     at = row.next_due if row.next_due is not None else row.updated_at
     return Once(at - wall_offset)

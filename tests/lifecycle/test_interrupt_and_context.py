@@ -10,7 +10,7 @@ from concurrent.futures import CancelledError
 import pytest
 
 from actors import FakeClock, RunCancelled, Scheduler, current_run
-from messages import EventKind, TaskStatus
+from messages import EventKind, Once, Schedule, TaskStatus
 from tests.conftest import EventRecorder
 
 WAIT = 5.0
@@ -137,6 +137,30 @@ def test_an_async_task_is_awaited_on_its_workers_own_loop(make_scheduler: Callab
     assert first == second  # one long-lived loop per worker, not asyncio.run per run
     with pytest.raises(ValueError, match="async boom"):
         s.schedule_once(boom, 0.0).result(timeout=WAIT)
+
+
+class AsyncCallable:
+    """An object whose ``__call__`` is ``async def``: async, though it has no ``__code__`` itself."""
+
+    async def __call__(self, word: str) -> str:
+        await asyncio.sleep(0)
+        asyncio.get_running_loop()  # a RuntimeError (the run fails) unless a loop awaits it
+        return f"{word} awaited"
+
+
+# Regression: an async callable object was awaited through schedule_once, but run as a plain
+# function through a Schedule message (its "result" an unawaited coroutine): one test decides now.
+def test_an_async_callable_object_is_awaited_the_same_through_every_way_of_scheduling(
+    make_scheduler: Callable[..., Scheduler], clock: FakeClock
+) -> None:
+    s = make_scheduler()
+    fn = AsyncCallable()
+    by_call = s.schedule_once(fn, 0.0, args=("once",))
+    s.ref.tell(Schedule(task_id="by-message", fn=fn, trigger=Once(clock.now()), args=("message",)))
+    [in_bulk] = s.schedule_many(fn, [0.0], args=[("many",)])
+    s.settle()
+    results = [s.handle(task_id).result(timeout=WAIT) for task_id in (by_call.task_id, "by-message", in_bulk)]
+    assert results == ["once awaited", "message awaited", "many awaited"]
 
 
 def test_interrupting_an_async_task_cancels_its_coroutine(make_scheduler: Callable[..., Scheduler]) -> None:

@@ -298,9 +298,11 @@ PURE_ELSEWHERE = (
     "actors.cli.jobkeys",
     "actors.cli.reconcile",
     "actors.cli.rows",
+    "actors.store.trigger_json",
 )
 """Pure modules outside ``actors/core/``: the shared node's plan and its view of a row; the
-command line's reading of a job's keys, its plan of what to change and its rows."""
+command line's reading of a job's keys, its plan of what to change and its rows; the one
+reader of a stored trigger."""
 
 PURE_OWN_IMPORTS = ("actors.cli.jobfile",)
 """Modules whose own imports are pure but which reach more: the job file checks a PostgreSQL URL

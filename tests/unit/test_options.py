@@ -1,0 +1,55 @@
+"""A task's options: defined once (``TaskOptions``), and what the fast path derives from them."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from actors import Retry, Scheduler
+from actors.api.validation import KEYWORD_TAIL, PLAIN_TAIL, TaskOptions
+
+SCHEDULE_METHODS = sorted(name for name in vars(Scheduler) if name.startswith(("schedule_", "tell_")))
+NON_DEFAULT = {
+    "failure_limit": 3,
+    "executor": "process",
+    "misfire_grace": 0.0,
+    "if_exists": "keep",
+    "durable": False,
+    "timeout": 1.0,
+    "retry": Retry(),
+}
+
+
+@pytest.mark.parametrize("method", SCHEDULE_METHODS)
+def test_every_schedule_method_takes_the_options_in_one_order_with_their_defaults(method: str) -> None:
+    parameters = inspect.signature(getattr(Scheduler, method)).parameters
+    taken = [name for name in parameters if name in KEYWORD_TAIL]
+    assert taken == [name for name in KEYWORD_TAIL if name in taken]
+    defaults = TaskOptions()
+    for name in taken:
+        assert parameters[name].kind is inspect.Parameter.KEYWORD_ONLY
+        assert parameters[name].default == getattr(defaults, name)
+
+
+def test_the_keyword_tail_at_its_defaults_is_what_schedule_once_compares_with() -> None:
+    parameters = inspect.signature(Scheduler.schedule_once).parameters
+    assert tuple(parameters[name].default for name in KEYWORD_TAIL) == PLAIN_TAIL
+
+
+@pytest.mark.parametrize("method", SCHEDULE_METHODS)
+def test_a_method_that_packs_its_keyword_tail_packs_it_in_the_options_order(method: str) -> None:
+    source = inspect.getsource(getattr(Scheduler, method))
+    lines = [line for line in source.splitlines() if "tail = (" in line]
+    packed = [line.split("=", 1)[1].split("#")[0].strip() for line in lines]
+    assert packed in ([], [f"({', '.join(KEYWORD_TAIL)})"])
+
+
+@pytest.mark.parametrize("option", sorted(NON_DEFAULT))
+def test_any_option_off_its_default_makes_the_options_not_plain(option: str) -> None:
+    assert TaskOptions(name="named").plain
+    assert not TaskOptions(**{option: NON_DEFAULT[option]}).plain  # type: ignore[arg-type]
+
+
+def test_non_default_values_cover_every_option_but_the_name() -> None:
+    assert set(NON_DEFAULT) == set(TaskOptions._fields) - {"name"}

@@ -1,9 +1,10 @@
 """The pure core: the task table, the history, and every task's life.
 
 Rule 1: every decision about *when* and *whether* a task runs is made in the pure core: this
-module, with ``actors/core/due_heap.py`` (pending tasks by due time), ``actors/core/dealer.py`` (due
-tasks, idle workers, batches), ``actors/core/task_record.py`` and ``actors/core/task_state.py`` (a
-task's record and the table of its states), and ``actors/core/recurrence.py`` (the arithmetic).
+module and its parts (``actors/core/run_endings.py``, ``stopping.py``, ``queries.py``), with
+``actors/core/due_heap.py`` (pending tasks by due time), ``actors/core/dealer.py`` (due tasks, idle
+workers, batches), ``actors/core/task_record.py`` and ``actors/core/task_state.py`` (a task's record
+and the table of its states), and ``actors/core/recurrence.py`` (the arithmetic).
 
 Rule 2: the core starts no thread, reads no clock, calls no user code and imports neither
 ``threading``, ``time`` nor ``pykka``. Time comes in as ``now``; what should happen goes out as
@@ -32,13 +33,13 @@ from actors.core.dependencies import Blocked, Dependencies
 from actors.core.due_heap import DueHeap
 from actors.core.effects import Effects
 from actors.core.parked import Parcel, ParkedTasks
+from actors.core.queries import Queries
 from actors.core.run_endings import RunEndings
+from actors.core.stopping import Stopping
 from actors.core.task_record import Failures, TaskRecord, TaskSpec
 from actors.core.task_state import (
     CANCELLED,
     CANCELLING,
-    DETACHED,
-    FINAL_STATES,
     HANDED,
     PENDING,
     WAITING,
@@ -51,9 +52,8 @@ from actors.errors import (
     DuplicateTaskError,
     NoWorkerProcessesError,
     SchedulerShutdownError,
-    UnknownTaskError,
 )
-from actors.sync.token import FREE, RAN, REVOKED, RUNNING, TAKEN
+from actors.sync.token import FREE, RAN, RUNNING
 from messages import (
     Cancelled,
     EventKind,
@@ -62,15 +62,19 @@ from messages import (
     Schedule,
     TaskEvent,
     TaskId,
-    TaskInfo,
 )
 
 
-class Timetable(RunEndings):
+class Timetable(RunEndings, Stopping, Queries):
     """Every task's schedule and state, and which worker holds what.
 
     Mutators take ``now`` (clock seconds) and record what should happen; ``take_effects``
     hands that over. Reports about runs carry their own ``finished_at``.
+
+    This class holds the state, the commands and the release of due tasks to the workers;
+    its parts hold the rest: ``RunEndings`` (how a run ends, ``actors/core/run_endings.py``),
+    ``Stopping`` (shutting down and abandoning, ``actors/core/stopping.py``) and ``Queries``
+    (what it answers about its tasks, ``actors/core/queries.py``).
     """
 
     def __init__(
@@ -373,65 +377,6 @@ class Timetable(RunEndings):
         self._dealer.add(worker)
         self._release(now)
 
-    def shut_down(self, *, now: float) -> None:
-        """Refuse new tasks and cancel every task that has not started its run.
-
-        Running one-time tasks finish as usual; running recurring ones finish their run and
-        then end ``CANCELLED``. Durable tasks are not cancelled: they stay scheduled in their
-        store, and here they end ``DETACHED`` (a running one once its run has reported, its
-        outcome saved first).
-        """
-        self.closed = True
-        deferred, self._deferred = self._deferred, True  # hand the workers nothing more
-        self._unpark_to_end()
-        for task in self._tasks.values():
-            task.heap_seq = None  # the heap is emptied at once below, not entry by entry
-        self._heap.clear()
-        for task in self._dealer.take_back_all():
-            if not (task.store_seq is not None and self._detach(task)):
-                task.revoke()
-                self._finish(task, CANCELLED, now, None)
-        for task in list(self._tasks.values()):
-            if task.state is CANCELLING or task.state in FINAL_STATES:
-                continue  # ends when its worker reports; or ended meanwhile (it waited for one that did)
-            if task.store_seq is not None:
-                if task.state is not HANDED and not self._detach(task):
-                    self._end_cancelled(task, now, mid_run=False)  # a caller cancelled it (token revoked)
-                continue  # a worker holds its run: it ends (or detaches) when the run reports
-            if task.revoke() in (FREE, RUNNING, RAN, REVOKED):
-                # A caller may have revoked it mid-run (its report will not come): wait for the worker.
-                self._end_cancelled(task, now, mid_run=True)
-            # else: a worker has started its one-time run (it holds the token): it finishes as usual
-        self._deferred = deferred
-
-    def abandon(self, error: BaseException, *, now: float) -> int:
-        """End every task still live, at once: the scheduler is being stopped by force.
-
-        A durable task ends ``DETACHED``: it stays in its store (a run in progress counts as
-        not run there: it runs again after a restart). Otherwise a one-time run in progress
-        (its token taken) ends ``FAILED`` with ``error``: its outcome will never be known.
-        Every other live task ends ``CANCELLED``. Returns how many tasks were still live.
-        """
-        live = self.live_count
-        self.closed = True
-        deferred, self._deferred = self._deferred, True
-        self._unpark_to_end()
-        for task in self._tasks.values():
-            task.heap_seq = None
-        self._heap.clear()
-        for task in list(self._tasks.values()):
-            if task.state in FINAL_STATES:
-                continue  # it waited for one that ended just now, and ended too
-            if task.store_seq is not None and self._detach(task):
-                continue  # its run, if one was going, counts as not run: the store still has it
-            if task.revoke() is TAKEN and task.state is HANDED:
-                self._fail_run(task, error, "", now)
-            else:
-                self._finish(task, CANCELLED, now, None)
-        self._dealer = Dealer(0)  # nothing is held by anyone any more
-        self._deferred = deferred
-        return live
-
     # -- queries ----------------------------------------------------------------------------
 
     def take_effects(self) -> Effects:
@@ -441,108 +386,6 @@ class Timetable(RunEndings):
             return Effects()  # never hand out the live object: later effects would show in it
         self._effects = Effects()
         return effects
-
-    @property
-    def tasks(self) -> Mapping[TaskId, TaskRecord]:
-        """The live tasks that have a record, by id (read-only; changed only by the core's thread).
-
-        Parked tasks (``schedule_many``) are live too but not here until they need a record:
-        ``has`` and ``record`` count them.
-        """
-        return self._tasks_view
-
-    def has(self, task_id: TaskId) -> bool:
-        """Whether ``task_id`` is a live task (parked or not)."""
-        return task_id in self._tasks or task_id in self._parked
-
-    def info(self, task_id: TaskId, *, wall_offset: float | None = None) -> TaskInfo:
-        """Return a snapshot of a live task, or the final state of a task in the history.
-
-        Raises:
-            UnknownTaskError: no such task, or it left the history.
-        """
-        info = self.find(task_id, wall_offset=wall_offset)
-        if info is None:
-            raise UnknownTaskError(f"no task with id {task_id!r}")
-        return info
-
-    def record(self, task_id: TaskId, *, finished: bool = False) -> TaskRecord | None:
-        """The live task ``task_id``'s record; with ``finished``, a finished one in the history will do.
-
-        A parked task is unparked: it gets its record for good (a handle will share it).
-        """
-        task = self._tasks.get(task_id)
-        if task is None:
-            task = self._unpark(task_id, waiting=True)
-        if task is None and finished:
-            task = self._history.get(task_id)
-        return task
-
-    def find(self, task_id: TaskId, *, wall_offset: float | None = None) -> TaskInfo | None:
-        """Return what ``info`` returns, or ``None`` instead of raising."""
-        task = self._tasks.get(task_id)
-        if task is not None:
-            return task.snapshot(running=self._dealer.is_current(task), wall_offset=wall_offset)
-        task = self._parked.peek(task_id)
-        if task is not None:
-            return task.snapshot(wall_offset=wall_offset)
-        task = self._history.get(task_id)
-        return task.snapshot(wall_offset=wall_offset) if task is not None else None
-
-    def infos(self, *, wall_offset: float | None = None) -> list[TaskInfo]:
-        """Return a snapshot of every live task, in scheduling order (parked tasks last, in theirs)."""
-        is_current = self._dealer.is_current
-        infos = [
-            task.snapshot(running=is_current(task), wall_offset=wall_offset) for task in self._tasks.values()
-        ]
-        infos.extend(task.snapshot(wall_offset=wall_offset) for task in self._parked.peek_all())
-        return infos
-
-    def next_due(self) -> float | None:
-        """Return the earliest due time of a pending task, or ``None`` if none is pending."""
-        return self._heap.next_due()
-
-    def is_settled(self, now: float) -> bool:
-        """Whether no worker holds a run and nothing is due at ``now`` (nor held back by ``hold``)."""
-        if self.busy:
-            return False
-        due = self.next_due()
-        return due is None or due > self._due_by(now)
-
-    def next_release(self) -> float | None:
-        """When the next pending task is released: its due time, or ``None`` (none, or held back)."""
-        due = self._heap.next_due()
-        hold = self.hold
-        return None if due is None or (hold is not None and due > hold) else due
-
-    @property
-    def busy(self) -> bool:
-        """Whether any worker holds a run (started or not) that it has not reported yet."""
-        return self._dealer.busy
-
-    @property
-    def running_count(self) -> int:
-        """Workers on a run (each is running the first run of its batch, or about to)."""
-        return self._dealer.running_count
-
-    def idle_count(self, executor: str) -> int:
-        """Idle workers of ``executor``'s pool (``THREADS`` or ``PROCESSES``)."""
-        return self._dealer.idle_count(executor)
-
-    @property
-    def heap_size(self) -> int:
-        """Heap entries, stale ones included (for tests of compaction)."""
-        return self._heap.size
-
-    @property
-    def waiting_in_heap(self) -> int:
-        """Tasks waiting in the heap for their due time (its live entries)."""
-        return len(self._heap)
-
-    @property
-    def live_count(self) -> int:
-        """Tasks that are not yet terminal."""
-        return len(self._tasks) + len(self._parked)
 
     # -- internals --------------------------------------------------------------------------
 
@@ -618,25 +461,6 @@ class Timetable(RunEndings):
             self._tasks[task_id] = task
         return task
 
-    def _unpark_to_end(self) -> None:
-        """The scheduler is stopping: give the parked tasks that must end visibly their records.
-
-        Each parked task ends ``CANCELLED``, or, from a store, stays there (it would end
-        ``DETACHED``, which publishes nothing and leaves no history). Nobody holds its record (a
-        handle would have unparked it) and nothing waits for it, so one needs a record only to
-        be published (someone listens for ``CANCELLED``) or kept in the history; the rest are
-        just dropped, which for a million tasks takes a moment instead of seconds.
-        """
-        ids = self._parked.memory_ids()
-        self.activity += len(self._parked) - len(ids)  # the stored ones, left to their store
-        if not self._want_cancelled:
-            kept = ids[max(0, len(ids) - self._history_limit) :] if self._history_limit else []
-            self.activity += len(ids) - len(kept)
-            ids = kept
-        for task_id in ids:
-            self._unpark(task_id, waiting=True)
-        self._parked.clear()
-
     def _plan_on_wall(self, task: TaskRecord) -> None:
         """Track a wall-clock task, and place its due time on the clock as the core sees it now.
 
@@ -703,20 +527,6 @@ class Timetable(RunEndings):
             if len(history) > self._history_limit:
                 history.popitem(last=False)
         self._effects.finished.append((task, outcome))
-
-    def _detach(self, task: TaskRecord) -> bool:
-        """Leave a durable task to its store, as this scheduler stops (its heap entry is gone already).
-
-        Returns ``False``, changing nothing, if its token says it has ended (a caller's cancel won).
-        """
-        if not task.detach():
-            return False
-        move_to(task, DETACHED)
-        del self._tasks[task.task_id]
-        self._wall_tasks.forget(task)
-        self.activity += 1
-        task.claim = None
-        return True
 
 
 def _no_processes(task: TaskRecord) -> NoWorkerProcessesError:

@@ -1,0 +1,143 @@
+"""What the pure core answers about its tasks: the ``Timetable``'s read side.
+
+Part of the ``Timetable`` (a mixin: the state is the timetable's, ``actors/core/timetable.py``):
+the live tasks and the history by id, snapshots (``TaskInfo``), the next due time, whether it has
+settled, and the counts of workers, heap entries and live tasks. Nothing here changes a task,
+except that asking for a parked task's record gives it one for good (``record``). The rules of
+``actors/core/timetable.py``'s docstring hold here too.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from actors.core.task_record import TaskRecord
+from actors.errors import UnknownTaskError
+from messages import TaskId, TaskInfo
+
+if TYPE_CHECKING:
+    from actors.core.dealer import Dealer
+    from actors.core.due_heap import DueHeap
+    from actors.core.parked import ParkedTasks
+
+__all__ = ["Queries"]
+
+
+class Queries:
+    """The read side of the ``Timetable`` (a mixin: the state is the timetable's)."""
+
+    if TYPE_CHECKING:  # the timetable's state and methods this part uses
+        _tasks: dict[TaskId, TaskRecord]
+        _tasks_view: Mapping[TaskId, TaskRecord]
+        _parked: ParkedTasks
+        _heap: DueHeap
+        _dealer: Dealer
+        _history: OrderedDict[TaskId, TaskRecord]
+        hold: float | None
+
+        def _unpark(self, task_id: TaskId, *, waiting: bool) -> TaskRecord | None: ...
+        def _due_by(self, now: float) -> float: ...
+
+    @property
+    def tasks(self) -> Mapping[TaskId, TaskRecord]:
+        """The live tasks that have a record, by id (read-only; changed only by the core's thread).
+
+        Parked tasks (``schedule_many``) are live too but not here until they need a record:
+        ``has`` and ``record`` count them.
+        """
+        return self._tasks_view
+
+    def has(self, task_id: TaskId) -> bool:
+        """Whether ``task_id`` is a live task (parked or not)."""
+        return task_id in self._tasks or task_id in self._parked
+
+    def info(self, task_id: TaskId, *, wall_offset: float | None = None) -> TaskInfo:
+        """Return a snapshot of a live task, or the final state of a task in the history.
+
+        Raises:
+            UnknownTaskError: no such task, or it left the history.
+        """
+        info = self.find(task_id, wall_offset=wall_offset)
+        if info is None:
+            raise UnknownTaskError(f"no task with id {task_id!r}")
+        return info
+
+    def record(self, task_id: TaskId, *, finished: bool = False) -> TaskRecord | None:
+        """The live task ``task_id``'s record; with ``finished``, a finished one in the history will do.
+
+        A parked task is unparked: it gets its record for good (a handle will share it).
+        """
+        task = self._tasks.get(task_id)
+        if task is None:
+            task = self._unpark(task_id, waiting=True)
+        if task is None and finished:
+            task = self._history.get(task_id)
+        return task
+
+    def find(self, task_id: TaskId, *, wall_offset: float | None = None) -> TaskInfo | None:
+        """Return what ``info`` returns, or ``None`` instead of raising."""
+        task = self._tasks.get(task_id)
+        if task is not None:
+            return task.snapshot(running=self._dealer.is_current(task), wall_offset=wall_offset)
+        task = self._parked.peek(task_id)
+        if task is not None:
+            return task.snapshot(wall_offset=wall_offset)
+        task = self._history.get(task_id)
+        return task.snapshot(wall_offset=wall_offset) if task is not None else None
+
+    def infos(self, *, wall_offset: float | None = None) -> list[TaskInfo]:
+        """Return a snapshot of every live task, in scheduling order (parked tasks last, in theirs)."""
+        is_current = self._dealer.is_current
+        infos = [
+            task.snapshot(running=is_current(task), wall_offset=wall_offset) for task in self._tasks.values()
+        ]
+        infos.extend(task.snapshot(wall_offset=wall_offset) for task in self._parked.peek_all())
+        return infos
+
+    def next_due(self) -> float | None:
+        """Return the earliest due time of a pending task, or ``None`` if none is pending."""
+        return self._heap.next_due()
+
+    def is_settled(self, now: float) -> bool:
+        """Whether no worker holds a run and nothing is due at ``now`` (nor held back by ``hold``)."""
+        if self.busy:
+            return False
+        due = self.next_due()
+        return due is None or due > self._due_by(now)
+
+    def next_release(self) -> float | None:
+        """When the next pending task is released: its due time, or ``None`` (none, or held back)."""
+        due = self._heap.next_due()
+        hold = self.hold
+        return None if due is None or (hold is not None and due > hold) else due
+
+    @property
+    def busy(self) -> bool:
+        """Whether any worker holds a run (started or not) that it has not reported yet."""
+        return self._dealer.busy
+
+    @property
+    def running_count(self) -> int:
+        """Workers on a run (each is running the first run of its batch, or about to)."""
+        return self._dealer.running_count
+
+    def idle_count(self, executor: str) -> int:
+        """Idle workers of ``executor``'s pool (``THREADS`` or ``PROCESSES``)."""
+        return self._dealer.idle_count(executor)
+
+    @property
+    def heap_size(self) -> int:
+        """Heap entries, stale ones included (for tests of compaction)."""
+        return self._heap.size
+
+    @property
+    def waiting_in_heap(self) -> int:
+        """Tasks waiting in the heap for their due time (its live entries)."""
+        return len(self._heap)
+
+    @property
+    def live_count(self) -> int:
+        """Tasks that are not yet terminal."""
+        return len(self._tasks) + len(self._parked)

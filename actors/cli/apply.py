@@ -91,6 +91,8 @@ def carry_out(scheduler: Scheduler, decisions: Sequence[Decision]) -> None:
             scheduler.cancel(decision.task_id)
         elif decision.action in ("add", "replace"):
             assert spec is not None
+            if decision.afresh:
+                scheduler.cancel(decision.task_id)  # its counters do not decode: a fresh row, at zero
             try:
                 schedule_job(scheduler, spec, "replace")  # "replace" also adds: an id ended or unknown
             except (TypeError, ValueError) as error:

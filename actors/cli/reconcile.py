@@ -11,6 +11,7 @@ The rules, by job id:
 in the file            held by scheduler   recorded fingerprint           decision
 =====================  ==================  =============================  ==========
 yes                    no                  (any)                          ``add``
+yes                    live, damaged row   (any)                          ``replace``
 yes                    live                equal to the file's            ``keep``
 yes                    live                different, or none recorded    ``replace``
 yes                    ended               equal to the file's            ``ended``
@@ -21,7 +22,10 @@ no                     ended               (any)                          (nothi
 =====================  ==================  =============================  ==========
 
 ``keep`` leaves the task alone: its counters and its next slot carry on. ``replace`` gives the
-live task the new definition and keeps its counters. ``ended`` leaves a job that ended
+live task the new definition and keeps its counters; a live task whose stored row is damaged
+(it loaded as a stand-in whose runs fail: ``actors/runtime/durable.py``) is replaced too,
+whatever its fingerprint, since the file says what it should be; and if its counters are
+what is damaged, it is cancelled first, so that the job starts afresh. ``ended`` leaves a job that ended
 (a one-time job that ran, a job stopped by ``max_consecutive_failures``) ended, so that a
 restart does not run it again; change its definition to schedule it afresh. A cancelled
 task is one the runner cancelled when its job left the file (the command line cancels
@@ -53,11 +57,15 @@ class Held:
         task_id: The task's id.
         live: Scheduled or running (not completed, failed or cancelled).
         status: Its status in words (``"scheduled"``, ``"completed"``, ...), for the log.
+        damage: For a live stored task whose row does not decode: why (``RowDamage.reason``).
+        counters_decode: Whether that damaged row's counters decode (and carry on).
     """
 
     task_id: str
     live: bool
     status: str
+    damage: str | None = None
+    counters_decode: bool = True
 
 
 @final
@@ -71,12 +79,15 @@ class Decision:
         spec: The job to schedule (``add``, ``replace``) or left alone (``keep``, ``ended``);
             ``None`` for ``cancel``.
         reason: Why, in words.
+        afresh: For a ``replace``: cancel the task first, so that the job is added with fresh
+            counters (its stored row's do not decode).
     """
 
     action: Action
     task_id: str
     spec: JobSpec | None
     reason: str
+    afresh: bool = False
 
 
 def reconcile(jobs: Sequence[JobSpec], held: Iterable[Held], recorded: Mapping[str, str]) -> list[Decision]:
@@ -113,10 +124,7 @@ def _decide(spec: JobSpec, task: Held | None, recorded: str | None) -> Decision:
         return Decision("add", job_id, spec, "new job")
     unchanged = recorded == spec.fingerprint()
     if task.live:
-        if unchanged:
-            return Decision("keep", job_id, spec, "unchanged")
-        why = "definition changed" if recorded is not None else "no record of its definition"
-        return Decision("replace", job_id, spec, why)
+        return _decide_live(spec, task, unchanged, recorded)
     if task.status == "cancelled":
         return Decision("add", job_id, spec, "it was cancelled, and it is in the job file again")
     if unchanged:
@@ -125,3 +133,17 @@ def _decide(spec: JobSpec, task: Held | None, recorded: str | None) -> Decision:
         )
     why = "its definition changed" if recorded is not None else "there is no record of its definition"
     return Decision("add", job_id, spec, f"it ended {task.status}, and {why}")
+
+
+def _decide_live(spec: JobSpec, task: Held, unchanged: bool, recorded: str | None) -> Decision:
+    job_id = spec.job_id
+    if task.damage is not None:  # the file says what it should be, whatever its fingerprint
+        why = f"its stored row was damaged: {task.damage}"
+        if task.counters_decode:
+            return Decision("replace", job_id, spec, why)
+        why = f"{why}; its counters did not decode, so they start at zero"
+        return Decision("replace", job_id, spec, why, afresh=True)
+    if unchanged:
+        return Decision("keep", job_id, spec, "unchanged")
+    why = "definition changed" if recorded is not None else "no record of its definition"
+    return Decision("replace", job_id, spec, why)

@@ -31,6 +31,7 @@ from actors.cli.reconcile import Held, fingerprints_of, reconcile
 from actors.cli.rows import JobRow, describe_spec, last_error, one_line, row_from_stored
 from actors.cli.stores import read_stored
 from actors.errors import StoreError, UnknownTaskError
+from actors.runtime.durable import damage_of
 from actors.store import StoredTask
 from messages import TaskEvent, TaskInfo
 
@@ -166,12 +167,25 @@ class JobService:
 
 
 def held_of(stored: list[StoredTask]) -> list[Held]:
-    """Return the diff's view of stored tasks."""
-    return [Held(task.task_id, task.live, task.status) for task in stored]
+    """Return the diff's view of stored tasks: a live one whose row is damaged says why (``damage_of``).
+
+    The library's own decoding judges the row, so the reconcile replaces exactly the tasks the
+    scheduler loaded as stand-ins whose runs fail.
+    """
+    held = []
+    for task in stored:
+        damage = damage_of(task) if task.live else None
+        if damage is None:
+            held.append(Held(task.task_id, task.live, task.status))
+        else:
+            held.append(Held(task.task_id, task.live, task.status, damage.reason, damage.counters_decode))
+    return held
 
 
 def to_hold_back(jobfile: JobFile) -> set[str]:
     """Return the stored tasks a start must not run before the reconcile: those it will replace or cancel.
+
+    A task whose row is damaged is one it will replace: its run, which can only fail, waits.
 
     A store that cannot be read yet (an older schema, say) holds nothing back: the scheduler
     migrates it, and the reconcile right after the start replaces or cancels as usual. Only

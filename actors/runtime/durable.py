@@ -28,6 +28,7 @@ import json
 import logging
 import math
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from heapq import heappush
 from typing import Any, Final
 
@@ -54,7 +55,16 @@ from messages import Cron, FixedDelay, FixedRate
 from messages.commands import EMPTY_KWARGS
 from messages.triggers import require_finite, require_positive_duration
 
-__all__ = ["DamagedTask", "LoadedTasks", "definition", "load", "run_record", "task_update"]
+__all__ = [
+    "DamagedTask",
+    "LoadedTasks",
+    "RowDamage",
+    "damage_of",
+    "definition",
+    "load",
+    "run_record",
+    "task_update",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -260,6 +270,37 @@ def _load(
     return task
 
 
+@dataclass(frozen=True, slots=True)
+class RowDamage:
+    """Why a stored row loads as a stand-in (``damage_of``): for a caller about to write over it.
+
+    Attributes:
+        column: The first column that does not decode (the one the stand-in's error names).
+        reason: That column, what it holds and why it does not decode, in words, e.g.
+            ``"its column trigger_json ('[1]') does not decode: is JSON list, not an object"``.
+        counters_decode: Whether the row's counters (``run_count``, ``failure_count``,
+            ``consecutive_failures``) decode, so that the stand-in carries them on.
+    """
+
+    column: str
+    reason: str
+    counters_decode: bool
+
+
+def damage_of(row: StoredTask) -> RowDamage | None:
+    """Why ``row`` (a live task's) loads as a stand-in whose runs fail (``load``); ``None`` if it loads.
+
+    The same decoding as ``load``, so whatever ``load`` makes a stand-in of is damaged here, and
+    nothing else: the command line uses it to write its job file's definition over a damaged
+    row (``actors/cli/reconcile.py``). It imports the row's reference as ``load`` does.
+    """
+    try:
+        _load(row, 0.0, {}, TaskRecord)
+    except _Damage as damage:
+        return RowDamage(damage.column, damage.what(), _counters_decode(row))
+    return None
+
+
 class DamagedTask:
     """The function of a stored task whose row does not decode: each call raises the ``StoreError`` why.
 
@@ -291,14 +332,17 @@ class _Damage(Exception):
 
     def describe(self, location: str, task_id: object) -> str:
         """The message of the ``StoreError`` the task's runs fail with."""
+        return (
+            f"{location}: stored task {task_id!r} is damaged: {self.what()}; each of its runs fails "
+            "with this error, and its columns are left as they are (fix the row, or schedule the task again)"
+        )
+
+    def what(self) -> str:
+        """The column, what it holds (shortened) and why it does not decode."""
         shown = repr(self.text)
         if len(shown) > _SHOWN_TEXT:
             shown = shown[: _SHOWN_TEXT - 3] + "..."
-        return (
-            f"{location}: stored task {task_id!r} is damaged: its column {self.column} ({shown}) "
-            f"{self.reason}; each of its runs fails with this error, and its columns are left "
-            "as they are (fix the row, or schedule the task again)"
-        )
+        return f"its column {self.column} ({shown}) {self.reason}"
 
 
 def _stand_in(
@@ -323,8 +367,7 @@ def _stand_in(
     task.store_seq = row.seq
     task.due_wall = due_wall
     task.last_outcome = row.last_outcome if isinstance(row.last_outcome, str) else None
-    counts = (row.run_count, row.failure_count, row.consecutive_failures)
-    if all(type(count) is int and count >= 0 for count in counts):
+    if _counters_decode(row):
         task.run_count = row.run_count
         if row.failure_count or row.consecutive_failures:
             failures = task.failures = Failures()
@@ -332,6 +375,12 @@ def _stand_in(
             failures.consecutive = row.consecutive_failures
             failures.last_traceback = row.last_error if isinstance(row.last_error, str) else None
     return task
+
+
+def _counters_decode(row: StoredTask) -> bool:
+    """Whether the row's counters are counts (the stand-in of a damaged row carries them on then)."""
+    counts = (row.run_count, row.failure_count, row.consecutive_failures)
+    return all(type(count) is int and count >= 0 for count in counts)
 
 
 def json_arguments(args: tuple[Any, ...], kwargs: Any) -> tuple[str, str, tuple[Any, ...], Any]:

@@ -22,10 +22,20 @@ from messages import Cron, FixedDelay, FixedRate, Once, TaskInfo, TaskStatus, Tr
 __all__ = ["info_of", "name_of"]
 
 
+# What decoding a column edited by hand into something no scheduler writes raises (a damaged
+# row: actors/runtime/durable.py). A snapshot shows such a row as well as it can, never raises.
+_DAMAGE = (ValueError, TypeError, KeyError, AttributeError, RecursionError)
+
+
 def name_of(row: StoredTask) -> str:
-    """The task's name: the one it was given, else its function's qualified name."""
-    name = json.loads(row.options_json).get("name")
-    return name if isinstance(name, str) else parse_reference(row.fn_ref)[1]
+    """The task's name: the one it was given, else its function's qualified name (or its reference)."""
+    name = _options(row).get("name")
+    if isinstance(name, str):
+        return name
+    try:
+        return parse_reference(row.fn_ref)[1]
+    except _DAMAGE:
+        return str(row.fn_ref)
 
 
 def info_of(row: StoredTask, flight: RunInFlight | None, *, wall_offset: float) -> TaskInfo:
@@ -34,7 +44,7 @@ def info_of(row: StoredTask, flight: RunInFlight | None, *, wall_offset: float) 
     ``wall_offset`` is the database's clock (UTC epoch seconds) minus the node's clock, to turn
     stored times into clock times.
     """
-    options: dict[str, Any] = json.loads(row.options_json)
+    options = _options(row)
     status = TaskStatus(row.status)  # a stored status is a TaskStatus's value
     if flight is not None and flight.seq != row.seq:
         flight = None
@@ -45,7 +55,7 @@ def info_of(row: StoredTask, flight: RunInFlight | None, *, wall_offset: float) 
     return TaskInfo(
         task_id=row.task_id,
         name=name_of(row),
-        trigger=_trigger(decode_trigger(row.trigger_json), row, wall_offset),
+        trigger=_shown_trigger(row, wall_offset),
         status=status,
         run_count=row.run_count,
         failure_count=row.failure_count,
@@ -57,6 +67,23 @@ def info_of(row: StoredTask, flight: RunInFlight | None, *, wall_offset: float) 
         end_reason=_end_reason(row, options),
         node=None if flight is None else flight.owner,
     )
+
+
+def _options(row: StoredTask) -> dict[str, Any]:
+    """The row's options; none if they do not decode (a damaged row)."""
+    try:
+        options = json.loads(row.options_json)
+    except _DAMAGE:
+        return {}
+    return options if isinstance(options, dict) else {}
+
+
+def _shown_trigger(row: StoredTask, wall_offset: float) -> Trigger:
+    """The row's trigger; a damaged one shows as a one-time trigger, as its stand-in runs (once, failing)."""
+    try:
+        return _trigger(decode_trigger(row.trigger_json), row, wall_offset)
+    except _DAMAGE:
+        return _trigger(StoredTrigger(kind="once"), row, wall_offset)
 
 
 def _trigger(trigger: StoredTrigger, row: StoredTask, wall_offset: float) -> Trigger:

@@ -6,6 +6,7 @@ store URL (``options=-csearch_path=...``); real ``run`` subprocesses share it.
 
 from __future__ import annotations
 
+import json
 import re
 import signal
 import time
@@ -154,3 +155,30 @@ def test_a_restart_on_a_database_runs_no_job_the_file_changed_or_dropped(tmp_pat
         assert second.wait() == 0
     assert "said old" not in second.output()
     assert "said gone" not in second.output()
+
+
+def test_a_damaged_row_on_a_database_is_replaced_by_its_job_before_it_runs(tmp_path: Path, url: str) -> None:
+    jobfile_on(url, tmp_path, '[jobs.tick]\nfn = "tasks:tick"\nevery = "1h"\n')
+    with Service("jobs.toml", "--no-status", cwd=tmp_path) as first:
+        first.expect(r"task=tick event=completed run=1 ")
+        first.send(signal.SIGTERM)
+        assert first.wait() == 0
+    with psycopg.connect(url, autocommit=True) as db:  # edited by hand, badly, and due at once
+        db.execute("UPDATE task SET trigger_json = '[1]', next_due = 0 WHERE task_id = 'tick'")
+    with Service("jobs.toml", "--no-status", cwd=tmp_path) as second:
+        second.expect(
+            r"INFO job tick: replaced \(its stored row was damaged: its column trigger_json \('\[1\]'\) "
+            r"does not decode: [^;]*\)$"
+        )
+        second.expect(r"INFO task=tick event=completed run=2 ")  # the counters carried on
+        second.send(signal.SIGTERM)
+        assert second.wait() == 0
+    assert "event=failed" not in second.output()  # held back: the stand-in never ran
+    with psycopg.connect(url, autocommit=True) as db:
+        rows = db.execute("SELECT trigger_json, run_count FROM task WHERE task_id = 'tick'").fetchall()
+    assert [(json.loads(trigger)["rate"], runs) for trigger, runs in rows] == [(3600.0, 2)]
+    with Service("jobs.toml", "--no-status", cwd=tmp_path) as third:
+        third.expect(r"INFO job tick: kept \(unchanged\)$")
+        third.send(signal.SIGTERM)
+        assert third.wait() == 0
+    assert " WARNING " not in third.output()

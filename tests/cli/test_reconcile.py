@@ -83,3 +83,23 @@ def test_an_ended_task_whose_definition_was_never_recorded_is_added_saying_so() 
     assert [(d.action, d.reason) for d in decisions] == [
         ("add", "it ended completed, and there is no record of its definition")
     ]
+
+
+def test_a_live_task_whose_stored_row_is_damaged_is_replaced_whatever_its_fingerprint() -> None:
+    jobs = parse_jobfile(FILE, "jobs.toml").jobs
+    damage = "its column trigger_json ('[1]') does not decode: is JSON list, not an object"
+    held = [
+        Held("same", live=True, status="scheduled", damage=damage),
+        Held("changed", live=True, status="scheduled", damage=damage, counters_decode=False),
+    ]
+    decisions = reconcile(jobs[:2], held, fingerprints_of(jobs))  # both unchanged
+    assert decisions == [
+        Decision("replace", "same", jobs[0], f"its stored row was damaged: {damage}"),
+        Decision(
+            "replace",
+            "changed",
+            jobs[1],
+            f"its stored row was damaged: {damage}; its counters did not decode, so they start at zero",
+            afresh=True,
+        ),
+    ]

@@ -205,6 +205,63 @@ def test_a_store_with_a_damaged_row_runs_and_names_the_file_task_and_column(tmp_
     assert "trigger_json" in warning, warning
 
 
+def test_a_damaged_row_is_replaced_by_its_job_keeping_its_counters_and_its_failing_run_never_happens(
+    tmp_path: Path,
+) -> None:
+    write_jobfile(tmp_path, '[jobs.tick]\nfn = "tasks:tick"\nevery = "1h"\n')
+    with Service("jobs.toml", "--no-status", cwd=tmp_path) as first:
+        first.expect(r"task=tick event=completed run=1 ")
+        first.send(signal.SIGTERM)
+        assert first.wait() == 0
+    with contextlib.closing(sqlite3.connect(tmp_path / "jobs.db")) as db, db:
+        # Edited by hand, badly; a next_due that is not one makes the stand-in due at once.
+        db.execute("UPDATE task SET trigger_json = '[1]', next_due = 'soon' WHERE task_id = 'tick'")
+    with Service("jobs.toml", "--no-status", cwd=tmp_path) as second:
+        second.expect(
+            r"INFO job tick: replaced \(its stored row was damaged: its column trigger_json \('\[1\]'\) "
+            r"does not decode: [^;]*\)$"
+        )
+        second.expect(r"INFO task=tick event=completed run=2 ")  # the counters carried on
+        second.send(signal.SIGTERM)
+        assert second.wait() == 0
+    assert "event=failed" not in second.output()  # held back: the stand-in never ran
+    assert "Traceback" not in second.output()
+    with contextlib.closing(sqlite3.connect(tmp_path / "jobs.db")) as db:
+        (trigger, next_due, runs), *others = db.execute(
+            "SELECT trigger_json, typeof(next_due), run_count FROM task WHERE task_id = 'tick'"
+        )
+    assert others == []
+    assert json.loads(trigger)["rate"] == 3600.0
+    assert (next_due, runs) == ("real", 2)
+    with Service("jobs.toml", "--no-status", cwd=tmp_path) as third:
+        third.expect(r"INFO job tick: kept \(unchanged\)$")
+        third.send(signal.SIGTERM)
+        assert third.wait() == 0
+    assert " WARNING " not in third.output()
+
+
+def test_a_row_whose_counters_are_damaged_is_replaced_by_its_job_with_fresh_counters(tmp_path: Path) -> None:
+    write_jobfile(tmp_path, '[jobs.tick]\nfn = "tasks:tick"\nevery = "1h"\n')
+    with Service("jobs.toml", "--no-status", cwd=tmp_path) as first:
+        first.expect(r"task=tick event=completed run=1 ")
+        first.send(signal.SIGTERM)
+        assert first.wait() == 0
+    with contextlib.closing(sqlite3.connect(tmp_path / "jobs.db")) as db, db:
+        db.execute("UPDATE task SET run_count = -1, next_due = 0 WHERE task_id = 'tick'")
+    with Service("jobs.toml", "--no-status", cwd=tmp_path) as second:
+        second.expect(
+            r"INFO job tick: replaced \(its stored row was damaged: its column run_count \(-1\) "
+            r"is not a count \(an int >= 0\); its counters did not decode, so they start at zero\)$"
+        )
+        second.expect(r"INFO task=tick event=completed run=1 ")
+        second.send(signal.SIGTERM)
+        assert second.wait() == 0
+    assert "event=failed" not in second.output()
+    with contextlib.closing(sqlite3.connect(tmp_path / "jobs.db")) as db:
+        rows = list(db.execute("SELECT status, run_count FROM task WHERE task_id = 'tick' ORDER BY seq"))
+    assert rows == [("scheduled", 1)]  # a fresh row in place of the damaged one
+
+
 def test_a_one_time_job_whose_run_is_killed_after_its_outcome_is_committed_is_not_run_again(
     tmp_path: Path,
 ) -> None:

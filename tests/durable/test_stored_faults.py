@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from actors import NoWorkerProcessesError, Scheduler, StoreError, TaskHandle
+from actors.runtime.durable import damage_of
 from messages import EventKind, TaskStatus
 from tests.conftest import EventRecorder
 from tests.durable import tasks
@@ -110,6 +111,38 @@ def test_a_damaged_row_fails_its_runs_naming_file_task_and_column_and_the_rest_r
     assert [(run.task_id, run.outcome) for run in ledger(path) if run.task_id == "damaged"] == [
         ("damaged", "failed")
     ]
+
+
+@pytest.mark.parametrize(("column", "value", "reason"), DAMAGES)
+def test_damage_of_names_the_rows_that_load_as_stand_ins_as_their_runs_error_does(
+    start: Callable[..., Scheduler], path: Path, column: str, value: object, reason: str
+) -> None:
+    write_tasks(start, "damaged", "sound", rate="hourly")
+    edit(path, f"UPDATE task SET {column} = ? WHERE task_id = 'damaged'", value)
+    rows = stored(path)
+    damage = damage_of(rows["damaged"])
+    assert damage is not None
+    assert (damage.column, damage.counters_decode) == (column, True)
+    assert reason in damage.reason
+    assert damage_of(rows["sound"]) is None
+    assert damage_of(rows["hourly"]) is None
+    s = start()
+    s.advance(5.0)
+    assert damage.reason in str(s.info("damaged").last_error)
+
+
+def test_damage_of_says_whether_a_damaged_rows_counters_decode(
+    start: Callable[..., Scheduler], path: Path
+) -> None:
+    write_tasks(start, "counts", "trigger")
+    edit(path, "UPDATE task SET run_count = -1 WHERE task_id = 'counts'")
+    edit(path, "UPDATE task SET trigger_json = '[1]', failure_count = 2 WHERE task_id = 'trigger'")
+    rows = stored(path)
+    counts, trigger = damage_of(rows["counts"]), damage_of(rows["trigger"])
+    assert counts is not None
+    assert (counts.column, counts.counters_decode) == ("run_count", False)
+    assert trigger is not None
+    assert (trigger.column, trigger.counters_decode) == ("trigger_json", True)
 
 
 def test_a_parked_row_whose_arguments_are_not_json_is_listed_and_fails_when_due(

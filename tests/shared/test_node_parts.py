@@ -335,6 +335,25 @@ def test_a_stored_row_reads_as_a_task_info_on_this_node_s_clock() -> None:
     assert info_of(cron, None, wall_offset=offset).trigger == Cron("0 9 * * *", "UTC")
 
 
+@pytest.mark.parametrize(
+    "damage",
+    [
+        {"trigger_json": "[1]"},
+        {"trigger_json": '{"rate": 0, "anchor": 0}'},
+        {"options_json": "not json"},
+        {"options_json": "[1]"},
+        {"fn_ref": "not a reference"},
+    ],
+    ids=["trigger-not-an-object", "rate-zero", "options-not-json", "options-not-an-object", "bad-reference"],
+)
+def test_a_damaged_row_reads_as_a_task_info_as_its_stand_in_runs(damage: dict[str, str]) -> None:
+    info = info_of(row(**damage), None, wall_offset=0.0)  # listing a shared store never fails on one row
+    assert (info.status, info.next_run_at) == (TaskStatus.SCHEDULED, T0)
+    if "trigger_json" in damage:
+        assert info.trigger == Once(T0)  # as its stand-in: due once, at its next_due
+    assert info.name == ("not a reference" if "fn_ref" in damage else "send")
+
+
 def test_a_run_in_flight_shows_where_it_runs_and_an_error_from_elsewhere_as_remote() -> None:
     flight = RunInFlight(task_id="t", seq=1, owner="node-b", expires=T0 + 30, started=True)
     info = info_of(row(), flight, wall_offset=0.0)

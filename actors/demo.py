@@ -19,30 +19,35 @@ RUNS = 5
 EXPECTED_MS = {"fixed rate": [0.0, 30.0, 60.0, 120.0, 150.0], "fixed delay": [0.0, 30.0, 60.0, 140.0, 170.0]}
 
 
-def measure_timeline(workers: int = 2) -> dict[str, list[float]]:
+def measure_timeline(workers: int = 2, *, scale: float = 1.0) -> dict[str, list[float]]:
     """Run a fixed-rate and a fixed-delay task side by side; return their run start times (ms).
 
     Both share the first due time; the third run of each takes 50 ms (a real sleep on its
     worker), every other run takes almost no time. Blocks the caller for about 0.2 s.
+
+    ``scale`` stretches the whole timeline (the interval, the slow run, the first delay) on
+    the real clock; the times are returned in the unscaled timeline's ms, so they compare
+    with ``EXPECTED_MS`` whatever the scale (a larger one is less sensitive to a loaded machine).
     """
     starts: dict[str, list[float]] = {kind: [] for kind in EXPECTED_MS}
     finished = {kind: threading.Event() for kind in EXPECTED_MS}
     with Scheduler(workers=workers) as scheduler:
-        first_due = scheduler.clock.now() + 0.050
+        first_due = scheduler.clock.now() + 0.050 * scale
 
         def run(kind: str) -> None:
             times = starts[kind]
-            times.append((scheduler.clock.now() - first_due) * 1000.0)
+            times.append((scheduler.clock.now() - first_due) * 1000.0 / scale)
             if len(times) == SLOW_RUN:
-                time.sleep(SLOW_RUN_TAKES)
+                time.sleep(SLOW_RUN_TAKES * scale)
             if len(times) == RUNS:
                 finished[kind].set()
 
         initial = first_due - scheduler.clock.now()
-        rate = scheduler.schedule_at_fixed_rate(run, INTERVAL, initial, args=("fixed rate",))
-        delay = scheduler.schedule_with_fixed_delay(run, INTERVAL, initial, args=("fixed delay",))
+        interval = INTERVAL * scale
+        rate = scheduler.schedule_at_fixed_rate(run, interval, initial, args=("fixed rate",))
+        delay = scheduler.schedule_with_fixed_delay(run, interval, initial, args=("fixed delay",))
         for kind, handle in (("fixed rate", rate), ("fixed delay", delay)):
-            finished[kind].wait(5.0)
+            finished[kind].wait(5.0 * scale)
             handle.cancel()
     return {kind: times[:RUNS] for kind, times in starts.items()}
 

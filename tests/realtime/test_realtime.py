@@ -15,7 +15,9 @@ TOLERANCE_MS = 25.0
 
 
 def test_seed_timeline_on_the_real_clock() -> None:
-    measured = measure_timeline()
+    # Five times the demo's timeline (150 ms slots): the slow run then ends 50 ms before the
+    # slot fixed rate must not skip, a margin a loaded CI machine's late wake-ups stay within.
+    measured = measure_timeline(scale=5.0)
     for kind, expected in EXPECTED_MS.items():
         assert measured[kind] == pytest.approx(expected, abs=TOLERANCE_MS), kind
 
@@ -26,7 +28,7 @@ def test_one_time_task_runs_near_its_due_time() -> None:
         started = []
         handle = s.schedule_once(lambda: started.append(time.monotonic()), at=due)
         handle.result(timeout=5)
-        assert 0.0 <= started[0] - due < 0.05
+        assert 0.0 <= started[0] - due < 0.25  # never early; late only by what a loaded machine adds
 
 
 def test_no_thread_wakes_while_nothing_is_due() -> None:

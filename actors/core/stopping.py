@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from actors.core.dealer import Dealer
+from actors.core.queries import Queries
+from actors.core.run_endings import RunEndings
 from actors.core.task_record import TaskRecord
 from actors.core.task_state import CANCELLED, CANCELLING, DETACHED, FINAL_STATES, HANDED, State, move_to
 from actors.sync.token import FREE, RAN, REVOKED, RUNNING, TAKEN
@@ -25,8 +27,12 @@ if TYPE_CHECKING:
 __all__ = ["Stopping"]
 
 
-class Stopping:
-    """The part of the ``Timetable`` that stops it (a mixin: the state is the timetable's)."""
+class Stopping(RunEndings, Queries):
+    """The part of the ``Timetable`` that stops it (a mixin: the state is the timetable's).
+
+    It builds on the run endings (a run still going fails, ``_fail_run``) and the queries
+    (``live_count``), so it inherits them instead of restating their signatures.
+    """
 
     if TYPE_CHECKING:  # the timetable's state and methods this part uses
         _tasks: dict[TaskId, TaskRecord]
@@ -40,23 +46,9 @@ class Stopping:
         activity: int
         closed: bool
 
-        @property
-        def live_count(self) -> int:
-            """Tasks that are not yet terminal (``Queries``)."""
-
         def _unpark(self, task_id: TaskId, *, waiting: bool) -> TaskRecord | None: ...
         def _finish(self, task: TaskRecord, state: State, at: float, outcome: object) -> None: ...
         def _end_cancelled(self, task: TaskRecord, now: float, *, mid_run: bool) -> None: ...
-        def _fail_run(
-            self,
-            task: TaskRecord,
-            error: BaseException,
-            traceback: str,
-            finished_at: float,
-            started_at: float | None = None,
-            *,
-            interrupted: bool = False,
-        ) -> None: ...
 
     def shut_down(self, *, now: float) -> None:
         """Refuse new tasks and cancel every task that has not started its run.

@@ -33,8 +33,6 @@ from actors.core.dependencies import Blocked, Dependencies
 from actors.core.due_heap import DueHeap
 from actors.core.effects import Effects
 from actors.core.parked import Parcel, ParkedTasks
-from actors.core.queries import Queries
-from actors.core.run_endings import RunEndings
 from actors.core.stopping import Stopping
 from actors.core.task_record import Failures, TaskRecord, TaskSpec
 from actors.core.task_state import (
@@ -65,7 +63,7 @@ from messages import (
 )
 
 
-class Timetable(RunEndings, Stopping, Queries):
+class Timetable(Stopping):
     """Every task's schedule and state, and which worker holds what.
 
     Mutators take ``now`` (clock seconds) and record what should happen; ``take_effects``

@@ -104,8 +104,8 @@ class Home(Protocol):
 class MemoryHome:
     """No store: nothing is durable, and every call but ``cancel`` does nothing."""
 
-    durable_runs_once: Final = False
-    start_check: Final = None
+    durable_runs_once: bool = False
+    start_check: StartCheck | None = None  # a run needs no more than its token's leave
 
     def start(self, scheduler: pykka.ActorRef[Any], threads: ThreadRegistry | None) -> None:
         """Nothing to start."""

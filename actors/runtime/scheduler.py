@@ -4,6 +4,10 @@ It owns the timetable, the timer thread, the worker pool, the event bus and the
 subscriptions, and changes them only while handling a message on its own thread, one message
 at a time. That mailbox discipline does what a lock around the heap and the task table does in
 a classic scheduler: no other thread ever touches that state, so it needs no lock.
+
+Memory, a plain store (SQLite) and a shared store (PostgreSQL) go through one code path: what
+differs is the actor's ``Home`` (``actors/runtime/home.py``), whose every method runs here, on
+the scheduler's thread (its ``start_check`` alone runs on the workers').
 """
 
 from __future__ import annotations
@@ -93,8 +97,8 @@ class SchedulerActor(LibraryActor):
     ``list[TaskInfo]``; ``QueryNextDue`` -> ``float | None``; ``QueryStats`` ->
     ``SchedulerStats``. It never raises out of a handler, so a bad ``tell`` cannot kill it. It
     only ever *tells* the workers and the bus, so no actor can deadlock on it. It starts the
-    workers, the timer and (unless given one) the event bus in ``on_start``, on its own
-    thread, and replaces any of them that dies.
+    workers, the timer, (unless given one) the event bus and its home's threads in
+    ``on_start``, on its own thread, and replaces any of them that dies but the home's.
     """
 
     role = Role.SCHEDULER

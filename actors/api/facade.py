@@ -22,6 +22,7 @@ from typing import Final
 
 import pykka
 
+from actors.api.local_tasks import LocalTasks
 from actors.api.messaging import Messaging
 from actors.api.observing import AnyListener, Observing
 from actors.api.plumbing import FAR_MARGIN, LATEST_DUE
@@ -134,14 +135,12 @@ class Scheduler(Scheduling, Messaging, Queries, Observing):
         subscriptions = [self._subscription(listener, None) for listener in listeners]
         self._store = None if store is None else open_store(store)
         node: SharedNode | None = None
-        self._shared_tasks: SharedTasks | None = None
         try:
             if self._store is not None and is_shared(self._store):
                 # A shared store: its database's clock is the wall clock (what is due, run keys).
                 self._clock = DatabaseClock.over(self._clock, self._store)
                 pools = {THREADS: workers, PROCESSES: processes}  # it claims runs only into these
                 node = SharedNode(self._store, self._clock, workers=pools, history=history)
-                self._shared_tasks = SharedTasks(node)
             loaded = self._load(shared=node is not None)
         except BaseException:
             if self._store is not None:
@@ -159,6 +158,10 @@ class Scheduler(Scheduling, Messaging, Queries, Observing):
         live: dict[TaskId, TaskRecord] = {}
         self._live: Mapping[TaskId, TaskRecord] = MappingProxyType(live)
         self._mint = IdMint(None if self._store is None else self._store.reserve_minted)
+        # Where the facade's calls find the tasks (the one place the modes differ for it): this
+        # node's scheduler, and on a shared store the database in front of it (directory.py).
+        local = LocalTasks(self, self._live, self._mint, None if node is not None else self._store)
+        self._directory = local if node is None else SharedTasks(node, local, self, self._live)
         started: Future[None] = Future()
         self._stopped: Future[None] = Future()
         self._ref = SchedulerActor.start(

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import pykka
 
-from actors.api.shared_tasks import SharedTasks
+from actors.api.directory import TaskDirectory
 from actors.core.task_record import (
     TaskRecord,
 )
@@ -63,7 +63,7 @@ class Plumbing:
     _clock: Clock
     _processes: int
     _store: Store | None
-    _shared_tasks: SharedTasks | None
+    _directory: TaskDirectory  # where the tasks are: this node's scheduler, or a shared store too
     _far_at: float
     _threads: ThreadRegistry
     _outbox: Outbox[OutboxItem]
@@ -156,6 +156,10 @@ class Plumbing:
             if self._closed:
                 raise SchedulerShutdownError("scheduler is shut down")
             yield
+
+    def _is_open(self) -> bool:
+        """Whether ``shutdown`` has not been called yet (``SchedulerPort``)."""
+        return not self._closed
 
     def _mint_id(self) -> TaskId:
         """A new task id, unique in the store (``SchedulerPort``)."""

@@ -2,26 +2,16 @@
 
 from __future__ import annotations
 
-import contextlib
-
 from actors.api.handles import TaskHandle
-from actors.api.plumbing import OUTBOX_BACKLOG, Plumbing
+from actors.api.plumbing import Plumbing
 from actors.core.task_record import (
     TaskRecord,
 )
 from actors.errors import (
-    SchedulerShutdownError,
     UnknownTaskError,
 )
-from actors.runtime.minting import is_memory_id
-from actors.sync.token import FREE, RAN, RUNNING
 from messages import (
-    Cancel,
-    Cancelled,
-    FindTask,
     QueryStats,
-    QueryTask,
-    QueryTasks,
     SchedulerStats,
     TaskId,
     TaskInfo,
@@ -62,42 +52,16 @@ class Queries(Plumbing):
             return False  # type: ignore[unreachable]
         task = self._live.get(task_id)
         if task is not None:
-            return self._revoke(task, interrupt)
-        shared = self._shared_tasks
-        stored = shared is not None and not self._closed and not is_memory_id(task_id)
-        if stored and shared is not None and shared.cancel(self, task_id, interrupt=interrupt):
-            return True  # a durable task of the shared store (it decides, whichever node holds it)
-        with self._lock:
-            if self._closed:
-                return False
-            reply = self._ask(Cancel(task_id, interrupt))
-        answer = self._get(reply)
-        if isinstance(answer, BaseException):  # the store could not commit it: cancelled here only
-            raise answer
-        return bool(answer)
+            return self._directory.revoke(task, interrupt)
+        return self._directory.cancel(task_id, interrupt)
 
     def _revoke(self, task: TaskRecord, interrupt: bool = False) -> bool:
         """Cancel ``task`` through its token (caller's thread); if that won, tell the scheduler.
 
         ``interrupt``: also ask its run in progress, if any, to stop. A durable task's cancel
-        is committed to the store before this returns ``True``.
+        is committed to the store before this returns ``True`` (``TaskDirectory.revoke``).
         """
-        if self._shared_tasks is not None and task.store_seq is not None:
-            return self._shared_tasks.revoke(self, task, interrupt)  # the shared store decides
-        signalled = interrupt and task.interrupt()
-        before = task.revoke()
-        if before is not FREE and before is not RUNNING and before is not RAN:
-            return signalled  # a one-time run started, the task is ending or has ended, or was cancelled
-        try:
-            if task.store_seq is not None and self._store is not None:
-                self._store.cancel(task.task_id)  # a StoreError: cancelled in this process only
-        finally:  # the token is revoked either way: the scheduler must end the task here
-            with self._lock:
-                if not self._closed:  # else the shutdown ends it anyway: it finds the token revoked
-                    with contextlib.suppress(SchedulerShutdownError):  # stopped by force: all ended
-                        self._put(Cancelled(task, before is not FREE))  # RUNNING or RAN: a run in flight
-        self._make_room(OUTBOX_BACKLOG)
-        return True
+        return self._directory.revoke(task, interrupt)
 
     def handle(self, task_id: TaskId) -> TaskHandle:
         """Return a handle of the task ``task_id``, live or finished (as ``info`` knows it).
@@ -110,18 +74,9 @@ class Queries(Plumbing):
             UnknownTaskError: no such task (or it left the ``history``).
             SchedulerShutdownError: the scheduler has stopped.
         """
-        task = self._live.get(task_id) if isinstance(task_id, str) else None
-        stored = isinstance(task_id, str) and not is_memory_id(task_id)  # memory ids: never in the store
-        if self._shared_tasks is not None and stored and (task is None or task.durable):
-            shared = self._shared_tasks.handle(self, task_id)  # a durable task: its row says
-            if shared is not None:
-                return shared
-        if task is None and isinstance(task_id, str):
-            # One still on its way to the scheduler, say, or one that has finished.
-            task = self._query(FindTask(task_id, finished=True))
-        if not isinstance(task, TaskRecord):
+        if not isinstance(task_id, str):  # callers without type checking: no task has such an id
             raise UnknownTaskError(f"no task with id {task_id!r} (neither live nor in the history)")
-        return TaskHandle(task, self)
+        return self._directory.handle(task_id)
 
     def info(self, task_id: TaskId) -> TaskInfo:
         """Return a snapshot of a live task, or the final state of a recently finished one.
@@ -130,15 +85,9 @@ class Queries(Plumbing):
             UnknownTaskError: no such task (or it left the ``history``).
             SchedulerShutdownError: the scheduler has stopped.
         """
-        info = None
-        if self._shared_tasks is not None and isinstance(task_id, str) and not is_memory_id(task_id):
-            info = self._shared_tasks.info(task_id)  # a durable task: its row says
-        if info is None and isinstance(task_id, str):
-            info = self._query(QueryTask(task_id))
-        if info is None:
+        if not isinstance(task_id, str):  # callers without type checking: no task has such an id
             raise UnknownTaskError(f"no task with id {task_id!r}")
-        assert isinstance(info, TaskInfo)
-        return info
+        return self._directory.info(task_id)
 
     def tasks(self) -> list[TaskInfo]:
         """Return a snapshot of every live (not yet finished) task, in scheduling order.
@@ -146,12 +95,7 @@ class Queries(Plumbing):
         Tasks of ``schedule_many`` (and one-time tasks loaded from a store) that are still parked
         come after the others, in their own order.
         """
-        infos: list[TaskInfo] = self._query(QueryTasks())
-        if self._shared_tasks is not None:  # durable tasks: the store's rows, whichever node runs them
-            stored = self._shared_tasks.infos()
-            ids = {info.task_id for info in stored}
-            infos = [info for info in infos if info.task_id not in ids] + stored
-        return infos
+        return self._directory.infos()
 
     def stats(self) -> SchedulerStats:
         """Return the scheduler's counters (live tasks, heap size, timer wake-ups, ...).

@@ -136,7 +136,7 @@ class Scheduling(Submitting):
                 and plain_function(fn)
             ):
                 task = TaskRecord("", fn, args, EMPTY_KWARGS, due_at, default_name(fn))  # type: ignore[arg-type]
-                return self._submit(task, None)
+                return self._directory.submit(task, None)
         else:
             due_at = once_due_at(self._clock, delay, at)
         options = TaskOptions(name, None, *tail)

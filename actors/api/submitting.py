@@ -9,11 +9,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from actors.api.handles import TaskHandle
-from actors.api.plumbing import OUTBOX_BACKLOG, Plumbing
+from actors.api.plumbing import Plumbing
 from actors.api.validation import (
     TaskOptions,
     check_task,
-    check_task_id,
     process_target,
     resolve_task_function,
 )
@@ -27,14 +26,9 @@ from actors.core.task_record import (
     default_name,
     makes_coroutine,
 )
-from actors.errors import (
-    DuplicateTaskError,
-    SchedulerShutdownError,
-)
 from actors.references import check_json_arguments, reference_of
-from actors.runtime.durable import definition, json_arguments
+from actors.runtime.durable import json_arguments
 from messages import (
-    AddTask,
     TaskId,
 )
 from messages.commands import as_args
@@ -71,7 +65,7 @@ class Submitting(Plumbing):
         name = options.name or default_name(target)
         plain = not durable and not coroutine and trigger is None and due_wall is None and not after
         if plain and options.plain:
-            return self._submit(TaskRecord("", target, args, checked, due_at, name), task_id)
+            return self._directory.submit(TaskRecord("", target, args, checked, due_at, name), task_id)
         runs: Callable[..., object] = target
         if options.executor == PROCESSES:
             runs = process_target(fn, args, checked)
@@ -92,7 +86,7 @@ class Submitting(Plumbing):
             task.due_wall = due_wall
         elif durable:
             task.due_wall = due_at + self._wall_offset()
-        return self._submit(task, task_id, row, options.if_exists)
+        return self._directory.submit(task, task_id, row, options.if_exists)
 
     @staticmethod
     def _spec(
@@ -121,41 +115,3 @@ class Submitting(Plumbing):
             delay=delay if after else 0.0,
         )
         return spec.or_plain()
-
-    def _submit(
-        self,
-        task: TaskRecord,
-        task_id: TaskId | None,
-        row: tuple[str, str, str] | None = None,
-        if_exists: str = "error",
-    ) -> TaskHandle:
-        """Hand a new task to the scheduler (a durable one committed to the store first)."""
-        if row is not None and self._shared_tasks is not None:  # a shared store: it goes there only
-            return self._shared_tasks.submit(self, task, task_id, row, if_exists)
-        if task_id is None:  # a minted id cannot clash: no need to wait for a reply
-            with self._lock:  # held across the commit, so that nothing is committed after shutdown
-                if self._closed:
-                    raise SchedulerShutdownError("scheduler is shut down")
-                task.task_id = self._mint() if row is not None else self._mint.memory()  # memory: no store
-                if row is not None:
-                    assert self._store is not None
-                    stored, _ = self._store.add(definition(task, *row, wall_offset=self._wall_offset()))
-                    task.store_seq = stored.seq
-                self._put(task)
-            if self._outbox.backlog > OUTBOX_BACKLOG:  # tested here: the common case costs no call
-                self._make_room(OUTBOX_BACKLOG)
-            return TaskHandle(task, self)
-        task.task_id = check_task_id(task_id)
-        plan = None if row is None else definition(task, *row, wall_offset=self._wall_offset())
-        with self._lock:
-            if self._closed:
-                raise SchedulerShutdownError("scheduler is shut down")
-            reply = self._ask(AddTask(task, if_exists, plan))
-        live = self._get(reply)
-        if isinstance(live, BaseException):
-            raise live
-        if live is None:
-            if self._closed:
-                raise SchedulerShutdownError("scheduler is shut down")
-            raise DuplicateTaskError(f"a live task already has id {task_id!r}")
-        return TaskHandle(live, self)

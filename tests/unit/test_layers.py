@@ -246,11 +246,14 @@ FACADE = frozenset(
         "actors.api.messaging",
         "actors.api.queries",
         "actors.api.observing",
+        "actors.api.local_tasks",
     }
 )
-"""``Scheduler`` (``facade.py``) and the parts it inherits its methods from."""
+"""``Scheduler`` (``facade.py``), the parts it inherits its methods from, and ``LocalTasks``, the
+part it is composed with (its directory of the tasks its own scheduler actor holds)."""
 FACADE_FRIENDS = (
     "actors.api.port",
+    "actors.api.directory",
     "actors.api.handles",
     "actors.api.stepping",
     "actors.api.shared_tasks",

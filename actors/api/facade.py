@@ -29,17 +29,9 @@ from actors.api.plumbing import FAR_MARGIN, LATEST_DUE
 from actors.api.queries import Queries
 from actors.api.scheduling import Scheduling
 from actors.api.shared_tasks import SharedTasks
-from actors.api.validation import (
-    check_clock,
-)
-from actors.core.task_record import (
-    PROCESSES,
-    THREADS,
-    TaskRecord,
-)
-from actors.errors import (
-    SchedulerStartError,
-)
+from actors.api.validation import check_clock
+from actors.core.task_record import PROCESSES, THREADS, TaskRecord
+from actors.errors import SchedulerStartError
 from actors.runtime.base import stop_quietly
 from actors.runtime.durable import LoadedTasks
 from actors.runtime.limits import MAX_PROCESSES, MAX_WORKERS, check_count
@@ -52,10 +44,7 @@ from actors.sync.clock import Clock, MonotonicClock
 from actors.sync.outbox import Outbox
 from actors.sync.threads import Role, ThreadRegistry
 from actors.sync.waiting import Deadline, check_timeout, join, join_any_order, result_within
-from messages import (
-    Shutdown,
-    TaskId,
-)
+from messages import Shutdown, TaskId
 from messages.triggers import require_finite
 
 DROPPED_STORE_WAIT: Final = 5.0

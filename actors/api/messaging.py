@@ -9,19 +9,10 @@ import pykka
 
 from actors.api.handles import TaskHandle
 from actors.api.submitting import Submitting
-from actors.api.validation import (
-    TaskOptions,
-    once_due_at,
-)
+from actors.api.validation import TaskOptions, once_due_at
 from actors.core.cron import CronSchedule
-from actors.core.task_record import (
-    INLINE,
-)
-from messages import (
-    Cron,
-    FixedRate,
-    TaskId,
-)
+from actors.core.task_record import INLINE
+from messages import Cron, FixedRate, TaskId
 from messages.triggers import require_finite
 
 

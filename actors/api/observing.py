@@ -13,18 +13,9 @@ from actors.api import stepping
 from actors.api.handles import Subscription
 from actors.api.mailboxes import check_refs
 from actors.api.plumbing import Plumbing
-from actors.errors import (
-    SchedulerShutdownError,
-)
+from actors.errors import SchedulerShutdownError
 from actors.sync.waiting import Deadline, result_within
-from messages import (
-    EventKind,
-    QueryNextDue,
-    Settle,
-    Subscribe,
-    TaskEvent,
-    Unsubscribe,
-)
+from messages import EventKind, QueryNextDue, Settle, Subscribe, TaskEvent, Unsubscribe
 from messages.events import event_kind
 
 AnyListener = Callable[[TaskEvent], object] | pykka.ActorRef[Any]

@@ -16,14 +16,8 @@ from typing import TYPE_CHECKING, Any, Final
 import pykka
 
 from actors.api.directory import TaskDirectory
-from actors.core.task_record import (
-    TaskRecord,
-)
-from actors.errors import (
-    SchedulerInternalError,
-    SchedulerShutdownError,
-    WouldDeadlockError,
-)
+from actors.core.task_record import TaskRecord
+from actors.errors import SchedulerInternalError, SchedulerShutdownError, WouldDeadlockError
 from actors.runtime.minting import IdMint
 from actors.runtime.scheduler import OutboxItem, SchedulerActor
 from actors.store import Store

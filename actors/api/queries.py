@@ -4,24 +4,13 @@ from __future__ import annotations
 
 from actors.api.handles import TaskHandle
 from actors.api.plumbing import Plumbing
-from actors.core.task_record import (
-    TaskRecord,
-)
-from actors.errors import (
-    UnknownTaskError,
-)
-from messages import (
-    QueryStats,
-    SchedulerStats,
-    TaskId,
-    TaskInfo,
-)
+from actors.core.task_record import TaskRecord
+from actors.errors import UnknownTaskError
+from messages import QueryStats, SchedulerStats, TaskId, TaskInfo
 
 
 class Queries(Plumbing):
     """What a caller asks of the tasks by id, and a handle's cancel (the caller's thread)."""
-
-    # -- control and queries ----------------------------------------------------------------
 
     def cancel(self, task_id: TaskId, interrupt: bool = False) -> bool:
         """Cancel a task; return whether that prevented a run (or, ``interrupt``, signalled one).

@@ -19,24 +19,9 @@ from actors.api.validation import (
 from actors.core.cron import CronSchedule
 from actors.core.parked import Batch, Parcel
 from actors.core.retry import Retry
-from actors.core.task_record import (
-    THREADS,
-    TaskRecord,
-    default_name,
-    makes_coroutine,
-    plain_function,
-)
-from actors.errors import (
-    SchedulerShutdownError,
-    UnknownTaskError,
-)
-from messages import (
-    Cron,
-    FindTask,
-    FixedDelay,
-    FixedRate,
-    TaskId,
-)
+from actors.core.task_record import THREADS, TaskRecord, default_name, makes_coroutine, plain_function
+from actors.errors import SchedulerShutdownError, UnknownTaskError
+from messages import Cron, FindTask, FixedDelay, FixedRate, TaskId
 from messages.commands import EMPTY_KWARGS
 from messages.triggers import require_finite
 

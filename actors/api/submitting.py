@@ -10,12 +10,7 @@ from typing import Any
 
 from actors.api.handles import TaskHandle
 from actors.api.plumbing import Plumbing
-from actors.api.validation import (
-    TaskOptions,
-    check_task,
-    process_target,
-    resolve_task_function,
-)
+from actors.api.validation import TaskOptions, check_task, process_target, resolve_task_function
 from actors.core.task_record import (
     INLINE,
     PROCESSES,
@@ -28,9 +23,7 @@ from actors.core.task_record import (
 )
 from actors.references import check_json_arguments, reference_of
 from actors.runtime.durable import json_arguments
-from messages import (
-    TaskId,
-)
+from messages import TaskId
 from messages.commands import as_args
 
 

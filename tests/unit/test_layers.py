@@ -231,9 +231,23 @@ KNOWN_TYPING_CYCLES: Mapping[frozenset[str], str] = {
 }
 """Cycles that exist only through ``TYPE_CHECKING`` imports (never run, but still a circle)."""
 
-FACADE = "actors.api.facade"
+FACADE = frozenset(
+    {
+        "actors.api.facade",
+        "actors.api.plumbing",
+        "actors.api.submitting",
+        "actors.api.scheduling",
+        "actors.api.messaging",
+        "actors.api.queries",
+        "actors.api.observing",
+        "actors.api.local_tasks",
+    }
+)
+"""``Scheduler`` (``facade.py``), the parts it inherits its methods from, and ``LocalTasks``, the
+part it is composed with (its directory of the tasks its own scheduler actor holds)."""
 FACADE_FRIENDS = (
     "actors.api.port",
+    "actors.api.directory",
     "actors.api.handles",
     "actors.api.stepping",
     "actors.api.shared_tasks",
@@ -493,7 +507,7 @@ def test_no_import_cycle_through_type_checking_imports() -> None:
 
 @pytest.mark.parametrize("module", FACADE_FRIENDS)
 def test_the_friends_of_the_facade_reach_nothing_of_it(module: str) -> None:
-    chain = chain_to(GRAPH, module, lambda reached: reached == FACADE, typing=True)
+    chain = chain_to(GRAPH, module, lambda reached: reached in FACADE, typing=True)
     assert chain is None, "a friend of the facade imports it: " + " -> ".join(chain or [])
 
 

@@ -343,6 +343,19 @@ class Store(StoreReader, Protocol):
             StoreError: The store failed or is closed.
         """
 
+    def add_many(self, tasks: Sequence[TaskDefinition]) -> list[int]:
+        """Store new tasks in one transaction, committed before it returns; return their ``seq``, in order.
+
+        The bulk form of ``add`` for ids no row has (``Scheduler.schedule_many(...,
+        durable=True)`` mints them): each row is written fresh (counters at zero), or none is.
+
+        Raises:
+            DuplicateTaskError: An id is stored already (live or terminal) or given twice;
+                nothing was written.
+            TypeError: An element is not a ``TaskDefinition``.
+            StoreError: The store failed or is closed; nothing was written.
+        """
+
     def cancel(self, task_id: str) -> bool:
         """Mark a live task cancelled; ``False`` if ``task_id`` has no live row.
 
@@ -638,3 +651,10 @@ def check_batch(updates: Sequence[TaskUpdate], runs: Sequence[RunRecord]) -> Non
     for record in runs:
         if not isinstance(record, RunRecord):
             raise TypeError(f"runs must hold RunRecord objects, got {record!r}")
+
+
+def check_definitions(tasks: Sequence[TaskDefinition]) -> None:
+    """Raise ``TypeError`` unless ``tasks`` holds ``TaskDefinition`` objects only (``add_many``)."""
+    for task in tasks:
+        if not isinstance(task, TaskDefinition):
+            raise TypeError(f"tasks must hold TaskDefinition objects, got {task!r}")

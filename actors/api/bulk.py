@@ -33,6 +33,7 @@ from actors.runtime.durable import one_time_columns, stored_batch
 from actors.runtime.minting import IdMint
 from actors.store.protocol import Store, TaskDefinition
 from messages import TaskId
+from messages.commands import EMPTY_KWARGS
 
 if TYPE_CHECKING:
     from actors.api.shared_tasks import SharedTasks
@@ -46,6 +47,10 @@ DURABLE_PARCEL: Final = 1024
 DURABLE_PARCELS_AHEAD: Final = 2
 """Parts left in the outbox before the caller waits for the scheduler to take them."""
 
+# Argument values JSON holds as they are: a task's arguments made of these alone need no
+# walk before they are encoded (the encoder refuses a NaN or an int of too many digits).
+_ATOMS: Final = frozenset({str, int, float, bool, type(None)})
+_ENCODER: Final = json.JSONEncoder(allow_nan=False)  # as json.dumps(..., allow_nan=False)
 _NO_ARGS: Final = "[]"
 _NO_KWARGS: Final = "{}"
 
@@ -157,16 +162,21 @@ def _json_arguments(
     if arguments is None:
         return [_NO_ARGS] * count
     texts: list[str] = []
-    dumps = json.dumps
+    encode = _ENCODER.encode
     for index, args in enumerate(arguments):
         if not args:
             texts.append(_NO_ARGS)
             continue
         try:
-            check_json_arguments(args, {})
-        except TypeError as error:
+            if not all(type(value) in _ATOMS for value in args):  # containers: checked in full first
+                check_json_arguments(args, EMPTY_KWARGS)
+            try:
+                texts.append(encode(list(args)))
+            except ValueError:  # a NaN, or an int of too many digits: the full check says where
+                check_json_arguments(args, EMPTY_KWARGS)
+                raise
+        except (TypeError, ValueError) as error:
             raise TypeError(f"the arguments of task {index} (args[{index}]): {error}") from None
-        texts.append(dumps(list(args), allow_nan=False))
     return texts
 
 

@@ -110,6 +110,18 @@ class TaskDefinition:
     next_due: float | None
 
     def __post_init__(self) -> None:
+        due = self.next_due
+        if (  # the common case in one expression (add_many builds thousands): exact types, finite due
+            type(self.task_id) is str
+            and self.task_id
+            and type(self.fn_ref) is str
+            and type(self.args_json) is str
+            and type(self.kwargs_json) is str
+            and type(self.trigger_json) is str
+            and type(self.options_json) is str
+            and (due is None or (type(due) is float and due - due == 0.0))
+        ):
+            return
         if not isinstance(self.task_id, str) or not self.task_id:
             raise TypeError(f"task_id must be a non-empty str, got {self.task_id!r}")
         for name in ("fn_ref", "args_json", "kwargs_json", "trigger_json", "options_json"):

@@ -422,9 +422,9 @@ class Scheduler:
         kwargs: Mapping[str, Any] | None = None,
         name: str | None = None,
         misfire_grace: float | None = None,
+        durable: bool | None = None,
         timeout: float | None = None,
         retry: Retry | None = None,
-        durable: bool | None = None,
     ) -> list[TaskId]:
         """Run ``fn(*args[i], **kwargs)`` once, ``delays[i]`` seconds from now, for each ``i``; return ids.
 

@@ -304,7 +304,7 @@ class PostgresStore:
         return self._write("add", lambda db: writes.add(db, task, if_exists, self._channel))
 
     def add_many(self, tasks: Sequence[TaskDefinition]) -> list[int]:
-        """Store new tasks in one transaction (one ``INSERT ... SELECT FROM unnest``); see ``Store.add_many``.
+        """Store new tasks in one transaction (their rows by ``COPY``); see ``Store.add_many``.
 
         Any thread. Sends one hint for the whole batch: any node's claim finds them all.
         """

@@ -61,27 +61,14 @@ REPLACE_TASK: Final = f"""
          WHERE seq = %(seq)s
         RETURNING {TASK_COLUMNS})
     SELECT {TASK_COLUMNS}, pg_notify(%(channel)s, task_id) FROM replaced"""
-# add_many: one statement for the batch. A column the rows share comes as a one-element
-# array and a flag (what every row of a schedule_many has in common is sent once); seqs
-# follow the given order (ORDER BY n); a taken id writes nothing and returns no row.
-_SHARED_OR_EACH: Final = "CASE WHEN %({0}_shared)s THEN (%({0})s::text[])[1] ELSE given.{0} END"
-INSERT_TASKS: Final = f"""
-    INSERT INTO task (task_id, fn_ref, args_json, kwargs_json, trigger_json, options_json,
-                      status, next_due, updated_at)
-    SELECT given.task_id, {_SHARED_OR_EACH.format("fn_ref")}, {_SHARED_OR_EACH.format("args_json")},
-           {_SHARED_OR_EACH.format("kwargs_json")}, {_SHARED_OR_EACH.format("trigger_json")},
-           {_SHARED_OR_EACH.format("options_json")}, 'scheduled', given.next_due, {NOW}
-      FROM unnest(%(task_id)s::text[], %(next_due)s::float8[],
-                  CASE WHEN %(fn_ref_shared)s THEN NULL ELSE %(fn_ref)s::text[] END,
-                  CASE WHEN %(args_json_shared)s THEN NULL ELSE %(args_json)s::text[] END,
-                  CASE WHEN %(kwargs_json_shared)s THEN NULL ELSE %(kwargs_json)s::text[] END,
-                  CASE WHEN %(trigger_json_shared)s THEN NULL ELSE %(trigger_json)s::text[] END,
-                  CASE WHEN %(options_json_shared)s THEN NULL ELSE %(options_json)s::text[] END)
-           WITH ORDINALITY AS given (task_id, next_due, fn_ref, args_json, kwargs_json, trigger_json,
-                                     options_json, n)
-     ORDER BY given.n
-    ON CONFLICT (task_id) DO NOTHING
-    RETURNING task_id, seq"""
+# add_many: the rows come by COPY (the counters at their defaults); the
+# rows a transaction wrote are those whose change is its id (task_change is indexed).
+COPY_TASKS: Final = """
+    COPY task (task_id, fn_ref, args_json, kwargs_json, trigger_json, options_json, status,
+               next_due, updated_at)
+    FROM STDIN"""
+ADDED_RANGE: Final = f"SELECT min(seq), max(seq), count(*) FROM task WHERE change = {XID}"
+ADDED_SEQS: Final = f"SELECT task_id, seq FROM task WHERE change = {XID}"
 NOTIFY: Final = "SELECT pg_notify(%s, %s)"
 LOCK_TASK: Final = f"SELECT {TASK_COLUMNS} FROM task WHERE task_id = %s FOR UPDATE"
 # A replace of a row whose run is in flight (owned) records that claim's fence: the owner

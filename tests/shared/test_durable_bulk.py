@@ -8,16 +8,17 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import CancelledError
+from concurrent.futures import CancelledError, ThreadPoolExecutor
 from typing import Any
 
 import pytest
 
 from actors import Scheduler
-from actors.store import PostgresStore
+from actors.store import PostgresStore, TaskDefinition
 from messages import TaskStatus
 from tests.shared import tasks
 from tests.shared.conftest import Node
+from tests.store.pg import DSN
 
 
 def _wait_for(predicate: Callable[[], bool], timeout: float = 15.0, what: str = "the condition") -> None:
@@ -108,3 +109,39 @@ def test_without_durable_they_stay_on_the_node(node: Node, reader: PostgresStore
     [task_id] = a.schedule_many(tasks.noop, [60.0])
     assert task_id.startswith("task-m")
     assert reader.tasks() == []
+
+
+def test_concurrent_bulk_adds_on_two_nodes_each_get_their_own_rows_seqs(
+    reader: PostgresStore, schema: str
+) -> None:
+    other = PostgresStore(DSN, schema=schema, node="other")
+    other.open()
+    try:
+        batches = {
+            name: [
+                TaskDefinition(
+                    task_id=f"{name}-{i}",
+                    fn_ref="tests.shared.tasks:noop",
+                    args_json=f"[{i}]",
+                    kwargs_json="{}",
+                    trigger_json='{"once":true}',
+                    options_json="{}",
+                    next_due=2e9,
+                )
+                for i in range(3000)
+            ]
+            for name in ("a", "b")
+        }
+        with ThreadPoolExecutor(2) as pool:
+            futures = {
+                name: pool.submit(store.add_many, batches[name])
+                for name, store in zip("ab", (reader, other), strict=True)
+            }
+            seqs = {name: future.result(timeout=60) for name, future in futures.items()}
+    finally:
+        other.close()
+
+    rows = {row.task_id: row.seq for row in reader.tasks()}
+    for name, batch in batches.items():
+        assert seqs[name] == [rows[task.task_id] for task in batch]
+    assert len(set(seqs["a"]) | set(seqs["b"])) == 6000

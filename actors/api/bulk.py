@@ -112,8 +112,8 @@ def schedule_durable_many(
 
     Raises:
         ValueError: ``fn`` has no importable name; a due time is past ``LATEST_DUE``.
-        TypeError: an argument does not round-trip through JSON (the message names it, e.g.
-            ``args[3][0]``).
+        TypeError: an argument does not round-trip through JSON (the message names the task,
+            ``args[3]``, and the value in its arguments).
         StoreError: the store could not commit them (nothing is committed).
         SchedulerShutdownError: the scheduler was shut down before the commit (nothing is
             committed). After the commit the call returns the ids: the tasks are stored, and

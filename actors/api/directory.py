@@ -34,6 +34,10 @@ arguments as JSON (``None`` for a memory-only task)."""
 class TaskDirectory(Protocol):
     """The facade's tasks, wherever they live. Every member: the caller's thread, ``_lock`` not held."""
 
+    runs_stored_tasks: bool
+    """Whether tasks committed to the store are this node's to run (a plain store's: handed to
+    its scheduler) or wait there for whichever node claims them (a shared store's)."""
+
     def submit(
         self,
         task: TaskRecord,

@@ -33,6 +33,8 @@ __all__ = ["LocalTasks"]
 class LocalTasks:
     """The tasks this node's scheduler actor holds (a ``TaskDirectory``). Every method: any thread."""
 
+    runs_stored_tasks = True  # its store is this scheduler's own
+
     __slots__ = ("_facade", "_live", "_mint", "_store")
 
     def __init__(

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, tzinfo
 from typing import Any, Final
 
+from actors.api.bulk import schedule_durable_many
 from actors.api.handles import TaskHandle, record_of
 from actors.api.submitting import Submitting
 from actors.api.validation import (
@@ -137,6 +138,7 @@ class Scheduling(Submitting):
         kwargs: Mapping[str, Any] | None = None,
         name: str | None = None,
         misfire_grace: float | None = None,
+        durable: bool | None = None,
         timeout: float | None = None,
         retry: Retry | None = None,
     ) -> list[TaskId]:
@@ -155,10 +157,13 @@ class Scheduling(Submitting):
 
         Returns ids, not handles: a million handles would be a million more objects to keep.
         ``handle(task_id)`` gives one. The tasks are kept in memory only, even on a scheduler
-        with a store (as ``schedule_after``'s). The caller's thread checks everything before
+        with a store, unless ``durable=True``. The caller's thread checks everything before
         anything is scheduled, then hands the tasks over in parts of ``PARCEL_SIZE``, waiting
         for the scheduler to take each part before it sends many more (backpressure), without
-        holding up other callers meanwhile.
+        holding up other callers meanwhile. ``durable=True`` (needs a store) commits them all in
+        one transaction before it returns, ids ``"task-<n>"`` of the store, ``fn`` by reference
+        and arguments as JSON, as a durable ``schedule_once`` (``None``, the default, is memory
+        only here, unlike there: docs/persistence.md, "Durable tasks in bulk").
 
         Raises:
             TypeError: ``fn`` is not callable; ``delays`` or ``args`` is not an iterable; a delay
@@ -169,13 +174,20 @@ class Scheduling(Submitting):
                 reference that does not import; a bad option.
             SchedulerShutdownError: the scheduler is shut down (if that happens during the call,
                 the tasks handed over already end ``CANCELLED``, as every pending task does).
+            With ``durable=True`` also, nothing committed: ``ValueError`` without a store or if
+                ``fn`` has no importable name; ``TypeError`` for an argument that does not
+                round-trip through JSON; ``StoreError`` if the commit fails (``bulk.py``).
         """
         target = resolve_task_function(fn) if isinstance(fn, str) else fn
         checked = check_task(target, (), kwargs)
-        options = TaskOptions(name, misfire_grace=misfire_grace, durable=False, timeout=timeout, retry=retry)
-        options.check(self._processes, self._store is not None)
+        durable = False if durable is None else durable  # memory by default: see the docstring
+        options = TaskOptions(name, None, THREADS, misfire_grace, "error", durable, timeout, retry)
+        durable = options.check(self._processes, self._store is not None)
         due_at, arguments = check_bulk(delays, args, now=self._clock.now())
         spec = self._spec(options, makes_coroutine(target))
+        if durable:  # committed in bulk (actors/api/bulk.py)
+            named = name or default_name(target)
+            return schedule_durable_many(self, fn, target, checked, named, spec, due_at, arguments)
         batch = Batch(target, checked, name or default_name(target), spec)
         ids: list[TaskId] = []
         for start in range(0, len(due_at), PARCEL_SIZE):

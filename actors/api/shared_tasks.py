@@ -44,6 +44,8 @@ class SharedTasks:
     Every method: any thread, no lock of the facade held; one or two short store calls.
     """
 
+    runs_stored_tasks = False  # whichever node claims a run runs it
+
     def __init__(
         self,
         node: SharedNode,

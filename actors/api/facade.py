@@ -20,6 +20,7 @@ import pykka
 from actors.api import stepping
 from actors.api.handles import Subscription, TaskHandle, record_of
 from actors.api.mailboxes import check_refs
+from actors.api.operations import LiveTaskOperations
 from actors.api.shared_tasks import SharedTasks
 from actors.api.validation import (
     PLAIN_TAIL,
@@ -136,7 +137,7 @@ the scheduler takes everything waiting at once, and a due task waits for that.""
 AnyListener = Callable[[TaskEvent], object] | pykka.ActorRef[Any]
 
 
-class Scheduler:
+class Scheduler(LiveTaskOperations):
     """Runs one-time and recurring tasks on a pool of worker actors.
 
     Starts a ``SchedulerActor``, which starts ``workers`` ``WorkerActor``s, an ``EventBus`` and

@@ -28,6 +28,7 @@ from actors.runtime.durable import run_record, task_update
 from actors.runtime.event_bus import EventBus
 from actors.runtime.limits import MAX_PROCESSES, MAX_WORKERS, check_count
 from actors.runtime.minting import IdMint
+from actors.runtime.operations import OPERATIONS, operate
 from actors.runtime.process_worker import ProcessWorkerActor
 from actors.runtime.timer import TimerThread
 from actors.runtime.worker import Report, WorkerActor, run_batch
@@ -49,13 +50,17 @@ from messages import (
     Failed,
     FindTask,
     Flush,
+    Pause,
     Publish,
     QueryNextDue,
     QueryStats,
     QueryTask,
     QueryTasks,
+    Reschedule,
+    Resume,
     RetrySaves,
     RunBatch,
+    RunNow,
     RunTask,
     Schedule,
     SchedulerStats,
@@ -73,7 +78,17 @@ from messages import (
 
 logger = logging.getLogger(__name__)
 
-_ANSWERED: Final = (AddTask, Cancel, FindTask, QueryNextDue, QueryStats, QueryTask, QueryTasks, Schedule)
+_ANSWERED: Final = (
+    AddTask,
+    Cancel,
+    FindTask,
+    QueryNextDue,
+    QueryStats,
+    QueryTask,
+    QueryTasks,
+    Schedule,
+    *OPERATIONS,
+)
 """The messages whose reply someone reads: a handler that fails replies a ``SchedulerInternalError``."""
 
 OutboxItem = TaskRecord | Parcel | Cancelled | Report
@@ -345,6 +360,8 @@ class SchedulerActor(LibraryActor):
                 return core.record(task_id, finished=finished)
             case Cancel(task_id, interrupt):
                 return self._cancel(task_id, interrupt)
+            case Pause() | Resume() | RunNow() | Reschedule():
+                return operate(core, message, self._clock.now())  # actors/runtime/operations.py
             case QueryTask(task_id):
                 return core.find(task_id, wall_offset=self._wall_offset())
             case QueryTasks():

@@ -188,3 +188,27 @@ def test_the_events_name_the_task(
     s.settle()
     (event,) = recorder.events
     assert (event.kind, event.task_id, event.name, event.run) == (kind, "named", "the name", None)
+
+
+def test_a_task_of_schedule_many_can_be_paused_and_resumed(
+    make_scheduler: Callable[..., Scheduler], clock: FakeClock
+) -> None:
+    s = make_scheduler()
+    times = Times(clock)
+    first, second = s.schedule_many(times, [5.0, 5.0])
+    assert s.pause(first) is True
+    s.advance(10.0)
+    assert times.at == [1005.0]  # only the other one ran
+    assert s.info(first).status is TaskStatus.PAUSED
+    assert s.resume(first) is True
+    s.settle()
+    assert times.at == [1005.0, 1010.0]
+    assert s.info(second).status is TaskStatus.COMPLETED
+
+
+def test_shutdown_ends_a_paused_task_cancelled(make_scheduler: Callable[..., Scheduler]) -> None:
+    s = make_scheduler()
+    handle = s.schedule_at_fixed_rate(lambda: None, 10.0, 5.0)
+    s.pause(handle.task_id)
+    s.shutdown(wait=True, timeout=10)
+    assert handle.info().status is TaskStatus.CANCELLED

@@ -110,7 +110,13 @@ class Dealer:
         O(length of the FIFO): only operations on a live task call it, never the hot path.
         """
         ready = self._pools[task.spec.executor].ready
-        ready.remove(task)
+        if task in ready:
+            ready.remove(task)
+            return
+        for pool in self._pools.values():  # its spec was replaced while it waited: another pool's
+            if task in pool.ready:
+                pool.ready.remove(task)
+                return
 
     def take_back(self, task: TaskRecord) -> bool:
         """Take back a handed run before its worker starts it; whether that worked.

@@ -141,6 +141,7 @@ class Operations:
 
         def record(self, task_id: TaskId, *, finished: bool = False) -> TaskRecord | None:
             """``Queries.record``."""
+
         def _release(self, now: float) -> None: ...
         def _emit(
             self,

@@ -36,7 +36,9 @@ def test_a_new_interval_counts_from_now_and_runs_nothing_at_once(
     assert times.at == [1000.0, 1010.0, 1045.0, 1075.0]
 
 
-def test_a_trigger_that_says_at_once_runs_at_once(make_scheduler: Callable[..., Scheduler], clock: FakeClock) -> None:
+def test_a_trigger_that_says_at_once_runs_at_once(
+    make_scheduler: Callable[..., Scheduler], clock: FakeClock
+) -> None:
     s = make_scheduler()
     times = Times(clock)
     s.schedule_once(times, 100.0, task_id="once")
@@ -72,7 +74,8 @@ def test_reschedule_to_cron_and_a_paused_task_stays_paused(
     s.resume("c")
     s.settle()
     nxt = s.info("c").next_run_at
-    assert nxt is not None and nxt >= clock.now() - 300
+    assert nxt is not None
+    assert nxt >= clock.now() - 300
 
 
 def test_a_run_in_progress_finishes_and_the_new_trigger_applies_after_it(
@@ -95,12 +98,12 @@ def test_bad_triggers_raise_and_change_nothing(make_scheduler: Callable[..., Sch
     before = s.info("t")
     with pytest.raises(TypeError, match="trigger"):
         s.reschedule("t", 5.0)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="field|cron|expression|minute"):
+    with pytest.raises(ValueError, match="has 3 fields"):
         s.reschedule("t", Cron("not a cron"))
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="unknown time zone"):
         s.reschedule("t", Cron("* * * * *", "Nowhere/Atlantis"))
     assert s.info("t") == before
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="greater than zero"):
         FixedRate(-1.0)
     with pytest.raises(TypeError):
         Reschedule("t", "every minute")  # type: ignore[arg-type]

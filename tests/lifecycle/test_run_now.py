@@ -51,7 +51,9 @@ def test_run_now_of_a_fixed_delay_task_counts_the_delay_from_its_end(
     assert [at for at, _, _ in runs.runs] == [1004.0, 1014.0]
 
 
-def test_run_now_of_a_cron_task_keeps_its_slot(make_scheduler: Callable[..., Scheduler], clock: FakeClock) -> None:
+def test_run_now_of_a_cron_task_keeps_its_slot(
+    make_scheduler: Callable[..., Scheduler], clock: FakeClock
+) -> None:
     s = make_scheduler()
     runs = Runs(clock)
     s.schedule_cron(runs, "* * * * *", task_id="cron")
@@ -95,7 +97,9 @@ def test_run_now_on_a_paused_task_runs_once_and_it_stays_paused(
     assert len([e for e in recorder.events if e.kind is EventKind.COMPLETED]) == 2
 
 
-def test_run_now_brings_a_one_time_run_forward(make_scheduler: Callable[..., Scheduler], clock: FakeClock) -> None:
+def test_run_now_brings_a_one_time_run_forward(
+    make_scheduler: Callable[..., Scheduler], clock: FakeClock
+) -> None:
     s = make_scheduler()
     runs = Runs(clock)
     handle = s.schedule_once(runs, 50.0)

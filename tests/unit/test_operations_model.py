@@ -73,7 +73,9 @@ class Operations(RuleBasedStateMachine):
             if run.manual:
                 self.manual_handed += 1
             else:
-                assert run.task_id not in self.paused, f"a scheduled run of paused {run.task_id!r} was handed out"
+                assert run.task_id not in self.paused, (
+                    f"a scheduled run of paused {run.task_id!r} was handed out"
+                )
         for record, _ in effects.finished:
             self.paused.discard(record.task_id)
         for event in effects.events:

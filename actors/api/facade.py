@@ -63,7 +63,7 @@ from actors.runtime.minting import IdMint, is_memory_id
 from actors.runtime.scheduler import OutboxItem, SchedulerActor
 from actors.shared.clock import DatabaseClock
 from actors.shared.node import SharedNode, is_shared
-from actors.store import LoadsInParts, Store, open_store
+from actors.store import KeepsPaused, LoadsInParts, Store, open_store
 from actors.sync.clock import Clock, MonotonicClock
 from actors.sync.outbox import Outbox
 from actors.sync.threads import Role, ThreadRegistry
@@ -246,6 +246,7 @@ class Scheduler(LiveTaskOperations):
             loaded=loaded.records,
             parked=loaded.parked,
             due=loaded.due,
+            paused=loaded.paused,
             shared=node,
             hung_grace=float(hung_grace),
             subscriptions=subscriptions,
@@ -293,6 +294,8 @@ class Scheduler(LiveTaskOperations):
             store.load_parts(loaded.take)  # a part is taken before the next is read
         elif self._store is not None:
             loaded.take(self._store.load())
+        if isinstance(store, KeepsPaused):
+            loaded.paused = store.paused_ids()  # a paused task stays paused after a restart
         return loaded
 
     def _check_due_time(self, due_at: float) -> None:

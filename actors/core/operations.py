@@ -275,6 +275,16 @@ class Operations:
         self._release(now)
         return True
 
+    def restore_paused(self, task_ids: frozenset[TaskId], *, now: float) -> None:
+        """Pause the tasks a store kept as paused, as they are loaded (no event, nothing saved)."""
+        for task_id in task_ids:
+            task = self.record(task_id)
+            if task is None or task_id in self._paused or task.state is not PENDING:
+                continue  # (a stored row is pending when loaded)
+            self._paused[task_id] = now
+            self._heap.remove(task)
+            move_to(task, PAUSED)
+
     # -- queries ----------------------------------------------------------------------------
 
     def is_paused(self, task_id: TaskId) -> bool:

@@ -89,8 +89,11 @@ def definition(
     )
 
 
-def task_update(task: TaskRecord) -> TaskUpdate:
-    """The state of a durable task to write after a run or at its end (core's state, as it is now)."""
+def task_update(task: TaskRecord, *, paused: bool | None = None) -> TaskUpdate:
+    """The state of a durable task to write after a run or at its end (core's state, as it is now).
+
+    ``paused``: whether the task is paused (``None``: leave the stored flag as it is).
+    """
     assert task.store_seq is not None
     status = STORED_STATUS[task.state]
     failures = task.failures or Failures()
@@ -108,6 +111,7 @@ def task_update(task: TaskRecord) -> TaskUpdate:
         consecutive_failures=failures.consecutive,
         last_error=error_text,
         last_outcome=task.last_outcome,
+        paused=paused,
     )
 
 
@@ -152,6 +156,7 @@ class LoadedTasks:
         self.records: list[TaskRecord] = []
         self.parked = ParkedTasks()
         self.due: list[tuple[float, int, str]] = []  # the parked tasks' heap entries (a heap), seq = count
+        self.paused: frozenset[str] = frozenset()  # the ids stored as paused (a store that KeepsPaused)
         self._wall_offset = wall_offset
         self._location = location
         self._functions: dict[str, tuple[Callable[..., object], bool]] = {}

@@ -133,6 +133,7 @@ class SchedulerActor(LibraryActor):
         store: Store | None = None,
         loaded: list[TaskRecord] | None = None,
         parked: ParkedTasks | None = None,
+        paused: frozenset[str] = frozenset(),
         due: list[tuple[float, int, str]] | None = None,
         shared: SharedNode | None = None,
         hung_grace: float = 5.0,
@@ -161,6 +162,7 @@ class SchedulerActor(LibraryActor):
                 outcomes, and closes it when it stops.
             loaded: The live tasks read from ``store``, to own from the start.
             parked: The one-time tasks read from ``store`` and kept parked (``actors/core/parked.py``).
+            paused: The ids of the tasks read from ``store`` that are paused (they stay paused).
             due: The heap entries of ``parked`` (``Timetable.adopt_parked``).
             shared: This scheduler's part in a shared store (``actors/shared/node.py``): it
                 runs leased durable tasks, one run per lease, and saves their outcomes.
@@ -195,6 +197,7 @@ class SchedulerActor(LibraryActor):
         self._stopped = stopped
         self._store = store
         self._loaded = loaded or []
+        self._paused = paused
         self._due = due or []
         self._shared = shared
         if shared is not None:
@@ -265,6 +268,8 @@ class SchedulerActor(LibraryActor):
                     self._core.adopt_parked(self._due, now=now)  # before any other push
                 if self._loaded:
                     self._core.add_many(self._loaded, now=now)
+                if self._paused:
+                    self._core.restore_paused(self._paused, now=now)  # before anything is released
         except Exception as error:
             logger.exception("scheduler could not take the tasks loaded from its store")
             if self._started is not None:
@@ -501,7 +506,8 @@ class SchedulerActor(LibraryActor):
         if store is None:
             return
         offset = self._core.wall_offset
-        updates = [task_update(task) for task in dict.fromkeys(effects.saves)]  # each task once
+        paused = self._core.is_paused
+        updates = [task_update(task, paused=paused(task.task_id)) for task in dict.fromkeys(effects.saves)]
         runs = [run_record(outcome, wall_offset=offset) for outcome in effects.ledger]
         try:
             store.save(updates, runs)

@@ -31,3 +31,28 @@ def test_operations_on_a_durable_task(start: Callable[..., Scheduler], path: Pat
     assert s.reschedule("stored", FixedRate(60.0)) is True  # committed when it returns
     assert s.info("stored").next_run_wall == START + timedelta(seconds=85)
     assert stored(path)["stored"].next_due == (START + timedelta(seconds=85)).timestamp()
+
+
+def test_a_paused_task_stays_paused_after_a_restart(start: Callable[..., Scheduler], path: Path) -> None:
+    s = start()
+    s.schedule_at_fixed_rate(tasks.noop, 10.0, 10.0, task_id="kept")
+    s.schedule_many(tasks.noop, [30.0])  # memory-only: not in the store
+    once = s.schedule_once(tasks.noop, 20.0, task_id="once")
+    assert s.pause("kept") is True
+    assert s.pause(once.task_id) is True
+    assert stored(path)["kept"].status == "scheduled"  # committed as it returned: a kill -9 keeps it
+    s.shutdown(wait=True, timeout=10)
+
+    again = start()
+    assert again.info("kept").status is TaskStatus.PAUSED
+    assert again.info("once").status is TaskStatus.PAUSED
+    again.advance(65.0)  # off its grid
+    assert again.info("kept").run_count == 0
+    assert again.resume("kept") is True
+    again.settle()
+    assert again.info("kept").run_count == 1  # one late run ("latest")
+    again.shutdown(wait=True, timeout=10)
+
+    third = start()
+    assert third.info("kept").status is TaskStatus.SCHEDULED  # the resume was committed too
+    assert third.info("once").status is TaskStatus.PAUSED

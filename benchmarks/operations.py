@@ -4,7 +4,8 @@
 real clock) with ``--pending`` one-time tasks due 1-2 h ahead (``schedule_many``, as the 1M-pending
 cancel benchmark of ``benchmarks/workloads.py`` fills it), adds ``--calls`` recurring tasks far
 ahead with ids of their own, then times each call on them: ``pause`` of each, ``resume`` of each,
-``run_now`` of each (each run a no-op on the workers). Prints the median and p99 per call, in µs.
+``run_now`` of each (each run a no-op on the workers). Prints the median and p99 per call, in µs,
+after those of a bare ``ask`` of the scheduler (``QueryNextDue``): the round trip each call makes.
 A benchmark, not a timed test: run it on a quiet machine.
 """
 
@@ -18,6 +19,7 @@ import time
 from collections.abc import Callable
 
 from actors import Scheduler
+from messages import QueryNextDue
 
 FAR_S = 3600.0
 
@@ -60,7 +62,12 @@ def main(argv: list[str] | None = None) -> None:
         s.settle(timeout=600)
         gc.collect()
         print(f"filled {args.pending:,} pending + {args.calls:,} in {time.perf_counter() - start:.1f} s")
-        for name, op in (("pause", s.pause), ("resume", s.resume), ("run_now", s.run_now)):
+
+        def round_trip(_task_id: str) -> bool:  # the floor: one ask of the scheduler, answered at once
+            return s.ref.ask(QueryNextDue(), timeout=10) is not None
+
+        operations = (("ask", round_trip), ("pause", s.pause), ("resume", s.resume), ("run_now", s.run_now))
+        for name, op in operations:
             times, falses = _timed([functools.partial(op, task_id) for task_id in ids])
             print(
                 f"{name:8} median {_pct(times, 0.5):7.1f} µs  p99 {_pct(times, 0.99):7.1f} µs"

@@ -200,7 +200,8 @@ class Operations:
             move_to(task, PENDING)
             self._heap.push(task, task.due_at)
         self._operated(task, EventKind.RESUMED, now)
-        self._release(now)
+        if task.due_at <= now:
+            self._release(now)  # (not due yet, or its run in flight: nothing to release)
         return True
 
     def run_now(self, task_id: TaskId, *, now: float) -> bool:

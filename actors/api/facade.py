@@ -58,6 +58,7 @@ from actors.errors import (
 from actors.references import check_json_arguments, reference_of
 from actors.runtime.base import stop_quietly
 from actors.runtime.durable import LoadedTasks, definition, json_arguments
+from actors.runtime.home import local_home
 from actors.runtime.limits import MAX_PROCESSES, MAX_WORKERS, check_count
 from actors.runtime.minting import IdMint, is_memory_id
 from actors.runtime.scheduler import OutboxItem, SchedulerActor
@@ -242,12 +243,11 @@ class Scheduler(LiveTaskOperations):
             started=started,
             stopped=self._stopped,
             live=live,
-            store=None if node is not None else self._store,
+            home=node if node is not None else local_home(self._store),
             loaded=loaded.records,
             parked=loaded.parked,
             due=loaded.due,
             paused=loaded.paused,
-            shared=node,
             hung_grace=float(hung_grace),
             subscriptions=subscriptions,
         )

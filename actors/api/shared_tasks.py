@@ -22,7 +22,7 @@ from actors.api.validation import check_task_id
 from actors.core.task_record import TaskRecord
 from actors.errors import RemoteRunError, SchedulerShutdownError, UnknownTaskError
 from actors.runtime.durable import definition
-from actors.shared.node import LeasedTask, SharedNode
+from actors.shared.node import SharedNode
 from actors.shared.outcome_board import OutcomeBoard
 from actors.shared.view import info_of, name_of
 from actors.store.protocol import RunInFlight, StoredTask
@@ -93,7 +93,7 @@ class SharedTasks:
         """Cancel the durable task of a handle (or one this node holds a claim of)."""
         if not self.cancel(scheduler, task.task_id, task.name, interrupt=interrupt):
             return False
-        if not isinstance(task, LeasedTask):  # a handle's record: done() is true from now on
+        if not self._node.holds(task):  # a handle's record: done() is true from now on
             task.revoke()
         return True
 

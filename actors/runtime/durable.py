@@ -227,7 +227,7 @@ def load(
     ``functions`` caches imported references across rows (with whether each is ``async def``).
     A reference that no longer imports (whatever its module raises) does not stop the load:
     the task keeps it, and each run fails with the ``ImportError``.
-    ``record`` is the class to build (a subclass of ``TaskRecord``, for a shared store's claims).
+    ``record`` is the class to build (``TaskRecord``, or a subclass of it).
 
     A row that does not decode (a column that is not what this module writes: a malformed
     reference, a trigger that is not one, arguments that are not JSON...) does not stop the

@@ -38,6 +38,7 @@ from messages.events import (
     TaskStatus,
     is_minted_id,
 )
+from messages.operations import Pause, Reschedule, Resume, RunNow
 from messages.reports import BusExited, Cancelled, Completed, Failed, Skipped, Started, WorkerExited
 from messages.shared import CancelledInStore, Claimed, RetrySaves
 from messages.timers import TimerFired
@@ -62,14 +63,18 @@ __all__ = [
     "Flush",
     "Listener",
     "Once",
+    "Pause",
     "Publish",
     "QueryNextDue",
     "QueryStats",
     "QueryTask",
     "QueryTasks",
+    "Reschedule",
+    "Resume",
     "RetrySaves",
     "RunBatch",
     "RunClaim",
+    "RunNow",
     "RunTask",
     "Schedule",
     "SchedulerStats",

@@ -49,6 +49,10 @@ class EventKind(enum.Enum):
     """A run outlived its task's ``timeout``: it was asked to stop. If it is still going
     ``hung_grace`` seconds later, it counts ``FAILED`` (``TaskTimeoutError``) and its worker is
     replaced."""
+    PAUSED = "paused"
+    """The task was paused (``Scheduler.pause``): no new run starts until it is resumed."""
+    RESUMED = "resumed"
+    """The task was resumed (``Scheduler.resume``); ``TaskEvent.due_at`` is not set."""
     CLOCK_JUMPED = "clock_jumped"
     """The wall clock jumped (was stepped by more than a second against the monotonic clock),
     so wall-clock tasks were re-planned. Not about one task: ``task_id`` and ``name`` are
@@ -85,6 +89,8 @@ class TaskStatus(enum.Enum):
     """A worker is running it."""
     WAITING = "waiting"
     """A task of ``schedule_after``: waiting for the tasks it depends on (``TaskInfo.waiting_for``)."""
+    PAUSED = "paused"
+    """Paused (``Scheduler.pause``): no new run starts until it is resumed. Not terminal."""
     COMPLETED = "completed"
     """A one-time task that returned normally."""
     FAILED = "failed"

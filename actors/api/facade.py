@@ -25,6 +25,7 @@ import pykka
 from actors.api.local_tasks import LocalTasks
 from actors.api.messaging import Messaging
 from actors.api.observing import AnyListener, Observing
+from actors.api.operations import LiveTaskOperations
 from actors.api.plumbing import FAR_MARGIN, LATEST_DUE
 from actors.api.queries import Queries
 from actors.api.scheduling import Scheduling
@@ -40,7 +41,7 @@ from actors.runtime.minting import IdMint
 from actors.runtime.scheduler import OutboxItem, SchedulerActor
 from actors.shared.clock import DatabaseClock
 from actors.shared.node import SharedNode, is_shared
-from actors.store import LoadsInParts, Store, open_store
+from actors.store import KeepsPaused, LoadsInParts, Store, open_store
 from actors.sync.clock import Clock, MonotonicClock
 from actors.sync.outbox import Outbox
 from actors.sync.threads import Role, ThreadRegistry
@@ -58,7 +59,7 @@ STOP_RESERVE: Final = 0.25
 """Of a ``shutdown(timeout=T)``, the part kept to stop by force if the tasks do not finish in time."""
 
 
-class Scheduler(Scheduling, Messaging, Queries, Observing):
+class Scheduler(Scheduling, Messaging, Queries, Observing, LiveTaskOperations):
     """Runs one-time and recurring tasks on a pool of worker actors.
 
     Starts a ``SchedulerActor``, which starts ``workers`` ``WorkerActor``s, an ``EventBus`` and
@@ -169,6 +170,7 @@ class Scheduler(Scheduling, Messaging, Queries, Observing):
             loaded=loaded.records,
             parked=loaded.parked,
             due=loaded.due,
+            paused=loaded.paused,
             hung_grace=float(hung_grace),
             subscriptions=subscriptions,
         )
@@ -215,6 +217,8 @@ class Scheduler(Scheduling, Messaging, Queries, Observing):
             store.load_parts(loaded.take)  # a part is taken before the next is read
         elif self._store is not None:
             loaded.take(self._store.load())
+        if isinstance(store, KeepsPaused):
+            loaded.paused = store.paused_ids()  # a paused task stays paused after a restart
         return loaded
 
     # -- properties -------------------------------------------------------------------------

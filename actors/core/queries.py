@@ -36,7 +36,9 @@ class Queries:
         _dealer: Dealer
         _history: OrderedDict[TaskId, TaskRecord]
         hold: float | None
+        _paused: dict[TaskId, float]
 
+        def _shown(self, info: TaskInfo) -> TaskInfo: ...
         def _unpark(self, task_id: TaskId, *, waiting: bool) -> TaskRecord | None: ...
         def _due_by(self, now: float) -> float: ...
 
@@ -80,7 +82,8 @@ class Queries:
         """Return what ``info`` returns, or ``None`` instead of raising."""
         task = self._tasks.get(task_id)
         if task is not None:
-            return task.snapshot(running=self._dealer.is_current(task), wall_offset=wall_offset)
+            info = task.snapshot(running=self._dealer.is_current(task), wall_offset=wall_offset)
+            return self._shown(info) if self._paused else info
         task = self._parked.peek(task_id)
         if task is not None:
             return task.snapshot(wall_offset=wall_offset)
@@ -93,6 +96,8 @@ class Queries:
         infos = [
             task.snapshot(running=is_current(task), wall_offset=wall_offset) for task in self._tasks.values()
         ]
+        if self._paused:
+            infos = [self._shown(info) for info in infos]
         infos.extend(task.snapshot(wall_offset=wall_offset) for task in self._parked.peek_all())
         return infos
 

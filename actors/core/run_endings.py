@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from actors.core.effects import RunOutcome
 from actors.core.recurrence import next_cron, next_fixed_delay, next_fixed_rate
-from actors.core.task_record import Failures, TaskRecord
+from actors.core.task_record import Failures, TaskRecord, TaskSpec
 from actors.core.task_state import (
     CANCELLED,
     CANCELLING,
@@ -28,7 +28,7 @@ from actors.core.task_state import (
 from actors.errors import MissedRunError, RunCancelled, TaskTimeoutError
 from actors.sync.claim import INTERRUPTED, NOT_STOPPED, TIMED_OUT, Claim
 from actors.sync.token import TAKEN, request_stop
-from messages import Completed, EventKind, Failed, FixedDelay, FixedRate, Skipped, Started, TaskEvent
+from messages import Completed, EventKind, Failed, FixedDelay, FixedRate, Skipped, Started, TaskEvent, TaskId
 
 if TYPE_CHECKING:
     from actors.core.dealer import Dealer
@@ -60,6 +60,12 @@ class RunEndings:
         def _release(self, now: float) -> None: ...
         def _finish(self, task: TaskRecord, state: State, at: float, outcome: object) -> None: ...
         def _detach(self, task: TaskRecord) -> bool: ...
+        def _rest(self, task: TaskRecord) -> None: ...
+        def _plan_operated(self, task: TaskRecord, after: float) -> bool: ...
+
+        _paused: dict[TaskId, float]
+        _manual: dict[TaskId, tuple[float, float | None]]
+        _respec: dict[TaskId, tuple[TaskSpec, float, float | None]]
 
     def _emit(
         self,
@@ -314,7 +320,7 @@ class RunEndings:
         task.due_at = finished_at + wait
         if task.due_wall is not None:
             task.due_wall = task.due_at + self.wall_offset
-        self._heap.push(task, task.due_at)
+        self._rest(task)  # a paused task's next attempt waits for the resume
         return True
 
     def _fail_run(
@@ -389,13 +395,18 @@ class RunEndings:
             if not (task.store_seq is not None and self._detach(task)):
                 self._finish(task, CANCELLED, finished_at, None)
             return
-        self._heap.push(task, task.due_at)
+        if self._paused:
+            self._rest(task)  # PAUSED if it was paused during its run
+        else:
+            self._heap.push(task, task.due_at)
 
     def _plan_next(self, task: TaskRecord, after: float) -> bool:
         """Set a recurring task's next due time, counted from its last slot and ``after`` (clock time).
 
         Returns ``False``, changing nothing, if its calendar fires no more.
         """
+        if (self._manual or self._respec) and self._plan_operated(task, after):
+            return True  # after a run_now run, or a reschedule's new trigger
         trigger = task.spec.trigger
         calendar = task.spec.calendar
         if calendar is not None:
@@ -467,7 +478,7 @@ class RunEndings:
                 if not self._detach(task):
                     self._finish(task, CANCELLED, now, None)  # a cancel won its token meanwhile
                 return
-        self._heap.push(task, task.due_at)
+        self._rest(task)
 
 
 def _timeout_error(task: TaskRecord, run: int, hung_grace: float, *, abandoned: bool) -> TaskTimeoutError:

@@ -32,6 +32,7 @@ from actors.core.dealer import Dealer
 from actors.core.dependencies import Blocked, Dependencies
 from actors.core.due_heap import DueHeap
 from actors.core.effects import Effects
+from actors.core.operations import Operations
 from actors.core.parked import Parcel, ParkedTasks
 from actors.core.stopping import Stopping
 from actors.core.task_record import Failures, TaskRecord, TaskSpec
@@ -63,7 +64,7 @@ from messages import (
 )
 
 
-class Timetable(Stopping):
+class Timetable(Operations, Stopping):
     """Every task's schedule and state, and which worker holds what.
 
     Mutators take ``now`` (clock seconds) and record what should happen; ``take_effects``
@@ -72,7 +73,8 @@ class Timetable(Stopping):
     This class holds the state, the commands and the release of due tasks to the workers;
     its parts hold the rest: ``RunEndings`` (how a run ends, ``actors/core/run_endings.py``),
     ``Stopping`` (shutting down and abandoning, ``actors/core/stopping.py``) and ``Queries``
-    (what it answers about its tasks, ``actors/core/queries.py``).
+    (what it answers about its tasks, ``actors/core/queries.py``) and ``Operations`` (pause,
+    resume, run now, reschedule, ``actors/core/operations.py``).
     """
 
     def __init__(
@@ -134,6 +136,11 @@ class Timetable(Stopping):
         self.durable_runs_once = False
         self._wall_tasks = WallTasks()  # the live tasks due at a wall-clock instant
         self._dependencies = Dependencies()  # who waits for whom (schedule_after)
+        # What pause, run_now and reschedule keep per task (actors/core/operations.py says why).
+        self._paused: dict[TaskId, float] = {}
+        self._manual: dict[TaskId, tuple[float, float | None]] = {}
+        self._respec: dict[TaskId, tuple[TaskSpec, float, float | None]] = {}
+        self._dealer.manual = self._manual  # the dealer marks their runs manual
 
     @property
     def wanted(self) -> frozenset[EventKind]:
@@ -482,7 +489,7 @@ class Timetable(Stopping):
         """Every task a waiting task depends on has completed: it is due ``delay`` from now."""
         move_to(task, PENDING)
         task.due_at = now + task.spec.delay
-        self._heap.push(task, task.due_at)
+        self._rest(task)  # in the heap, or PAUSED if it was paused while it waited
 
     def _end_blocked(self, blocked: Blocked, at: float) -> None:
         """A task a waiting task depends on did not complete: the waiting one ends ``CANCELLED``."""
@@ -511,6 +518,8 @@ class Timetable(Stopping):
         if task.spec.on_wall:
             self._wall_tasks.forget(task)
         self.activity += 1
+        if self._paused or self._manual or self._respec:
+            self._forget_operated(task.task_id)
         if task.store_seq is not None:
             self._effects.saves.append(task)
         if state is CANCELLED and self._want_cancelled:

@@ -108,8 +108,11 @@ def stored_batch(fn: Callable[..., object], name: str, spec: TaskSpec, location:
     return Batch(fn, EMPTY_KWARGS, name, spec, decode)
 
 
-def task_update(task: TaskRecord) -> TaskUpdate:
-    """The state of a durable task to write after a run or at its end (core's state, as it is now)."""
+def task_update(task: TaskRecord, *, paused: bool | None = None) -> TaskUpdate:
+    """The state of a durable task to write after a run or at its end (core's state, as it is now).
+
+    ``paused``: whether the task is paused (``None``: leave the stored flag as it is).
+    """
     assert task.store_seq is not None
     status = STORED_STATUS[task.state]
     failures = task.failures or Failures()
@@ -127,6 +130,7 @@ def task_update(task: TaskRecord) -> TaskUpdate:
         consecutive_failures=failures.consecutive,
         last_error=error_text,
         last_outcome=task.last_outcome,
+        paused=paused,
     )
 
 
@@ -171,6 +175,7 @@ class LoadedTasks:
         self.records: list[TaskRecord] = []
         self.parked = ParkedTasks()
         self.due: list[tuple[float, int, str]] = []  # the parked tasks' heap entries (a heap), seq = count
+        self.paused: frozenset[str] = frozenset()  # the ids stored as paused (a store that KeepsPaused)
         self._wall_offset = wall_offset
         self._location = location
         self._functions: dict[str, tuple[Callable[..., object], bool]] = {}

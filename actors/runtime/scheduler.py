@@ -32,6 +32,7 @@ from actors.runtime.event_bus import EventBus
 from actors.runtime.home import Home, MemoryHome
 from actors.runtime.limits import MAX_PROCESSES, MAX_WORKERS, check_count
 from actors.runtime.minting import IdMint
+from actors.runtime.operations import OPERATIONS, operate
 from actors.runtime.process_worker import ProcessWorkerActor
 from actors.runtime.timer import TimerThread
 from actors.runtime.worker import Report, WorkerActor, run_batch
@@ -52,13 +53,17 @@ from messages import (
     Failed,
     FindTask,
     Flush,
+    Pause,
     Publish,
     QueryNextDue,
     QueryStats,
     QueryTask,
     QueryTasks,
+    Reschedule,
+    Resume,
     RetrySaves,
     RunBatch,
+    RunNow,
     RunTask,
     Schedule,
     SchedulerStats,
@@ -76,7 +81,17 @@ from messages import (
 
 logger = logging.getLogger(__name__)
 
-_ANSWERED: Final = (AddTask, Cancel, FindTask, QueryNextDue, QueryStats, QueryTask, QueryTasks, Schedule)
+_ANSWERED: Final = (
+    AddTask,
+    Cancel,
+    FindTask,
+    QueryNextDue,
+    QueryStats,
+    QueryTask,
+    QueryTasks,
+    Schedule,
+    *OPERATIONS,
+)
 """The messages whose reply someone reads: a handler that fails replies a ``SchedulerInternalError``."""
 
 OutboxItem = TaskRecord | Parcel | Cancelled | Report
@@ -121,6 +136,7 @@ class SchedulerActor(LibraryActor):
         home: Home | None = None,
         loaded: list[TaskRecord] | None = None,
         parked: ParkedTasks | None = None,
+        paused: frozenset[str] = frozenset(),
         due: list[tuple[float, int, str]] | None = None,
         hung_grace: float = 5.0,
         subscriptions: list[Subscribe] | None = None,
@@ -150,6 +166,7 @@ class SchedulerActor(LibraryActor):
                 it, and closes it when it stops.
             loaded: The live tasks read from the store, to own from the start.
             parked: The one-time tasks read from the store and kept parked (``actors/core/parked.py``).
+            paused: The ids of the tasks read from the store that are paused (they stay paused).
             due: The heap entries of ``parked`` (``Timetable.adopt_parked``).
             hung_grace: Seconds a run past its ``timeout`` gets, once asked to stop, before its
                 worker is abandoned (and replaced).
@@ -182,6 +199,7 @@ class SchedulerActor(LibraryActor):
         self._stopped = stopped
         self._home: Home = home if home is not None else MemoryHome()
         self._loaded = loaded or []
+        self._paused = paused
         self._due = due or []
         # A shared store's leased task goes back to the store after its run.
         self._core.durable_runs_once = self._home.durable_runs_once
@@ -250,6 +268,8 @@ class SchedulerActor(LibraryActor):
                     self._core.adopt_parked(self._due, now=now)  # before any other push
                 if self._loaded:
                     self._core.add_many(self._loaded, now=now)
+                if self._paused:
+                    self._core.restore_paused(self._paused, now=now)  # before anything is released
         except Exception as error:
             logger.exception("scheduler could not take the tasks loaded from its store")
             if self._started is not None:
@@ -339,6 +359,8 @@ class SchedulerActor(LibraryActor):
                 return core.record(task_id, finished=finished)
             case Cancel(task_id, interrupt):
                 return self._cancel(task_id, interrupt)
+            case Pause() | Resume() | RunNow() | Reschedule():
+                return operate(core, message, self._clock.now())  # actors/runtime/operations.py
             case QueryTask(task_id):
                 return core.find(task_id, wall_offset=self._wall_offset())
             case QueryTasks():

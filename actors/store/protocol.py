@@ -34,6 +34,7 @@ __all__ = [
     "STATUSES",
     "TERMINAL_STATUSES",
     "IfExists",
+    "KeepsPaused",
     "Lease",
     "LoadsInParts",
     "RunInFlight",
@@ -200,6 +201,8 @@ class TaskUpdate:
             fence, and applying it gives the row up (the lease ends); if it is fenced out,
             the ledger rows of the same ``save`` for its ``seq`` are dropped too. ``None``:
             applied whoever owns the row (a backend without leases ignores the field).
+        paused: Whether the task is paused (``Scheduler.pause``); ``None`` leaves the stored
+            flag as it is. Kept by a store that ``KeepsPaused``; others ignore it.
     """
 
     task_id: str
@@ -212,9 +215,12 @@ class TaskUpdate:
     last_error: str | None
     last_outcome: str | None
     fence: int | None = None
+    paused: bool | None = None
 
     def __post_init__(self) -> None:
         _check_text("task_id", self.task_id)
+        if self.paused is not None and not isinstance(self.paused, bool):
+            raise TypeError(f"paused must be a bool or None, got {self.paused!r}")
         _check_count("seq", self.seq)
         if self.status not in STATUSES:
             raise ValueError(f"status must be one of {sorted(STATUSES)}, got {self.status!r}")
@@ -303,6 +309,18 @@ class StoreReader(Protocol):
 
     def close(self) -> None:
         """Release what the reader holds. Idempotent."""
+
+
+@runtime_checkable
+class KeepsPaused(Protocol):
+    """A store that keeps whether each live task is paused (optional; ``SQLiteStore`` does).
+
+    It writes ``TaskUpdate.paused`` with the rest of a ``save``; a scheduler starting on it
+    reads the paused ids back, so a paused task stays paused after a restart (a kill -9 too).
+    """
+
+    def paused_ids(self) -> frozenset[str]:
+        """Return the ids of the live tasks stored as paused (caller's thread, one snapshot)."""
 
 
 @runtime_checkable

@@ -102,7 +102,8 @@ _UPDATE_TASK: Final = """
     UPDATE task SET status = iif(status = 'scheduled', ?1, status),
                     next_due = iif(status = 'scheduled', ?2, NULL),
                     run_count = ?3, failure_count = ?4, consecutive_failures = ?5,
-                    last_error = ?6, last_outcome = ?7, updated_at = ?8
+                    last_error = ?6, last_outcome = ?7, updated_at = ?8,
+                    paused = coalesce(?11, paused)
      WHERE seq = ?9 AND task_id = ?10"""
 _INSERT_RUN: Final = """
     INSERT INTO run (task_id, task_seq, run, due, started, finished, outcome, error)
@@ -486,6 +487,7 @@ class SQLiteStore(SQLiteReads):
                             now,
                             u.seq,
                             u.task_id,
+                            None if u.paused is None else int(u.paused),
                         )
                         for u in updates
                     ],

@@ -89,6 +89,10 @@ class SQLiteReads:
         """Return the highest number reserved for minted ids."""
         return self._read("minted_high_water", read_high_water)
 
+    def paused_ids(self) -> frozenset[str]:
+        """Return the ids of the live tasks stored as paused (``KeepsPaused``)."""
+        return self._read("paused_ids", _read_paused)
+
 
 class SQLiteReader(SQLiteReads):
     """A read-only view of a store file, for a ``status`` command: the ``StoreReader`` protocol.
@@ -156,3 +160,10 @@ class SQLiteReader(SQLiteReads):
     ) -> None:
         """Close the reader."""
         self.close()
+
+
+_PAUSED_IDS = "SELECT task_id FROM task WHERE paused = 1 AND status = 'scheduled'"
+
+
+def _read_paused(db: sqlite3.Connection) -> frozenset[str]:
+    return frozenset(task_id for (task_id,) in db.execute(_PAUSED_IDS))

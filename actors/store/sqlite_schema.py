@@ -8,6 +8,8 @@ Layouts:
     v1: ``task`` and ``run`` (the first layout).
     v2: adds ``store_meta`` with the minted-id high-water mark, so minted ids never collide
         with stored ones; migrated from v1 by taking the highest ``task-<n>`` stored.
+    v3: adds ``task.paused`` (``Scheduler.pause``: a paused task stays paused after a restart);
+        migrated from v2 with every task not paused.
 
 To change the layout: bump ``SCHEMA_VERSION``, edit ``_CREATE`` to the new layout (fresh
 files are created directly at the newest version), and append a step to ``MIGRATIONS``
@@ -30,7 +32,7 @@ from actors.errors import StoreError
 logger = logging.getLogger(__name__)
 
 APPLICATION_ID: Final = 0x504B5453  # "PKTS": pykka-taskscheduler
-SCHEMA_VERSION: Final = 2
+SCHEMA_VERSION: Final = 3
 TABLES: Final = frozenset({"task", "run", "store_meta"})  # what a current file must have
 
 # The newest layout. Terminal rows are pruned newest-kept by ``updated_at``: the partial
@@ -53,7 +55,7 @@ _CREATE: Final = (
         last_error TEXT,
         last_outcome TEXT,
         updated_at REAL NOT NULL
-    )""",
+    , paused INTEGER NOT NULL DEFAULT 0 CHECK (paused IN (0, 1)))""",  # as v2 -> v3's ALTER leaves it
     "CREATE INDEX task_terminal ON task (updated_at, seq) WHERE status <> 'scheduled'",
     """CREATE TABLE run (
         id INTEGER PRIMARY KEY,
@@ -88,6 +90,13 @@ def _v1_to_v2(db: sqlite3.Connection) -> None:
     )
 
 
+_PAUSED_COLUMN: Final = "paused INTEGER NOT NULL DEFAULT 0 CHECK (paused IN (0, 1))"
+
+
+def _v2_to_v3(db: sqlite3.Connection) -> None:
+    db.execute(f"ALTER TABLE task ADD COLUMN {_PAUSED_COLUMN}")
+
+
 @dataclass(frozen=True, slots=True)
 class Migration:
     """One step: brings a file at ``from_version`` to ``from_version + 1``.
@@ -105,6 +114,7 @@ class Migration:
 
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     Migration(1, "add store_meta with the minted-id high-water mark", _v1_to_v2),
+    Migration(2, "add task.paused, the flag of a paused task", _v2_to_v3),
 )
 # Step i starts from version i + 1, and the last one reaches SCHEMA_VERSION.
 assert [m.from_version for m in MIGRATIONS] == list(range(1, SCHEMA_VERSION))

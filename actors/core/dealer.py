@@ -237,7 +237,7 @@ class Dealer:
                         task = None
                         continue
                     grace = task.spec.misfire_grace
-                    if grace is None or missed is None or now - task.due_at <= grace:
+                    if grace is None or missed is None or now - task.due_at <= grace + spec_jitter(task):
                         break
                     missed.append(task)  # too late: a run starting now would be later than its grace
                     task = None
@@ -314,6 +314,11 @@ def _detailed(run: RunTask, task: TaskRecord) -> RunTask:
         spec.timeout,
         spec.coroutine,
     )
+
+
+def spec_jitter(task: TaskRecord) -> float:
+    """The jitter a run's start may add to its lateness (a grace counts from the jittered start)."""
+    return task.spec.policies.jitter
 
 
 def _take_claim(task: TaskRecord) -> bool:

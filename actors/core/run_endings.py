@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from actors.core.effects import RunOutcome
+from actors.core.policies import REASON_MISFIRE
+from actors.core.policy_runs import PolicyRuns
 from actors.core.recurrence import next_cron, next_fixed_delay, next_fixed_rate
 from actors.core.task_record import Failures, TaskRecord
 from actors.core.task_state import (
@@ -38,7 +40,7 @@ if TYPE_CHECKING:
 __all__ = ["RunEndings"]
 
 
-class RunEndings:
+class RunEndings(PolicyRuns):
     """The half of the ``Timetable`` that takes runs' ends (a mixin: the state is the timetable's)."""
 
     if TYPE_CHECKING:  # the timetable's state and methods this half uses
@@ -74,6 +76,7 @@ class RunEndings:
         final: bool = False,
         retrying: bool = False,
         attempt: int | None = None,
+        reason: str | None = None,
     ) -> None:
         """Publish ``kind`` for ``task`` as an effect (both halves of the timetable publish)."""
         if (
@@ -95,6 +98,7 @@ class RunEndings:
                 final=final,
                 attempt=attempt,
                 retrying=retrying,
+                reason=reason,
             )
         )
 
@@ -158,7 +162,7 @@ class RunEndings:
                 value=report.value,
                 attempt=attempt,
             )
-        self._after_run(task, report.finished_at)
+        self._after_run(task, report.finished_at, report.started_at)
 
     def failed(self, report: Failed, *, now: float) -> None:
         """Record that a worker finished a run by raising.
@@ -364,21 +368,21 @@ class RunEndings:
                 attempt=attempt,
             )
         if ending is None:
-            self._reschedule(task, finished_at)
+            self._reschedule(task, finished_at, started_at)
         else:
             self._finish(task, ending, finished_at, None)
 
-    def _after_run(self, task: TaskRecord, finished_at: float) -> None:
+    def _after_run(self, task: TaskRecord, finished_at: float, started_at: float | None = None) -> None:
         """A recurring run (or a cancelled one) returned: end the task or schedule its next run."""
         if task.state is CANCELLING:
             self._finish(task, CANCELLED, finished_at, None)  # cancelled mid-run
         elif task.spec.trigger is None:
             self._finish(task, COMPLETED, finished_at, None)
         else:
-            self._reschedule(task, finished_at)
+            self._reschedule(task, finished_at, started_at)
 
-    def _reschedule(self, task: TaskRecord, finished_at: float) -> None:
-        if not self._plan_next(task, finished_at):
+    def _reschedule(self, task: TaskRecord, finished_at: float, started_at: float | None = None) -> None:
+        if not self._plan_next(task, finished_at, started_at):
             self._finish(task, COMPLETED, finished_at, None)  # a calendar that fires no more
             return
         move_to(task, PENDING)
@@ -389,25 +393,35 @@ class RunEndings:
             if not (task.store_seq is not None and self._detach(task)):
                 self._finish(task, CANCELLED, finished_at, None)
             return
-        self._heap.push(task, task.due_at)
+        self._push_slot(task)
 
-    def _plan_next(self, task: TaskRecord, after: float) -> bool:
+    def _plan_next(self, task: TaskRecord, after: float, started_at: float | None = None) -> bool:
         """Set a recurring task's next due time, counted from its last slot and ``after`` (clock time).
 
+        The slots skipped on the way are missed (or one of them queued: ``_overran``);
+        ``started_at`` is when the run that ended started (``None``: it did not start).
         Returns ``False``, changing nothing, if its calendar fires no more.
         """
         trigger = task.spec.trigger
         calendar = task.spec.calendar
+        ran_at = task.due_at
         if calendar is not None:
             ran_wall = task.due_wall if task.due_wall is not None else task.due_at + self.wall_offset
             due_wall = next_cron(calendar, ran_wall, after + self.wall_offset)
             if due_wall is None:
                 return False
             task.due_at, task.due_wall = due_wall - self.wall_offset, due_wall
+            self._overran(task, ran_at, started_at, after)
             return True
         if isinstance(trigger, FixedRate):
             assert trigger.first_at is not None  # resolved when the task was made
             due_at = next_fixed_rate(trigger.first_at, trigger.interval, task.due_at, after)
+            if due_at - ran_at > 1.5 * trigger.interval:  # slots were skipped (rare: a late run)
+                task.due_at = due_at
+                if task.store_seq is not None:
+                    task.due_wall = due_at + self.wall_offset
+                self._overran(task, ran_at, started_at, after)
+                return True
         else:
             assert isinstance(trigger, FixedDelay)
             due_at = next_fixed_delay(trigger.delay, after)
@@ -446,8 +460,9 @@ class RunEndings:
         )
         trigger = task.spec.trigger
         ends = trigger is None and task.take()  # a one-time task ends (unless a cancel won its token)
+        task.count_missed()
         if self._want_missed:
-            self._emit(EventKind.MISSED, task, now, run, error=error, final=ends)
+            self._emit(EventKind.MISSED, task, now, run, error=error, final=ends, reason=REASON_MISFIRE)
         if task.store_seq is not None:
             self._record_run(task, run, None, now, "missed", str(error))
         if trigger is None:
@@ -457,7 +472,7 @@ class RunEndings:
             else:  # a caller cancelled it meanwhile: its Cancelled report would find it gone
                 self._finish(task, CANCELLED, now, None)
             return
-        if not self._plan_next(task, now):
+        if not self._plan_next(task, now, now):
             self._finish(task, COMPLETED, now, None)  # a calendar that fires no more
             return
         move_to(task, PENDING)
@@ -467,7 +482,7 @@ class RunEndings:
                 if not self._detach(task):
                     self._finish(task, CANCELLED, now, None)  # a cancel won its token meanwhile
                 return
-        self._heap.push(task, task.due_at)
+        self._push_slot(task)
 
 
 def _timeout_error(task: TaskRecord, run: int, hung_grace: float, *, abandoned: bool) -> TaskTimeoutError:

@@ -78,8 +78,19 @@ TOKEN_MOVES = {
 }
 IN_FLIGHT = ("running", "ran")  # a recurring run is in flight: started, or ended and not reported
 
-# kind, task, run, at, due_at, final, value, error, traceback
-Event = tuple[EventKind, str, int | None, float, float | None, bool, object, BaseException | None, str | None]
+# kind, task, run, at, due_at, final, value, error, traceback, reason
+Event = tuple[
+    EventKind,
+    str,
+    int | None,
+    float,
+    float | None,
+    bool,
+    object,
+    BaseException | None,
+    str | None,
+    str | None,
+]
 
 
 def as_tuple(event: Any) -> Event:
@@ -93,6 +104,7 @@ def as_tuple(event: Any) -> Event:
         event.value,
         event.error,
         event.traceback,
+        event.reason,
     )
 
 
@@ -185,6 +197,7 @@ class Model:
                 extra.get("value"),
                 extra.get("error"),
                 extra.get("traceback"),
+                extra.get("reason"),
             )
         )
 
@@ -282,8 +295,13 @@ class Model:
         value: object,
         error: BaseException | None,
         traceback: str,
+        started_at: float | None = None,
     ) -> None:
-        """A worker reports a run (``Completed`` or ``Failed``; a lost worker's runs fail)."""
+        """A worker reports a run (``Completed`` or ``Failed``; a lost worker's runs fail: no ``started_at``).
+
+        Slots skipped because the run ended past them are ``MISSED``: ``"catch_up"`` those due
+        before the run started (or ended, if it reported no start), ``"overlap"`` the others.
+        """
         task = self.live_of(record)
         assert task is not None
         assert task["state"] in ("handed", "cancelling")
@@ -331,7 +349,25 @@ class Model:
             self.push(task, finished_at + trigger.delay)
         else:
             slot = task["slot"] + 1
+            since = finished_at if started_at is None else started_at
             while trigger.first_at + slot * trigger.interval < finished_at:
+                skipped = trigger.first_at + slot * trigger.interval
+                reason = "catch_up" if skipped <= since else "overlap"
+                run_next = task["runs"] + 1
+                self.events.append(
+                    (
+                        EventKind.MISSED,
+                        task["id"],
+                        run_next,
+                        finished_at,
+                        skipped,
+                        False,
+                        None,
+                        None,
+                        None,
+                        reason,
+                    )
+                )
                 slot += 1
             task["slot"] = slot
             self.push(task, trigger.first_at + slot * trigger.interval)
@@ -495,7 +531,12 @@ class TimetableMachine(RuleBasedStateMachine):
         self.pool.finish(worker, at=finished_at, now=self.now, value=value, error=error, start_next=False)
         traceback = traceback_of(error) if error is not None else ""
         self.model.reported(
-            run.task, finished_at, value=None if error else value, error=error, traceback=traceback
+            run.task,
+            finished_at,
+            value=None if error else value,
+            error=error,
+            traceback=traceback,
+            started_at=task["started_at"],
         )
 
     def add(self, task_id: str, trigger: Any, max_failures: int | None) -> None:

@@ -1,4 +1,4 @@
-"""A stored task's policies survive a restart, and the restart's catch-up follows them (SQLite file, FakeClock).
+"""A stored task's policies survive a restart, whose catch-up follows them (SQLite file, FakeClock).
 
 The first scheduler runs the task at ``START`` and stops; the second starts on the same file
 5.5 minutes later on the wall clock, so the slots at +1..+5 minutes passed while nothing ran.

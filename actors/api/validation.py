@@ -155,7 +155,8 @@ class TaskOptions(NamedTuple):
             require_positive_duration("timeout", self.timeout)
         if self.retry is not None and not isinstance(self.retry, Retry):
             raise TypeError(f"retry must be a Retry, got {self.retry!r}")
-        self.policies(recurring=recurring)
+        if self.policies(recurring=recurring).replaces and self.timeout is not None:
+            raise ValueError('overlap="replace" does not combine with a timeout (not supported yet)')
         return has_store if self.durable is None else self.durable
 
 

@@ -309,7 +309,8 @@ def _detailed(run: RunTask, task: TaskRecord) -> RunTask:
         run.kwargs,
         run.claim,
         spec.single_start,
-        run.announce or spec.timeout is not None,  # the deadline counts from the reported start
+        # A deadline counts from the reported start; a replacing task's next slot is watched from it.
+        run.announce or spec.timeout is not None or spec.policies.replaces,
         failures.attempt if failures is not None else 1,
         spec.timeout,
         spec.coroutine,

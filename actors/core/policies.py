@@ -7,7 +7,8 @@ asks for none, so the plain path tests one identity). The timetable asks the fun
 
 - ``overlap``: what a slot that comes due while the task's run is in progress gets.
   ``"skip"`` (it is missed), ``"queue"`` (the latest such slot runs right after the run; the
-  others are missed: at most one waits).
+  others are missed: at most one waits), ``"replace"`` (as ``"queue"``, and the run is asked to
+  stop, cooperatively, as the slot comes due).
 - ``catch_up``: what due times get that passed while nothing ran (the scheduler was down, or a
   timer or clock jump let several slots pass): ``"latest"`` (one late run, if within
   ``misfire_grace``: the behaviour before these policies), ``"all"`` (each one within
@@ -38,6 +39,7 @@ __all__ = [
     "MISSED_EVENTS",
     "OVERLAP",
     "OVERLAP_QUEUE",
+    "OVERLAP_REPLACE",
     "OVERLAP_SKIP",
     "REASON_CATCH_UP",
     "REASON_MISFIRE",
@@ -53,8 +55,9 @@ __all__ = [
 
 OVERLAP_SKIP: Final = "skip"
 OVERLAP_QUEUE: Final = "queue"
-OVERLAP: Final = (OVERLAP_SKIP, OVERLAP_QUEUE)
-"""The overlap policies (``"allow"`` and ``"replace"`` are not built yet: refused at the call)."""
+OVERLAP_REPLACE: Final = "replace"
+OVERLAP: Final = (OVERLAP_SKIP, OVERLAP_QUEUE, OVERLAP_REPLACE)
+"""The overlap policies (``"allow"`` is not built yet: refused at the call)."""
 CATCH_UP_LATEST: Final = "latest"
 CATCH_UP_ALL: Final = "all"
 CATCH_UP_NONE: Final = "none"
@@ -69,7 +72,7 @@ SLOT_LIMIT: Final = 100_000
 MISSED_EVENTS: Final = 1_000
 """Most ``MISSED`` events one decision publishes (the newest misses); ``missed_count`` counts all."""
 
-_NOT_BUILT: Final = ("allow", "replace")
+_NOT_BUILT: Final = ("allow",)
 
 
 class Policies:
@@ -91,6 +94,11 @@ class Policies:
         self.catch_up = catch_up
         self.max_catch_up = max_catch_up
         self.jitter = jitter
+
+    @property
+    def replaces(self) -> bool:
+        """Whether a slot due during a run asks the run to stop (``overlap="replace"``)."""
+        return self.overlap == OVERLAP_REPLACE
 
     def key(self) -> tuple[str, int | None, str, int, float]:
         """The values, in order (to compare and to store)."""
@@ -160,9 +168,9 @@ def _check_overlap(overlap: object, max_instances: object) -> str:
     if not isinstance(overlap, str):
         raise TypeError(f"overlap must be a str, got {overlap!r}")
     if overlap in _NOT_BUILT:
-        raise ValueError(f"overlap={overlap!r} is not supported yet; use 'skip' or 'queue'")
+        raise ValueError(f"overlap={overlap!r} is not supported yet; use 'skip', 'queue' or 'replace'")
     if overlap not in OVERLAP:
-        raise ValueError(f"overlap must be 'skip' or 'queue', got {overlap!r}")
+        raise ValueError(f"overlap must be 'skip', 'queue' or 'replace', got {overlap!r}")
     if max_instances is not None:
         if type(max_instances) is not int:
             raise TypeError(f"max_instances must be an int, got {max_instances!r}")

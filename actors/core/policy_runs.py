@@ -25,6 +25,8 @@ from actors.core.policies import (
     slots_between,
 )
 from actors.core.task_record import TaskRecord
+from actors.sync.claim import REPLACED
+from actors.sync.token import request_stop
 from messages import EventKind, FixedRate, TaskEvent
 
 if TYPE_CHECKING:
@@ -152,10 +154,24 @@ class PolicyRuns:
         skipped = slots_between(grid, ran_at, task.due_at, inclusive=False)
         since = now if started_at is None else started_at
         misses = [(slot, REASON_CATCH_UP if slot <= since else REASON_OVERLAP) for slot in skipped]
-        if policies.overlap == OVERLAP_QUEUE and misses and misses[-1][1] == REASON_OVERLAP:
+        queues = policies.overlap == OVERLAP_QUEUE or policies.replaces
+        if queues and misses and misses[-1][1] == REASON_OVERLAP:
             queued, _ = misses.pop()
             self._set_due(task, queued)  # due already: it runs right after this run
         self._publish_misses(task, misses, now)
+
+    def _watch_for_replacement(self, task: TaskRecord) -> None:
+        """A run of an ``overlap="replace"`` task started: its next slot, when it comes, asks it to stop."""
+        grid = grid_of(task, self.wall_offset)
+        following = None if grid is None else grid(task.due_at)
+        if following is not None and task.heap_seq is None:
+            self._heap.push(task, following)  # a running task's entry: see _queue_due and _replace
+
+    def _replace(self, task: TaskRecord) -> None:
+        """A replacing task's next slot came while its run goes on: ask the run to stop (it runs next)."""
+        claim = task.claim
+        if claim is not None:
+            request_stop(claim, REPLACED)
 
     def _caught_up(self, task: TaskRecord, now: float, *, restart: bool) -> bool:
         """Apply a pending task's ``catch_up`` policy to the due times that have passed at ``now``.

@@ -28,7 +28,7 @@ from actors.core.task_state import (
     move_to,
 )
 from actors.errors import MissedRunError, RunCancelled, TaskTimeoutError
-from actors.sync.claim import INTERRUPTED, NOT_STOPPED, TIMED_OUT, Claim
+from actors.sync.claim import INTERRUPTED, NOT_STOPPED, REPLACED, TIMED_OUT, Claim
 from actors.sync.token import TAKEN, request_stop
 from messages import Completed, EventKind, Failed, FixedDelay, FixedRate, Skipped, Started, TaskEvent
 
@@ -176,6 +176,8 @@ class RunEndings(PolicyRuns):
             error = report.error
             if stop & INTERRUPTED and isinstance(error, RunCancelled):
                 self._end_interrupted(task, report.finished_at)  # its timeout may have come too
+            elif stop & REPLACED and isinstance(error, RunCancelled):
+                self._made_way(task, report)
             else:
                 if stop & TIMED_OUT and isinstance(error, RunCancelled):
                     error = _timeout_error(task, report.run, self._hung_grace, abandoned=False)
@@ -189,6 +191,15 @@ class RunEndings(PolicyRuns):
                     interrupted=interrupted,
                 )
         self._release(now)  # the report freed its worker
+
+    def _made_way(self, task: TaskRecord, report: Failed) -> None:
+        """A run asked to stop for its task's next slot (``overlap="replace"``) did: it counts, unfailed."""
+        self.activity += 1
+        task.run_count += 1
+        if task.store_seq is not None:
+            self._record_run(task, report.run, report.started_at, report.finished_at, "cancelled", None)
+        task.run_reported()
+        self._after_run(task, report.finished_at, report.started_at)
 
     def skipped(self, report: Skipped, *, now: float) -> None:
         """Record that a worker did not start a run: the task's token said it was cancelled."""
@@ -209,6 +220,8 @@ class RunEndings(PolicyRuns):
         if timeout is not None and task.heap_seq is None:
             # The heap holds only waiting tasks' due times; a running task's entry is its deadline.
             self._heap.push(task, report.started_at + timeout)
+        elif task.spec.policies.replaces:  # (no timeout: the two do not combine)
+            self._watch_for_replacement(task)
 
     def worker_lost(self, worker: int, error: BaseException, *, now: float) -> None:
         """Forget ``worker`` until ``add_worker``.
@@ -262,6 +275,9 @@ class RunEndings(PolicyRuns):
         if claim is None or worker is None:
             return  # cannot happen: a report removes the deadline
         self.activity += 1
+        if task.spec.policies.replaces:  # not a deadline: its next slot (a replacing task has no timeout)
+            self._replace(task)
+            return
         if request_stop(claim, TIMED_OUT):  # the first deadline
             if self._want_timed_out:
                 self._emit(EventKind.TIMED_OUT, task, now, task.run_count + 1)

@@ -203,7 +203,7 @@ class TaskSpec:
         self.delay = delay
         self.policies = policies  # overlap, catch-up, jitter (actors/core/policies.py)
         # Whether a run needs no more than the common RunTask (the dealer builds a fuller one).
-        self.plain_run = retry is None and timeout is None and not coroutine
+        self.plain_run = retry is None and timeout is None and not coroutine and not policies.replaces
         # Whether a run takes the task's token for good as it starts (a one-time task never retried).
         self.single_start = trigger is None and retry is None
         # Whether it asks for nothing beyond one run on a thread (PLAIN can stand for it).

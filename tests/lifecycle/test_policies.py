@@ -7,6 +7,7 @@ then ``settle``). Every time here is exact.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -172,7 +173,6 @@ def test_jitter_delays_each_start_repeatably_and_the_grid_never_moves(
         ({"overlap": "sometimes"}, ValueError),
         ({"overlap": 1}, TypeError),
         ({"overlap": "allow", "max_instances": 2}, ValueError),
-        ({"overlap": "replace"}, ValueError),
         ({"max_instances": 0}, ValueError),
         ({"max_instances": 2}, ValueError),
         ({"max_instances": 2.0}, TypeError),
@@ -214,3 +214,38 @@ def test_a_missed_event_is_built_only_for_a_listener_of_missed(
     s.schedule_at_fixed_rate(Overrun(clock, 2.5), 1.0)
     s.settle()
     assert all(isinstance(e, TaskEvent) and e.kind is EventKind.COMPLETED for e in recorder.events)
+
+
+def test_overlap_replace_asks_the_running_run_to_stop_as_its_next_slot_comes_and_runs_that_slot(
+    make_scheduler: Callable[..., Scheduler], clock: FakeClock, recorder: EventRecorder
+) -> None:
+    s = make_scheduler()
+    s.subscribe(recorder, kinds={EventKind.MISSED, EventKind.COMPLETED, EventKind.FAILED})
+    started = threading.Event()
+    runs: list[tuple[float, float]] = []
+
+    def stubborn() -> None:
+        run = current_run()
+        runs.append((run.due_at, clock.now()))
+        if len(runs) == 1:
+            started.set()
+            while not run.cancel_requested:
+                threading.Event().wait(0.002)
+            run.check()  # raises RunCancelled: the run makes way
+
+    handle = s.schedule_at_fixed_rate(stubborn, 10.0, overlap="replace")
+    assert started.wait(5.0)
+    clock.advance(10.0)  # the next slot comes while the first run goes on
+    s.settle()
+    assert runs == [(1000.0, 1000.0), (1010.0, 1010.0)]
+    assert missed(recorder) == []
+    assert [e.kind for e in recorder.events] == [EventKind.COMPLETED]  # the replaced run is no failure
+    info = handle.info()
+    assert (info.run_count, info.failure_count, info.next_run_at) == (2, 0, 1020.0)
+
+
+def test_overlap_replace_does_not_combine_with_a_timeout(make_scheduler: Callable[..., Scheduler]) -> None:
+    s = make_scheduler()
+    with pytest.raises(ValueError, match="replace"):
+        s.schedule_at_fixed_rate(lambda: None, 1.0, overlap="replace", timeout=5.0)
+    assert s.tasks() == []

@@ -249,3 +249,23 @@ def test_overlap_replace_does_not_combine_with_a_timeout(make_scheduler: Callabl
     with pytest.raises(ValueError, match="replace"):
         s.schedule_at_fixed_rate(lambda: None, 1.0, overlap="replace", timeout=5.0)
     assert s.tasks() == []
+
+
+def test_a_recurring_tell_takes_catch_up_and_jitter(
+    make_scheduler: Callable[..., Scheduler], clock: FakeClock, recorder: EventRecorder
+) -> None:
+    from tests.actors.test_scheduled_messages import Receiver, received
+
+    ref = Receiver.start()
+    try:
+        s = make_scheduler()
+        s.subscribe(recorder, kinds={EventKind.MISSED, EventKind.STARTED, EventKind.COMPLETED})
+        handle = s.tell_at_fixed_rate(ref, "tick", 1.0, task_id="ticks", catch_up="none", jitter=0.5)
+        s.advance(0.6)
+        clock.advance(3.0)  # the slots 1..3 pass while nothing runs
+        s.settle()
+        assert [due for due, _ in missed(recorder)] == [1001.0, 1002.0, 1003.0]
+        assert handle.info().next_run_at == 1004.0
+        assert received(ref) == ["tick"]
+    finally:
+        ref.stop()

@@ -159,7 +159,7 @@ def test_jitter_delays_each_start_repeatably_and_the_grid_never_moves(
     s.subscribe(recorder, kinds={EventKind.STARTED})
     handle = s.schedule_at_fixed_rate(lambda: None, 10.0, task_id="spread", jitter=2.0)
     s.advance(35.0)
-    started = [(e.due_at, e.at) for e in recorder.events]
+    started = [(e.due_at or 0.0, e.at) for e in recorder.events]
     slots = [1000.0, 1010.0, 1020.0, 1030.0]
     assert started == [(slot, slot + jitter_delay("spread", slot, 2.0)) for slot in slots]
     assert all(0.0 <= at - slot < 2.0 for slot, at in started)

@@ -53,6 +53,11 @@ class Scheduling(Submitting):
         durable: bool | None = None,
         timeout: float | None = None,
         retry: Retry | None = None,
+        overlap: str = "skip",
+        max_instances: int | None = None,
+        catch_up: str = "latest",
+        max_catch_up: int = 100,
+        jitter: float = 0.0,
     ) -> TaskHandle:
         """Run ``fn(*args, **kwargs)`` once, ``delay`` seconds from now or at ``at``.
 
@@ -87,6 +92,11 @@ class Scheduling(Submitting):
           (``docs/lifecycle.md``).
         - ``retry``: a ``Retry`` policy: a failed run is tried again, after a growing delay,
           before it counts as failed.
+        - ``overlap``, ``catch_up`` (with ``max_catch_up``) and ``jitter``: a recurring task's
+          policies for slots that come due during a run, for due times missed while nothing ran,
+          and for spreading starts (``docs/lifecycle.md``, "Overlap, catch-up and jitter");
+          off their defaults on a one-time task they are a ``ValueError``. ``max_instances``
+          belongs to ``overlap="allow"``, not supported yet.
         - ``durable``: keep the task in the scheduler's store (the default when it has one;
           ``True`` without a store is a ``ValueError``). A durable task's ``fn`` is stored by
           reference and its arguments as JSON (tuples come back as lists): it returns only
@@ -103,12 +113,14 @@ class Scheduling(Submitting):
                 that does not import; a process or durable task whose ``fn`` has no importable
                 name (a lambda, a nested function, a bound method...: the message says why and
                 what to pass); ``executor="process"`` without worker processes; ``durable=True``
-                without a store; a bad ``if_exists`` or ``misfire_grace``.
+                without a store; a bad ``if_exists`` or ``misfire_grace``; an unknown ``overlap``
+                or ``catch_up``, ``max_catch_up < 1``, a negative ``jitter``, ``max_instances``.
             DuplicateTaskError: ``task_id`` belongs to a live task (and ``if_exists="error"``).
             StoreError: the store could not commit the task.
             SchedulerShutdownError: after ``shutdown``.
         """
-        tail = (executor, misfire_grace, if_exists, durable, timeout, retry)  # KEYWORD_TAIL
+        policy = (overlap, max_instances, catch_up, max_catch_up, jitter)
+        tail = (executor, misfire_grace, if_exists, durable, timeout, retry, *policy)  # KEYWORD_TAIL
         if at is None and type(delay) is float and delay - delay == 0.0:  # the common case, fast
             due_at = self._clock.now() + delay
             if (
@@ -225,6 +237,11 @@ class Scheduling(Submitting):
         durable: bool | None = None,
         timeout: float | None = None,
         retry: Retry | None = None,
+        overlap: str = "skip",
+        max_instances: int | None = None,
+        catch_up: str = "latest",
+        max_catch_up: int = 100,
+        jitter: float = 0.0,
     ) -> TaskHandle:
         """Run ``fn`` at ``now + initial_delay + k * interval``, k = 0, 1, 2, ...
 
@@ -240,7 +257,8 @@ class Scheduling(Submitting):
         """
         first_at = self._clock.now() + require_finite("initial_delay", initial_delay)
         trigger = FixedRate(interval, first_at)
-        tail = (executor, misfire_grace, if_exists, durable, timeout, retry)  # KEYWORD_TAIL
+        policy = (overlap, max_instances, catch_up, max_catch_up, jitter)
+        tail = (executor, misfire_grace, if_exists, durable, timeout, retry, *policy)  # KEYWORD_TAIL
         options = TaskOptions(name, max_consecutive_failures, *tail)
         return self._schedule(fn, args, kwargs, first_at, trigger, task_id, options)
 
@@ -261,6 +279,11 @@ class Scheduling(Submitting):
         durable: bool | None = None,
         timeout: float | None = None,
         retry: Retry | None = None,
+        overlap: str = "skip",
+        max_instances: int | None = None,
+        catch_up: str = "latest",
+        max_catch_up: int = 100,
+        jitter: float = 0.0,
     ) -> TaskHandle:
         """Run ``fn`` at ``now + initial_delay``, then ``delay`` seconds after each run finishes.
 
@@ -272,7 +295,8 @@ class Scheduling(Submitting):
         """
         first_at = self._clock.now() + require_finite("initial_delay", initial_delay)
         trigger = FixedDelay(delay, first_at)
-        tail = (executor, misfire_grace, if_exists, durable, timeout, retry)  # KEYWORD_TAIL
+        policy = (overlap, max_instances, catch_up, max_catch_up, jitter)
+        tail = (executor, misfire_grace, if_exists, durable, timeout, retry, *policy)  # KEYWORD_TAIL
         options = TaskOptions(name, max_consecutive_failures, *tail)
         return self._schedule(fn, args, kwargs, first_at, trigger, task_id, options)
 
@@ -293,6 +317,11 @@ class Scheduling(Submitting):
         durable: bool | None = None,
         timeout: float | None = None,
         retry: Retry | None = None,
+        overlap: str = "skip",
+        max_instances: int | None = None,
+        catch_up: str = "latest",
+        max_catch_up: int = 100,
+        jitter: float = 0.0,
     ) -> TaskHandle:
         """Run ``fn`` at the wall-clock times the cron expression ``expr`` names, read in zone ``tz``.
 
@@ -321,7 +350,8 @@ class Scheduling(Submitting):
         offset = self._wall_offset()
         due_wall = calendar.next_fire(self._clock.now() + offset)
         trigger = Cron(expr, calendar.zone_name)
-        tail = (executor, misfire_grace, if_exists, durable, timeout, retry)  # KEYWORD_TAIL
+        policy = (overlap, max_instances, catch_up, max_catch_up, jitter)
+        tail = (executor, misfire_grace, if_exists, durable, timeout, retry, *policy)  # KEYWORD_TAIL
         options = TaskOptions(name, max_consecutive_failures, *tail)
         return self._schedule(fn, args, kwargs, due_wall - offset, trigger, task_id, options, due_wall)
 

@@ -53,7 +53,10 @@ class Submitting(Plumbing):
         args = as_args(args)  # a list is what people write (and what JSON gives back)
         checked = check_task(target, args, kwargs)
         message_task = options.executor == INLINE
-        durable = options.check(self._processes, self._store is not None, message_task=message_task)
+        recurring = trigger is not None
+        durable = options.check(
+            self._processes, self._store is not None, message_task=message_task, recurring=recurring
+        )
         coroutine = makes_coroutine(target)
         name = options.name or default_name(target)
         plain = not durable and not coroutine and trigger is None and due_wall is None and not after
@@ -106,5 +109,6 @@ class Submitting(Plumbing):
             coroutine=coroutine,
             after=after,
             delay=delay if after else 0.0,
+            policies=options.policies(recurring=trigger is not None),
         )
         return spec.or_plain()

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any, Final, NamedTuple
 
+from actors.core.policies import DEFAULT_POLICIES, Policies, check_policies
 from actors.core.retry import Retry
 from actors.core.task_record import INLINE, PROCESSES, THREADS, plain_function
 from actors.references import LazyReference, check_picklable_arguments, reference_of, resolve_stored
@@ -98,17 +99,35 @@ class TaskOptions(NamedTuple):
     durable: bool | None = None
     timeout: float | None = None
     retry: Retry | None = None
+    overlap: str = "skip"
+    max_instances: int | None = None
+    catch_up: str = "latest"
+    max_catch_up: int = 100
+    jitter: float = 0.0
 
     @property
     def plain(self) -> bool:
         """Whether every option but the name has its default (the common case, taken fast)."""
         return self[1:] == _DEFAULTS_BUT_NAME
 
-    def check(self, processes: int, has_store: bool, *, message_task: bool = False) -> bool:
+    def policies(self, *, recurring: bool) -> Policies:
+        """The checked overlap, catch-up and jitter policies (``actors/core/policies.py`` has the rules).
+
+        Raises:
+            ValueError, TypeError: as ``check_policies``.
+        """
+        if self[8:] == _DEFAULT_POLICY_OPTIONS:
+            return DEFAULT_POLICIES
+        return check_policies(*self[8:], recurring=recurring)
+
+    def check(
+        self, processes: int, has_store: bool, *, message_task: bool = False, recurring: bool = False
+    ) -> bool:
         """Check the options against the scheduler's means; return whether the task is durable.
 
         ``message_task``: the options of a message task (``Scheduler.tell_*``), the only
         tasks with ``executor="inline"``, never durable (an actor ref cannot be stored).
+        ``recurring``: the task has a recurring trigger (the policies are for those only).
 
         Raises:
             ValueError: an option is out of range or asks for what the scheduler lacks.
@@ -136,13 +155,16 @@ class TaskOptions(NamedTuple):
             require_positive_duration("timeout", self.timeout)
         if self.retry is not None and not isinstance(self.retry, Retry):
             raise TypeError(f"retry must be a Retry, got {self.retry!r}")
+        if self.policies(recurring=recurring).replaces and self.timeout is not None:
+            raise ValueError('overlap="replace" does not combine with a timeout (not supported yet)')
         return has_store if self.durable is None else self.durable
 
 
 _DEFAULTS_BUT_NAME: Final = TaskOptions()[1:]
+_DEFAULT_POLICY_OPTIONS: Final = TaskOptions()[8:]
 
 KEYWORD_TAIL: Final = TaskOptions._fields[2:]
-"""The options every ``schedule_*`` method takes last, in this order (``executor`` to ``retry``)."""
+"""The options every ``schedule_*`` method takes last, in this order (``executor`` to ``jitter``)."""
 
 PLAIN_TAIL: Final = TaskOptions()[2:]
 """The keyword tail at its defaults: ``schedule_once`` compares its own to this to take the fast path."""

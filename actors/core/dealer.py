@@ -254,7 +254,7 @@ class Dealer:
                         task = None
                         continue
                     grace = task.spec.misfire_grace
-                    if grace is None or missed is None or now - task.due_at <= grace:
+                    if grace is None or missed is None or now - task.due_at <= grace + spec_jitter(task):
                         break
                     missed.append(task)  # too late: a run starting now would be later than its grace
                     task = None
@@ -330,12 +330,18 @@ def _detailed(run: RunTask, task: TaskRecord, manual: bool = False) -> RunTask:
         run.kwargs,
         run.claim,
         spec.single_start,
-        run.announce or spec.timeout is not None,  # the deadline counts from the reported start
+        # A deadline counts from the reported start; a replacing task's next slot is watched from it.
+        run.announce or spec.timeout is not None or spec.policies.replaces,
         failures.attempt if failures is not None else 1,
         spec.timeout,
         spec.coroutine,
         manual,
     )
+
+
+def spec_jitter(task: TaskRecord) -> float:
+    """The jitter a run's start may add to its lateness (a grace counts from the jittered start)."""
+    return task.spec.policies.jitter
 
 
 def _take_claim(task: TaskRecord) -> bool:

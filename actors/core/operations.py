@@ -143,6 +143,7 @@ class Operations:
             """``Queries.record``."""
 
         def _release(self, now: float) -> None: ...
+        def _push_slot(self, task: TaskRecord) -> None: ...
         def _emit(
             self,
             kind: EventKind,
@@ -156,6 +157,7 @@ class Operations:
             final: bool = False,
             retrying: bool = False,
             attempt: int | None = None,
+            reason: str | None = None,
         ) -> None: ...
 
     # -- commands ---------------------------------------------------------------------------
@@ -309,7 +311,7 @@ class Operations:
         if self._paused and task.task_id in self._paused:
             move_to(task, PAUSED)
         else:
-            self._heap.push(task, task.due_at)
+            self._push_slot(task)  # at its slot plus its jitter (policy_runs.py)
 
     def _plan_operated(self, task: TaskRecord, after: float) -> bool:
         """Plan the run after a ``run_now`` run or a reschedule's; whether it did (else plan as usual)."""

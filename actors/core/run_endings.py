@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from actors.core.effects import RunOutcome
+from actors.core.policies import REASON_MISFIRE
+from actors.core.policy_runs import PolicyRuns
 from actors.core.recurrence import next_cron, next_fixed_delay, next_fixed_rate
 from actors.core.task_record import Failures, TaskRecord, TaskSpec
 from actors.core.task_state import (
@@ -26,7 +28,7 @@ from actors.core.task_state import (
     move_to,
 )
 from actors.errors import MissedRunError, RunCancelled, TaskTimeoutError
-from actors.sync.claim import INTERRUPTED, NOT_STOPPED, TIMED_OUT, Claim
+from actors.sync.claim import INTERRUPTED, NOT_STOPPED, REPLACED, TIMED_OUT, Claim
 from actors.sync.token import TAKEN, request_stop
 from messages import Completed, EventKind, Failed, FixedDelay, FixedRate, Skipped, Started, TaskEvent, TaskId
 
@@ -38,7 +40,7 @@ if TYPE_CHECKING:
 __all__ = ["RunEndings"]
 
 
-class RunEndings:
+class RunEndings(PolicyRuns):
     """The half of the ``Timetable`` that takes runs' ends (a mixin: the state is the timetable's)."""
 
     if TYPE_CHECKING:  # the timetable's state and methods this half uses
@@ -80,6 +82,7 @@ class RunEndings:
         final: bool = False,
         retrying: bool = False,
         attempt: int | None = None,
+        reason: str | None = None,
     ) -> None:
         """Publish ``kind`` for ``task`` as an effect (both halves of the timetable publish)."""
         if (
@@ -101,6 +104,7 @@ class RunEndings:
                 final=final,
                 attempt=attempt,
                 retrying=retrying,
+                reason=reason,
             )
         )
 
@@ -164,7 +168,7 @@ class RunEndings:
                 value=report.value,
                 attempt=attempt,
             )
-        self._after_run(task, report.finished_at)
+        self._after_run(task, report.finished_at, report.started_at)
 
     def failed(self, report: Failed, *, now: float) -> None:
         """Record that a worker finished a run by raising.
@@ -178,6 +182,8 @@ class RunEndings:
             error = report.error
             if stop & INTERRUPTED and isinstance(error, RunCancelled):
                 self._end_interrupted(task, report.finished_at)  # its timeout may have come too
+            elif stop & REPLACED and isinstance(error, RunCancelled):
+                self._made_way(task, report)
             else:
                 if stop & TIMED_OUT and isinstance(error, RunCancelled):
                     error = _timeout_error(task, report.run, self._hung_grace, abandoned=False)
@@ -191,6 +197,15 @@ class RunEndings:
                     interrupted=interrupted,
                 )
         self._release(now)  # the report freed its worker
+
+    def _made_way(self, task: TaskRecord, report: Failed) -> None:
+        """A run asked to stop for its task's next slot (``overlap="replace"``) did: it counts, unfailed."""
+        self.activity += 1
+        task.run_count += 1
+        if task.store_seq is not None:
+            self._record_run(task, report.run, report.started_at, report.finished_at, "cancelled", None)
+        task.run_reported()
+        self._after_run(task, report.finished_at, report.started_at)
 
     def skipped(self, report: Skipped, *, now: float) -> None:
         """Record that a worker did not start a run: the task's token said it was cancelled."""
@@ -211,6 +226,8 @@ class RunEndings:
         if timeout is not None and task.heap_seq is None:
             # The heap holds only waiting tasks' due times; a running task's entry is its deadline.
             self._heap.push(task, report.started_at + timeout)
+        elif task.spec.policies.replaces:  # (no timeout: the two do not combine)
+            self._watch_for_replacement(task)
 
     def worker_lost(self, worker: int, error: BaseException, *, now: float) -> None:
         """Forget ``worker`` until ``add_worker``.
@@ -264,6 +281,9 @@ class RunEndings:
         if claim is None or worker is None:
             return  # cannot happen: a report removes the deadline
         self.activity += 1
+        if task.spec.policies.replaces:  # not a deadline: its next slot (a replacing task has no timeout)
+            self._replace(task)
+            return
         if request_stop(claim, TIMED_OUT):  # the first deadline
             if self._want_timed_out:
                 self._emit(EventKind.TIMED_OUT, task, now, task.run_count + 1)
@@ -370,21 +390,21 @@ class RunEndings:
                 attempt=attempt,
             )
         if ending is None:
-            self._reschedule(task, finished_at)
+            self._reschedule(task, finished_at, started_at)
         else:
             self._finish(task, ending, finished_at, None)
 
-    def _after_run(self, task: TaskRecord, finished_at: float) -> None:
+    def _after_run(self, task: TaskRecord, finished_at: float, started_at: float | None = None) -> None:
         """A recurring run (or a cancelled one) returned: end the task or schedule its next run."""
         if task.state is CANCELLING:
             self._finish(task, CANCELLED, finished_at, None)  # cancelled mid-run
         elif task.spec.trigger is None:
             self._finish(task, COMPLETED, finished_at, None)
         else:
-            self._reschedule(task, finished_at)
+            self._reschedule(task, finished_at, started_at)
 
-    def _reschedule(self, task: TaskRecord, finished_at: float) -> None:
-        if not self._plan_next(task, finished_at):
+    def _reschedule(self, task: TaskRecord, finished_at: float, started_at: float | None = None) -> None:
+        if not self._plan_next(task, finished_at, started_at):
             self._finish(task, COMPLETED, finished_at, None)  # a calendar that fires no more
             return
         move_to(task, PENDING)
@@ -398,27 +418,37 @@ class RunEndings:
         if self._paused:
             self._rest(task)  # PAUSED if it was paused during its run
         else:
-            self._heap.push(task, task.due_at)
+            self._push_slot(task)
 
-    def _plan_next(self, task: TaskRecord, after: float) -> bool:
+    def _plan_next(self, task: TaskRecord, after: float, started_at: float | None = None) -> bool:
         """Set a recurring task's next due time, counted from its last slot and ``after`` (clock time).
 
+        The slots skipped on the way are missed (or one of them queued: ``_overran``);
+        ``started_at`` is when the run that ended started (``None``: it did not start).
         Returns ``False``, changing nothing, if its calendar fires no more.
         """
         if (self._manual or self._respec) and self._plan_operated(task, after):
             return True  # after a run_now run, or a reschedule's new trigger
         trigger = task.spec.trigger
         calendar = task.spec.calendar
+        ran_at = task.due_at
         if calendar is not None:
             ran_wall = task.due_wall if task.due_wall is not None else task.due_at + self.wall_offset
             due_wall = next_cron(calendar, ran_wall, after + self.wall_offset)
             if due_wall is None:
                 return False
             task.due_at, task.due_wall = due_wall - self.wall_offset, due_wall
+            self._overran(task, ran_at, started_at, after)
             return True
         if isinstance(trigger, FixedRate):
             assert trigger.first_at is not None  # resolved when the task was made
             due_at = next_fixed_rate(trigger.first_at, trigger.interval, task.due_at, after)
+            if due_at - ran_at > 1.5 * trigger.interval:  # slots were skipped (rare: a late run)
+                task.due_at = due_at
+                if task.store_seq is not None:
+                    task.due_wall = due_at + self.wall_offset
+                self._overran(task, ran_at, started_at, after)
+                return True
         else:
             assert isinstance(trigger, FixedDelay)
             due_at = next_fixed_delay(trigger.delay, after)
@@ -457,8 +487,9 @@ class RunEndings:
         )
         trigger = task.spec.trigger
         ends = trigger is None and task.take()  # a one-time task ends (unless a cancel won its token)
+        task.count_missed()
         if self._want_missed:
-            self._emit(EventKind.MISSED, task, now, run, error=error, final=ends)
+            self._emit(EventKind.MISSED, task, now, run, error=error, final=ends, reason=REASON_MISFIRE)
         if task.store_seq is not None:
             self._record_run(task, run, None, now, "missed", str(error))
         if trigger is None:
@@ -468,7 +499,7 @@ class RunEndings:
             else:  # a caller cancelled it meanwhile: its Cancelled report would find it gone
                 self._finish(task, CANCELLED, now, None)
             return
-        if not self._plan_next(task, now):
+        if not self._plan_next(task, now, now):
             self._finish(task, COMPLETED, now, None)  # a calendar that fires no more
             return
         move_to(task, PENDING)

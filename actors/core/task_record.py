@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from actors.core.cron import CronSchedule
+from actors.core.policies import DEFAULT_POLICIES, Policies
 from actors.core.recurrence import first_due_at
 from actors.core.retry import Retry
 from actors.core.task_state import (
@@ -94,7 +95,7 @@ def makes_coroutine(fn: object) -> bool:
 
 
 class Failures:
-    """A task's failure counters: made only for tasks that fail or have a failure limit.
+    """A task's failure counters: made only for tasks that fail, miss a run or have a failure limit.
 
     A run being retried keeps its state here too: ``attempt`` (the attempt that runs next,
     from 1) and ``slot_due_at``/``slot_due_wall``, the run's own due time (its retries are
@@ -107,12 +108,14 @@ class Failures:
         "count",
         "last_error",
         "last_traceback",
+        "missed",
         "slot_due_at",
         "slot_due_wall",
     )
 
     def __init__(self) -> None:
         self.count = 0
+        self.missed = 0  # due times that did not get their run (kept here: most tasks never miss one)
         self.consecutive = 0
         self.last_error: BaseException | None = None
         self.last_traceback: str | None = None
@@ -164,6 +167,7 @@ class TaskSpec:
         "on_wall",
         "plain",
         "plain_run",
+        "policies",
         "retry",
         "single_start",
         "timeout",
@@ -183,6 +187,7 @@ class TaskSpec:
         coroutine: bool = False,
         after: tuple[TaskRecord, ...] = (),
         delay: float = 0.0,
+        policies: Policies = DEFAULT_POLICIES,
     ) -> None:
         """Describe a task; a ``Cron`` trigger is checked here (``ValueError`` naming the field or zone)."""
         self.trigger = trigger
@@ -196,8 +201,9 @@ class TaskSpec:
         self.coroutine = coroutine
         self.after = after
         self.delay = delay
+        self.policies = policies  # overlap, catch-up, jitter (actors/core/policies.py)
         # Whether a run needs no more than the common RunTask (the dealer builds a fuller one).
-        self.plain_run = retry is None and timeout is None and not coroutine
+        self.plain_run = retry is None and timeout is None and not coroutine and not policies.replaces
         # Whether a run takes the task's token for good as it starts (a one-time task never retried).
         self.single_start = trigger is None and retry is None
         # Whether it asks for nothing beyond one run on a thread (PLAIN can stand for it).
@@ -211,6 +217,7 @@ class TaskSpec:
             and self.retry is None
             and not self.coroutine
             and not self.after
+            and policies is DEFAULT_POLICIES
         )
 
     def or_plain(self) -> TaskSpec:
@@ -221,7 +228,8 @@ class TaskSpec:
         return (
             f"TaskSpec({self.trigger!r}, failure_limit={self.failure_limit!r}, "
             f"executor={self.executor!r}, misfire_grace={self.misfire_grace!r}, on_wall={self.on_wall!r}, "
-            f"timeout={self.timeout!r}, retry={self.retry!r}, coroutine={self.coroutine!r})"
+            f"timeout={self.timeout!r}, retry={self.retry!r}, coroutine={self.coroutine!r}, "
+            f"policies={self.policies!r})"
         )
 
 
@@ -346,6 +354,13 @@ class TaskRecord(Token):
         """Return the task's name: the one it was given, else its function's qualified name."""
         return self.name
 
+    def count_missed(self, count: int = 1) -> None:
+        """Count ``count`` due times that did not get their run (core's thread)."""
+        failures = self.failures
+        if failures is None:
+            failures = self.failures = Failures()
+        failures.missed += count
+
     def count_failure(self, error: BaseException, traceback: str) -> Failures:
         """Count one failed run (core's thread); return the counters."""
         failures = self.failures
@@ -418,6 +433,7 @@ class TaskRecord(Token):
             end_reason=self.end_reason(),
             waiting_for=self.waiting_for() if status is TaskStatus.WAITING else (),
             wall_offset=wall_offset,
+            missed_count=failures.missed if failures else 0,
         )
 
     def waiting_for(self) -> tuple[str, ...]:

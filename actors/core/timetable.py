@@ -34,6 +34,7 @@ from actors.core.due_heap import DueHeap
 from actors.core.effects import Effects
 from actors.core.operations import Operations
 from actors.core.parked import Parcel, ParkedTasks
+from actors.core.policies import DEFAULT_POLICIES
 from actors.core.stopping import Stopping
 from actors.core.task_record import Failures, TaskRecord, TaskSpec
 from actors.core.task_state import (
@@ -141,6 +142,8 @@ class Timetable(Operations, Stopping):
         self._manual: dict[TaskId, tuple[float, float | None]] = {}
         self._respec: dict[TaskId, tuple[TaskSpec, float, float | None]] = {}
         self._dealer.manual = self._manual  # the dealer marks their runs manual
+        # Tasks with catch_up="all" running their missed slots in turn: the last slot to run.
+        self._catching_up: dict[TaskId, float] = {}
 
     @property
     def wanted(self) -> frozenset[EventKind]:
@@ -199,7 +202,10 @@ class Timetable(Operations, Stopping):
         else:
             if task.spec.on_wall:
                 self._plan_on_wall(task)
-            self._heap.push(task, task.due_at)
+            if task.spec.policies is DEFAULT_POLICIES:
+                self._heap.push(task, task.due_at)
+            else:
+                self._push_slot(task)
         if task.due_at <= now and task.state is PENDING and not self._deferred:
             self._release(now)
 
@@ -220,10 +226,16 @@ class Timetable(Operations, Stopping):
         ):
             raise DuplicateTaskError("loaded tasks repeat an id, or have the id of a live task")
         live = self._tasks
+        policed: list[TaskRecord] = []
         for task in tasks:
             live[task.task_id] = task
             if task.spec.on_wall:
                 self._plan_on_wall(task)
+            if task.spec.policies is not DEFAULT_POLICIES:
+                policed.append(task)
+        for task in policed:  # due times that passed while the scheduler was down: their catch_up
+            if task.due_at < now:
+                self._caught_up(task, now, restart=True)
         self._heap.push_many(tasks, [task.due_at for task in tasks])  # type: ignore[arg-type]
         self._release(now)
 
@@ -437,6 +449,9 @@ class Timetable(Operations, Stopping):
             if task.state is HANDED or task.state is CANCELLING:
                 self._overdue(task, now)  # not a due time: a running task's deadline
                 continue
+            if task.spec.policies is not DEFAULT_POLICIES and self._caught_up(task, now, restart=False):
+                self._push_slot(task)  # its catch_up skipped what passed: it waits for a later slot
+                continue
             queue(task)
             self.activity += 1
             if want_due:
@@ -515,6 +530,8 @@ class Timetable(Operations, Stopping):
     def _finish(self, task: TaskRecord, state: State, at: float, outcome: object) -> None:
         move_to(task, state)
         del self._tasks[task.task_id]
+        if self._catching_up:
+            self._catching_up.pop(task.task_id, None)
         if task.spec.on_wall:
             self._wall_tasks.forget(task)
         self.activity += 1
@@ -586,4 +603,5 @@ def _put_off(task: TaskRecord, due_at: float) -> None:
             coroutine=spec.coroutine,
             after=spec.after,
             delay=spec.delay,
+            policies=spec.policies,
         )

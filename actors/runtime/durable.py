@@ -14,7 +14,8 @@ a migration):
   ``{"rate": <interval>, "anchor": <wall time of its first slot>}``, ``{"delay": <delay>}``,
   or ``{"cron": <expression>, "tz": <zone name>}``;
 - options: only what differs from the defaults: ``{"name": ..., "max_consecutive_failures":
-  ..., "misfire_grace": ..., "executor": "process"}``. Keys it does not know are ignored:
+  ..., "misfire_grace": ..., "executor": "process", "overlap": ..., "catch_up": ...,
+  "max_catch_up": ..., "jitter": ...}``. Keys it does not know are ignored:
   the command line keeps ``"job_fingerprint"`` there (``actors/cli/fingerprints.py``).
 
 Nothing here reads a clock, and loading never runs user code: a reference is imported (that
@@ -35,6 +36,7 @@ from typing import Any, Final
 from actors.core.cron import CronSchedule
 from actors.core.effects import RunOutcome
 from actors.core.parked import Batch, ParkedTasks, StandIn
+from actors.core.policies import DEFAULT_POLICIES, Policies, check_policies
 from actors.core.retry import Retry
 from actors.core.task_record import (
     PLAIN,
@@ -483,7 +485,25 @@ def _options_json(name: str, fn_ref: str, spec: TaskSpec) -> str:
             "jitter": retry.jitter,
             "on": [f"{kind.__module__}:{kind.__qualname__}" for kind in retry.on],
         }
+    policies = spec.policies
+    if policies is not DEFAULT_POLICIES:
+        for key, value, default in zip(_POLICY_KEYS, policies.key(), DEFAULT_POLICIES.key(), strict=True):
+            if value != default:
+                options[key] = value
     return json.dumps(options) if options else "{}"
+
+
+_POLICY_KEYS: Final = ("overlap", "max_instances", "catch_up", "max_catch_up", "jitter")
+
+
+def _policies(options: dict[str, Any], recurring: bool) -> Policies:
+    """A stored task's policies (checked by the rules a call is checked by)."""
+    if not any(key in options for key in _POLICY_KEYS):
+        return DEFAULT_POLICIES
+    values = [
+        options.get(key, default) for key, default in zip(_POLICY_KEYS, DEFAULT_POLICIES.key(), strict=True)
+    ]
+    return check_policies(*values, recurring=recurring)
 
 
 def _recurrence(trigger: StoredTrigger, wall_offset: float) -> Recurrence | None:
@@ -522,6 +542,7 @@ def _spec(recurring: Recurrence | None, on_wall: bool, options: dict[str, Any], 
         timeout=timeout,
         retry=_retry(options.get("retry")),
         coroutine=coroutine,
+        policies=_policies(options, recurring is not None),
     )
     return spec.or_plain()
 

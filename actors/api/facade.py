@@ -57,6 +57,7 @@ from actors.errors import (
 from actors.references import check_json_arguments, reference_of
 from actors.runtime.base import stop_quietly
 from actors.runtime.durable import LoadedTasks, definition, json_arguments
+from actors.runtime.durable_after import durable_after, read_waits
 from actors.runtime.limits import MAX_PROCESSES, MAX_WORKERS, check_count
 from actors.runtime.minting import IdMint, is_memory_id
 from actors.runtime.scheduler import OutboxItem, SchedulerActor
@@ -284,9 +285,10 @@ class Scheduler:
         ``shared``: the store is shared, and its tasks stay in it (nodes claim their runs): none is read.
         """
         location = "the store" if self._store is None else self._store.location
-        loaded = LoadedTasks(wall_offset=self._wall_offset(), location=location)
         if shared:
-            return loaded
+            return LoadedTasks(wall_offset=self._wall_offset(), location=location)
+        waits = read_waits(self._store)  # schedule_after's edges: their rows load as records
+        loaded = LoadedTasks(wall_offset=self._wall_offset(), location=location, waits=waits)
         store: object = self._store
         if isinstance(store, LoadsInParts):
             store.load_parts(loaded.take)  # a part is taken before the next is read
@@ -609,6 +611,7 @@ class Scheduler:
         name: str | None = None,
         executor: str = THREADS,
         if_exists: str = "error",
+        durable: bool | None = None,
         timeout: float | None = None,
         retry: Retry | None = None,
     ) -> TaskHandle:
@@ -620,19 +623,24 @@ class Scheduler:
         counts as done. If one of them ends ``FAILED`` or ``CANCELLED``, this task ends
         ``CANCELLED`` with a ``DependencyFailedError`` naming it (``result()`` raises it), and
         so do the tasks that wait for this one, down the graph. A cycle cannot be made: a task
-        can only wait for tasks that exist already. Such a task lives in memory only (with a
-        store too). Other options as for ``schedule_once``.
+        can only wait for tasks that exist already. ``durable``: ``None`` (the default) keeps
+        it in the store when the scheduler has one and every task in ``after`` is durable
+        (``actors/runtime/durable_after.py``): it then waits across a restart, and on a shared
+        store runs on whichever node claims it once they have committed. Other options as for
+        ``schedule_once``.
 
         Raises:
             UnknownTaskError: an id that is neither live nor in the finished-task history.
             ValueError: a recurring task in ``after``, a handle of another scheduler, an empty
-                ``after``, a bad ``delay``; otherwise as ``schedule_once``.
+                ``after``, a bad ``delay``; ``durable=True`` without a store or with a
+                memory-only task in ``after`` (named); otherwise as ``schedule_once``.
             TypeError, DuplicateTaskError, SchedulerShutdownError: as ``schedule_once``.
         """
         dependencies = self._dependencies(after)
         wait = require_finite("delay", delay)
+        keep = durable_after(durable, self._store is not None, dependencies)
         options = TaskOptions(
-            name, executor=executor, if_exists=if_exists, durable=False, timeout=timeout, retry=retry
+            name, executor=executor, if_exists=if_exists, durable=keep, timeout=timeout, retry=retry
         )
         return self._schedule(fn, args, kwargs, wait, None, task_id, options, after=dependencies)
 

@@ -31,7 +31,7 @@ The diagram (``TRANSITIONS`` below is the same, as data)::
     HANDED --run reported--> COMPLETED | FAILED;  PENDING | READY | HANDED --cancelled--> CANCELLED
     READY --missed its run (misfire_grace)--> PENDING (recurring) | FAILED (one-time)
     READY --no worker of its kind exists (a process task, no processes)--> PENDING | FAILED, as above
-    PENDING | READY | HANDED --the scheduler stopped, the task lives on in its store--> DETACHED
+    PENDING | READY | HANDED | WAITING --the scheduler stopped, the task lives on in its store--> DETACHED
     HANDED --a run failed, and its Retry allows another attempt--> PENDING
     WAITING --every task it depends on completed--> PENDING
     WAITING --one of them failed or was cancelled, or it was cancelled--> CANCELLED
@@ -109,7 +109,9 @@ _LEGAL: Final[dict[State, frozenset[State]]] = {
         }
     ),
     CANCELLING: frozenset({CANCELLED}),  # its worker reported (ran it, or skipped it)
-    WAITING: frozenset({PENDING, CANCELLED}),  # its dependencies completed; or one did not, or cancelled
+    WAITING: frozenset(
+        {PENDING, CANCELLED, DETACHED}
+    ),  # its dependencies completed; one did not; or stored at shutdown
     COMPLETED: frozenset(),
     FAILED: frozenset(),
     CANCELLED: frozenset(),

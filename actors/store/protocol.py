@@ -33,7 +33,9 @@ __all__ = [
     "LIVE_STATUS",
     "STATUSES",
     "TERMINAL_STATUSES",
+    "Dependency",
     "IfExists",
+    "KeepsDependencies",
     "Lease",
     "LoadsInParts",
     "RunInFlight",
@@ -45,6 +47,7 @@ __all__ = [
     "StoredTask",
     "TaskDefinition",
     "TaskUpdate",
+    "Waiting",
 ]
 
 STATUSES: Final[frozenset[str]] = frozenset(get_args(StoredStatus))
@@ -85,6 +88,43 @@ def check_if_exists(if_exists: object) -> None:
 
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Dependency:
+    """A stored task a new task waits for (``schedule_after``): one edge of ``TaskDefinition.after``.
+
+    Attributes:
+        seq: The incarnation waited for (``StoredTask.seq``): an id may be reused, a seq never.
+        task_id: Its id, for the error that names it should it not complete.
+        delay: The waiting task's delay: it is due this long after its last dependency completed.
+    """
+
+    seq: int
+    task_id: str
+    delay: float = 0.0
+
+    def __post_init__(self) -> None:
+        _check_count("seq", self.seq)
+        _check_text("task_id", self.task_id)
+        _check_time("delay", self.delay, optional=False)
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Waiting:
+    """A stored edge not yet met: the live row ``waiter`` waits for ``dependency`` (``KeepsDependencies``).
+
+    Attributes:
+        waiter: The waiting row's ``seq``.
+        dependency: What it waits for.
+        status: The dependency's stored status now, ``None`` if its row is gone (pruned).
+    """
+
+    waiter: int
+    dependency: Dependency
+    status: StoredStatus | None
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TaskDefinition:
     """A task as the scheduler asks the store to keep it: what ``Store.add`` takes.
 
@@ -98,7 +138,10 @@ class TaskDefinition:
         kwargs_json: The keyword arguments, as JSON text.
         trigger_json: The trigger, as JSON text.
         options_json: Everything else the scheduler needs to rebuild the task, as JSON text.
-        next_due: When the next run is due (UTC epoch seconds); ``None`` if not known.
+        next_due: When the next run is due (UTC epoch seconds); ``None`` if not known, and
+            for a task that waits (``after``): the store sets it when they have completed.
+        after: The stored tasks it waits for (``schedule_after``), not completed yet: ``add``
+            keeps one edge each, in the same transaction as the row (``KeepsDependencies``).
     """
 
     task_id: str
@@ -108,6 +151,7 @@ class TaskDefinition:
     trigger_json: str
     options_json: str
     next_due: float | None
+    after: tuple[Dependency, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.task_id, str) or not self.task_id:
@@ -115,6 +159,8 @@ class TaskDefinition:
         for name in ("fn_ref", "args_json", "kwargs_json", "trigger_json", "options_json"):
             _check_text(name, getattr(self, name))
         _check_time("next_due", self.next_due, optional=True)
+        if not isinstance(self.after, tuple) or not all(isinstance(d, Dependency) for d in self.after):
+            raise TypeError(f"after must be a tuple of Dependency, got {self.after!r}")
 
 
 @final
@@ -291,6 +337,28 @@ class StoreReader(Protocol):
 
     def close(self) -> None:
         """Release what the reader holds. Idempotent."""
+
+
+@runtime_checkable
+class KeepsDependencies(Protocol):
+    """A store that keeps ``schedule_after``'s edges (``TaskDefinition.after``) with its rows.
+
+    The store's part of the contract, the same for every backend: ``add`` writes a row's edges
+    in the row's transaction (a row with edges has ``next_due`` ``None``: it is never due, and on
+    a shared store never claimable, while it waits). A ``save`` or ``save_outcomes`` whose update
+    ends a row ``completed`` deletes the edges to it in the same transaction, and a waiting row
+    left with none is due ``delay`` after that commit (the store's clock). An update or cancel
+    that ends a row otherwise leaves the edges to it: a waiting row is then ended ``cancelled``
+    with a ``DependencyFailedError`` (how, and by whom, the backend documents). The edges of a
+    row that ends are deleted with it.
+    """
+
+    def waiting(self) -> list[Waiting]:
+        """Return every edge of a live row not met yet, in ``(waiter, dependency seq)`` order.
+
+        Raises:
+            StoreError: The store failed or is closed.
+        """
 
 
 @runtime_checkable

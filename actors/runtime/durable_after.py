@@ -31,12 +31,16 @@ _ENDED: Final = {"failed": State.FAILED, "cancelled": State.CANCELLED}
 
 
 def edges(task: TaskRecord) -> tuple[Dependency, ...]:
-    """The edges a durable waiting ``task`` is stored with: its dependencies not completed yet."""
+    """The edges a durable waiting ``task`` is stored with: one per dependency.
+
+    The store judges each under its own lock (one that has completed by then is met already:
+    no edge is kept for it), since a dependency may end on another thread, or node, meanwhile.
+    """
     spec = task.spec
     return tuple(
         Dependency(seq=dependency.store_seq, task_id=dependency.task_id, delay=spec.delay)
         for dependency in spec.after
-        if dependency.state is not COMPLETED and dependency.store_seq is not None
+        if dependency.store_seq is not None
     )
 
 

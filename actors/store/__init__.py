@@ -21,7 +21,9 @@ from actors.store.protocol import (
     LIVE_STATUS,
     STATUSES,
     TERMINAL_STATUSES,
+    Dependency,
     IfExists,
+    KeepsDependencies,
     Lease,
     LoadsInParts,
     RunInFlight,
@@ -33,6 +35,7 @@ from actors.store.protocol import (
     StoreReader,
     TaskDefinition,
     TaskUpdate,
+    Waiting,
 )
 from actors.store.sqlite import SQLiteReader, SQLiteStore
 
@@ -73,8 +76,10 @@ __all__ = [
     "LIVE_STATUS",
     "STATUSES",
     "TERMINAL_STATUSES",
+    "Dependency",
     "DuplicateTaskError",
     "IfExists",
+    "KeepsDependencies",
     "Lease",
     "LoadsInParts",
     "PostgresStore",
@@ -91,6 +96,7 @@ __all__ = [
     "StoredTask",
     "TaskDefinition",
     "TaskUpdate",
+    "Waiting",
     "open_store",
 ]
 

@@ -87,7 +87,8 @@ _REPLACE_TASK: Final = f"""
 _DELETE_TASK: Final = "DELETE FROM task WHERE seq = ?"
 _CANCEL_TASK: Final = """
     UPDATE task SET status = 'cancelled', next_due = NULL, updated_at = ?
-     WHERE task_id = ? AND status = 'scheduled'"""
+     WHERE task_id = ? AND status = 'scheduled'
+    RETURNING seq"""
 # In SET, "status" is the row's status before this update: a terminal row keeps its status
 # (no update undoes a committed cancel) and takes the counters.
 _UPDATE_TASK: Final = """
@@ -396,13 +397,13 @@ class SQLiteStore(SQLiteReads):
                     if if_exists == "error":
                         raise DuplicateTaskError(f"a live task already has the id {task.task_id!r}")
                     row = db.execute(_REPLACE_TASK, (*fields[1:], stored.seq)).fetchone()
-                    sqlite_after.write(db, stored.seq, task.after)
+                    sqlite_after.write(db, stored.seq, task.after, now)
                     return task_from_row(row), True
                 if stored is not None:  # terminal: a new task with an old id starts afresh
                     db.execute(_DELETE_TASK, (stored.seq,))
                 inserted = db.execute(_INSERT_TASK, fields).fetchone()
             if task.after:
-                sqlite_after.write(db, inserted[0], task.after)
+                sqlite_after.write(db, inserted[0], task.after, now)
             counters = (0, 0, 0, None, None)  # run, failure, consecutive counts; last error, outcome
             row = (task.task_id, inserted[0], *fields[1:6], LIVE_STATUS, task.next_due, *counters, now)
             return task_from_row(row), True
@@ -413,9 +414,13 @@ class SQLiteStore(SQLiteReads):
         """Mark a live task cancelled, committed before it returns; see ``Store.cancel``. Any thread."""
 
         def work(db: sqlite3.Connection) -> bool:
-            cancelled = db.execute(_CANCEL_TASK, (time.time(), task_id)).rowcount == 1
-            self._terminal_since_prune += cancelled
-            return cancelled
+            now = time.time()
+            seq = db.execute(_CANCEL_TASK, (now, task_id)).fetchone()
+            if seq is None:
+                return False
+            sqlite_after.cancel_down(db, seq, now)  # what waits for it ends too (sqlite_after)
+            self._terminal_since_prune += 1
+            return True
 
         return self._write("cancel", work)
 
@@ -455,7 +460,9 @@ class SQLiteStore(SQLiteReads):
                 self._terminal_since_prune += sum(u.status != LIVE_STATUS for u in updates)
                 # schedule_after's edges, in the outcome's transaction (sqlite_after says how).
                 sqlite_after.release(db, [u.seq for u in updates if u.status == "completed"], now)
-                sqlite_after.forget(db, [u.seq for u in updates if u.status != LIVE_STATUS])
+                ended = [u.seq for u in updates if u.status != LIVE_STATUS]
+                sqlite_after.cancel_down(db, ended, now)
+                sqlite_after.forget(db, ended)
             new = 0
             if runs:
                 new = db.executemany(

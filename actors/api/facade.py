@@ -657,11 +657,15 @@ class Scheduler:
         for item in items:
             if isinstance(item, TaskHandle):
                 mine = record_of(item, self)
+                if mine is None and self._shared_tasks is not None:  # another node's, of this store?
+                    mine = self._shared_tasks.dependency(item.task_id)
                 if mine is None:
                     raise ValueError(f"{item!r} is a task of another scheduler")
                 record = mine
             elif isinstance(item, str):
                 found = self._live.get(item) or self._query(FindTask(item, finished=True))
+                if not isinstance(found, TaskRecord) and self._shared_tasks is not None:
+                    found = self._shared_tasks.dependency(item)  # a durable task lives in the store
                 if not isinstance(found, TaskRecord):
                     raise UnknownTaskError(f"no live or finished task with id {item!r}")
                 record = found

@@ -20,12 +20,14 @@ from actors.api.handles import TaskHandle
 from actors.api.shared_handles import SharedTaskHandle
 from actors.api.validation import check_task_id
 from actors.core.task_record import TaskRecord
+from actors.core.task_state import State
 from actors.errors import RemoteRunError, SchedulerShutdownError, UnknownTaskError
 from actors.runtime.durable import definition
 from actors.shared.node import LeasedTask, SharedNode
 from actors.shared.outcome_board import OutcomeBoard
-from actors.shared.view import info_of, name_of
+from actors.shared.view import dependency_failed, info_of, name_of
 from actors.store.protocol import RunInFlight, StoredTask
+from actors.store.trigger_json import decode_trigger
 from messages import CancelledInStore, TaskId, TaskInfo
 from messages.commands import EMPTY_KWARGS
 
@@ -33,6 +35,13 @@ if TYPE_CHECKING:
     from actors.api.port import SchedulerPort
 
 __all__ = ["SharedTasks"]
+
+_STATE_OF: dict[str, State] = {
+    "scheduled": State.PENDING,
+    "completed": State.COMPLETED,
+    "failed": State.FAILED,
+    "cancelled": State.CANCELLED,
+}
 
 
 def _never_called() -> None:  # the function of a handle's stand-in record: handles never run
@@ -107,6 +116,25 @@ class SharedTasks:
         record.store_seq = row.seq
         return SharedTaskHandle(record, scheduler, self)
 
+    def dependency(self, task_id: TaskId) -> TaskRecord | None:
+        """A record standing for durable task ``task_id`` for ``schedule_after`` to wait for, or ``None``.
+
+        Its state is its row's status now (the store judges it again as the waiting task is added).
+
+        Raises:
+            ValueError: it is recurring (it never completes).
+        """
+        self._check_open()
+        row = self._store.get(task_id)
+        if row is None:
+            return None
+        if decode_trigger(row.trigger_json).kind != "once":
+            raise ValueError(f"task {task_id!r} is recurring: it never completes, so nothing can wait for it")
+        record = TaskRecord(row.task_id, _never_called, (), EMPTY_KWARGS, 0.0, name_of(row))
+        record.store_seq = row.seq
+        record.state = _STATE_OF[row.status]
+        return record
+
     def info(self, task_id: TaskId, *, seq: int | None = None) -> TaskInfo | None:
         """The snapshot of durable task ``task_id`` (of incarnation ``seq``, if given), or ``None``."""
         self._check_open()
@@ -155,7 +183,7 @@ class SharedTasks:
                 raise UnknownTaskError(f"task {task_id!r} ended and is no longer in the store")
             row = None
         elif row.status == "cancelled":
-            raise CancelledError(f"task {task_id!r} was cancelled")
+            raise dependency_failed(row.last_error) or CancelledError(f"task {task_id!r} was cancelled")
         if kept is not None:
             value, error = kept
             if error is not None:

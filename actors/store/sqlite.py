@@ -459,10 +459,12 @@ class SQLiteStore(SQLiteReads):
                 # counted too, which only makes a prune come a little early.
                 self._terminal_since_prune += sum(u.status != LIVE_STATUS for u in updates)
                 # schedule_after's edges, in the outcome's transaction (sqlite_after says how).
-                sqlite_after.release(db, [u.seq for u in updates if u.status == "completed"], now)
-                ended = [u.seq for u in updates if u.status != LIVE_STATUS]
-                sqlite_after.cancel_down(db, ended, now)
-                sqlite_after.forget(db, ended)
+                sqlite_after.settle(
+                    db,
+                    [u.seq for u in updates if u.status == "completed"],
+                    [u.seq for u in updates if u.status != LIVE_STATUS],
+                    now,
+                )
             new = 0
             if runs:
                 new = db.executemany(

@@ -638,7 +638,7 @@ class Scheduler:
         """
         dependencies = self._dependencies(after)
         wait = require_finite("delay", delay)
-        keep = durable_after(durable, self._store is not None, dependencies)
+        keep = durable_after(durable, self._store, dependencies)
         options = TaskOptions(
             name, executor=executor, if_exists=if_exists, durable=keep, timeout=timeout, retry=retry
         )

@@ -44,20 +44,26 @@ def edges(task: TaskRecord) -> tuple[Dependency, ...]:
     )
 
 
-def durable_after(durable: object, has_store: bool, after: Iterable[TaskRecord]) -> bool:
+def durable_after(durable: object, store: object, after: Iterable[TaskRecord]) -> bool:
     """Whether a ``schedule_after`` task waiting for ``after`` is durable (``durable``: as given).
 
-    ``None``: durable if the scheduler has a store and every task it waits for is durable (so
-    a task waiting for a memory-only one stays in memory, as before). ``True`` with a
-    memory-only dependency, or without a store: ``ValueError`` naming it. ``False``: memory only.
+    ``None``: durable if the scheduler's ``store`` keeps edges (``KeepsDependencies``: both of
+    ours do) and every task it waits for is durable (so a task waiting for a memory-only one
+    stays in memory, as before). ``True`` with a memory-only dependency, or without such a
+    store: ``ValueError`` naming it. ``False``: memory only.
     """
     if durable is not None and not isinstance(durable, bool):
         raise TypeError(f"durable must be a bool or None, got {durable!r}")
+    keeps = isinstance(store, KeepsDependencies)
     memory = next((task for task in after if task.store_seq is None), None)
     if durable is None:
-        return has_store and memory is None
-    if durable and not has_store:
-        raise ValueError("durable=True needs a scheduler with a store")
+        return keeps and memory is None
+    if durable and not keeps:
+        raise ValueError(
+            "durable=True needs a scheduler with a store"
+            if store is None
+            else "durable=True needs a store that keeps schedule_after's edges (KeepsDependencies)"
+        )
     if durable and memory is not None:
         raise ValueError(
             f"durable=True, but task {memory.task_id!r}, which it would wait for, lives in memory only: "

@@ -26,7 +26,7 @@ from actors.runtime.durable import definition
 from actors.shared.node import LeasedTask, SharedNode
 from actors.shared.outcome_board import OutcomeBoard
 from actors.shared.view import dependency_failed, info_of, name_of
-from actors.store.protocol import RunInFlight, StoredTask
+from actors.store.protocol import KeepsDependencies, RunInFlight, StoredTask
 from actors.store.trigger_json import decode_trigger
 from messages import CancelledInStore, TaskId, TaskInfo
 from messages.commands import EMPTY_KWARGS
@@ -142,7 +142,8 @@ class SharedTasks:
         if row is None or (seq is not None and row.seq != seq):
             return None
         flight = self._flights().get(row.seq) if row.live else None
-        return info_of(row, flight, wall_offset=self._node.clock.offset)
+        waits = self._waits() if row.live and row.next_due is None else {}
+        return info_of(row, flight, wall_offset=self._node.clock.offset, waiting_for=waits.get(row.seq, ()))
 
     def infos(self) -> list[TaskInfo]:
         """Snapshots of every live durable task in the store, in ``seq`` order."""
@@ -150,7 +151,20 @@ class SharedTasks:
         rows: list[StoredTask] = self._store.tasks(include_terminal=False)
         flights = self._flights()
         offset = self._node.clock.offset
-        return [info_of(row, flights.get(row.seq), wall_offset=offset) for row in rows]
+        waits = self._waits() if any(row.next_due is None for row in rows) else {}
+        return [
+            info_of(row, flights.get(row.seq), wall_offset=offset, waiting_for=waits.get(row.seq, ()))
+            for row in rows
+        ]
+
+    def _waits(self) -> dict[int, tuple[str, ...]]:
+        """The ids each waiting row (``schedule_after``) still waits for, by its ``seq``."""
+        store: object = self._store
+        waits: dict[int, tuple[str, ...]] = {}
+        if isinstance(store, KeepsDependencies):
+            for edge in store.waiting():
+                waits[edge.waiter] = (*waits.get(edge.waiter, ()), edge.dependency.task_id)
+        return waits
 
     def _check_open(self) -> None:
         if self.board.closed:

@@ -53,11 +53,14 @@ def name_of(row: StoredTask) -> str:
         return str(row.fn_ref)
 
 
-def info_of(row: StoredTask, flight: RunInFlight | None, *, wall_offset: float) -> TaskInfo:
+def info_of(
+    row: StoredTask, flight: RunInFlight | None, *, wall_offset: float, waiting_for: tuple[str, ...] = ()
+) -> TaskInfo:
     """The snapshot of a stored task; ``flight`` is its run in flight on some node, if any.
 
     ``wall_offset`` is the database's clock (UTC epoch seconds) minus the node's clock, to turn
-    stored times into clock times.
+    stored times into clock times. ``waiting_for``: the ids a ``schedule_after`` row still
+    waits for (its status is then ``WAITING``).
     """
     options = _options(row)
     status = TaskStatus(row.status)  # a stored status is a TaskStatus's value
@@ -65,6 +68,8 @@ def info_of(row: StoredTask, flight: RunInFlight | None, *, wall_offset: float) 
         flight = None
     if status is TaskStatus.SCHEDULED and flight is not None and flight.started:
         status = TaskStatus.RUNNING
+    elif status is TaskStatus.SCHEDULED and waiting_for:
+        status = TaskStatus.WAITING
     next_wall = row.next_due if status is TaskStatus.SCHEDULED else None
     error: BaseException | None = None
     if row.last_error is not None:
@@ -83,6 +88,7 @@ def info_of(row: StoredTask, flight: RunInFlight | None, *, wall_offset: float) 
         last_traceback=row.last_error,
         end_reason=_end_reason(row, options),
         node=None if flight is None else flight.owner,
+        waiting_for=waiting_for if status is TaskStatus.WAITING else (),
     )
 
 

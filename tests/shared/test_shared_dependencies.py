@@ -28,6 +28,9 @@ def test_a_dependent_runs_once_its_dependency_committed_on_another_node(
     assert row is not None
     assert (row.status, row.next_due) == ("scheduled", None)  # ...and the dependent is not claimable
     assert [w.dependency.task_id for w in reader.waiting()] == ["dep"]
+    info = a.info("after")  # any node shows it waiting
+    assert (info.status, info.waiting_for, info.next_run_at) == (TaskStatus.WAITING, ("dep",), None)
+    assert [i.status for i in b.tasks() if i.task_id == "after"] == [TaskStatus.WAITING]
     tasks.open_gate("dep")
     dependency.result(timeout=WAIT)
     dependent.result(timeout=WAIT)

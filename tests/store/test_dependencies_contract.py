@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from actors.store import Dependency, KeepsDependencies, Store, StoredTask
+import threading
+from collections.abc import Callable
+
+from actors.store import Dependency, KeepsDependencies, PostgresStore, Store, StoredTask
 from tests.store.helpers import definition, update
 
 
@@ -82,3 +85,49 @@ def test_waiting_for_a_failed_row_at_add_cancels_the_new_row_or_reports_it(store
     row = _row(store, "b")
     # Either way a loader ends it CANCELLED: the store at once, or the edge reported as failed.
     assert row.status == "cancelled" or [w.status for w in store.waiting()] == ["failed"]
+
+
+# -- PostgreSQL: several nodes at once ----------------------------------------------------------
+
+
+def _end_at(barrier: threading.Barrier, store: Store, task: StoredTask, status: str) -> None:
+    barrier.wait(5)
+    _end(store, task, status)
+
+
+def test_two_dependencies_completing_at_once_on_two_nodes_release_their_waiter(
+    make_node: Callable[..., PostgresStore],
+) -> None:
+    a, b = make_node("a"), make_node("b")
+    for round_ in range(10):
+        first, second = _once(a, f"first-{round_}"), _once(a, f"second-{round_}")
+        _once(a, f"joined-{round_}", first, second)
+        barrier = threading.Barrier(2)
+
+        threads = [
+            threading.Thread(target=_end_at, args=(barrier, a, first, "completed")),
+            threading.Thread(target=_end_at, args=(barrier, b, second, "completed")),
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(10)
+        joined = _row(a, f"joined-{round_}")
+        assert joined.next_due is not None, f"round {round_}: the waiter was never released"
+    assert a.waiting() == []
+
+
+def test_an_add_waiting_for_a_row_failing_at_the_same_moment_ends_cancelled(
+    make_node: Callable[..., PostgresStore],
+) -> None:
+    a, b = make_node("a"), make_node("b")
+    for round_ in range(10):
+        dependency = _once(a, f"dep-{round_}")
+        barrier = threading.Barrier(2)
+
+        thread = threading.Thread(target=_end_at, args=(barrier, a, dependency, "failed"))
+        thread.start()
+        barrier.wait(5)
+        _once(b, f"waiter-{round_}", dependency)
+        thread.join(10)
+        assert _row(a, f"waiter-{round_}").status == "cancelled", f"round {round_}: it waits for ever"

@@ -26,6 +26,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal, Protocol, final, get_args, runtime_checkable
 
+from actors.store.edges import Dependency, KeepsDependencies, Waiting
 from messages.events import TERMINAL_STATUSES as TERMINAL_TASK_STATUSES
 from messages.events import StoredStatus
 
@@ -84,43 +85,6 @@ def check_if_exists(if_exists: object) -> None:
     """Raise ``ValueError`` unless ``if_exists`` is one of ``IfExists``."""
     if if_exists not in _IF_EXISTS:
         raise ValueError(f"if_exists must be 'error', 'keep' or 'replace', got {if_exists!r}")
-
-
-@final
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Dependency:
-    """A stored task a new task waits for (``schedule_after``): one edge of ``TaskDefinition.after``.
-
-    Attributes:
-        seq: The incarnation waited for (``StoredTask.seq``): an id may be reused, a seq never.
-        task_id: Its id, for the error that names it should it not complete.
-        delay: The waiting task's delay: it is due this long after its last dependency completed.
-    """
-
-    seq: int
-    task_id: str
-    delay: float = 0.0
-
-    def __post_init__(self) -> None:
-        _check_count("seq", self.seq)
-        _check_text("task_id", self.task_id)
-        _check_time("delay", self.delay, optional=False)
-
-
-@final
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Waiting:
-    """A stored edge not yet met: the live row ``waiter`` waits for ``dependency`` (``KeepsDependencies``).
-
-    Attributes:
-        waiter: The waiting row's ``seq``.
-        dependency: What it waits for.
-        status: The dependency's stored status now, ``None`` if its row is gone (pruned).
-    """
-
-    waiter: int
-    dependency: Dependency
-    status: StoredStatus | None
 
 
 @final
@@ -337,28 +301,6 @@ class StoreReader(Protocol):
 
     def close(self) -> None:
         """Release what the reader holds. Idempotent."""
-
-
-@runtime_checkable
-class KeepsDependencies(Protocol):
-    """A store that keeps ``schedule_after``'s edges (``TaskDefinition.after``) with its rows.
-
-    The store's part of the contract, the same for every backend: ``add`` writes a row's edges
-    in the row's transaction (a row with edges has ``next_due`` ``None``: it is never due, and on
-    a shared store never claimable, while it waits). A ``save`` or ``save_outcomes`` whose update
-    ends a row ``completed`` deletes the edges to it in the same transaction, and a waiting row
-    left with none is due ``delay`` after that commit (the store's clock). An update or cancel
-    that ends a row otherwise leaves the edges to it: a waiting row is then ended ``cancelled``
-    with a ``DependencyFailedError`` (how, and by whom, the backend documents). The edges of a
-    row that ends are deleted with it.
-    """
-
-    def waiting(self) -> list[Waiting]:
-        """Return every edge of a live row not met yet, in ``(waiter, dependency seq)`` order.
-
-        Raises:
-            StoreError: The store failed or is closed.
-        """
 
 
 @runtime_checkable

@@ -72,6 +72,13 @@ class TaskDirectory(Protocol):
         """A handle of the task ``task_id``, live or finished (``UnknownTaskError`` if none)."""
         ...
 
+    def dependency(self, task_id: TaskId) -> TaskRecord | None:
+        """A record of a task ``schedule_after`` may wait for that the scheduler does not hold, or ``None``.
+
+        A shared store's durable task (read from its row); none otherwise.
+        """
+        ...
+
     def info(self, task_id: TaskId) -> TaskInfo:
         """A snapshot of the task ``task_id`` (``UnknownTaskError`` if none)."""
         ...

@@ -35,6 +35,7 @@ from actors.core.task_record import PROCESSES, THREADS, TaskRecord
 from actors.errors import SchedulerStartError
 from actors.runtime.base import stop_quietly
 from actors.runtime.durable import LoadedTasks
+from actors.runtime.durable_after import read_waits
 from actors.runtime.home import local_home
 from actors.runtime.limits import MAX_PROCESSES, MAX_WORKERS, check_count
 from actors.runtime.minting import IdMint
@@ -209,9 +210,10 @@ class Scheduler(Scheduling, Messaging, Queries, Observing, LiveTaskOperations):
         ``shared``: the store is shared, and its tasks stay in it (nodes claim their runs): none is read.
         """
         location = "the store" if self._store is None else self._store.location
-        loaded = LoadedTasks(wall_offset=self._wall_offset(), location=location)
         if shared:
-            return loaded
+            return LoadedTasks(wall_offset=self._wall_offset(), location=location)
+        waits = read_waits(self._store)  # schedule_after's edges: their rows load as records
+        loaded = LoadedTasks(wall_offset=self._wall_offset(), location=location, waits=waits)
         store: object = self._store
         if isinstance(store, LoadsInParts):
             store.load_parts(loaded.take)  # a part is taken before the next is read

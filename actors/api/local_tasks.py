@@ -126,6 +126,10 @@ class LocalTasks:
             raise UnknownTaskError(f"no task with id {task_id!r} (neither live nor in the history)")
         return TaskHandle(task, self._facade)
 
+    def dependency(self, task_id: TaskId) -> TaskRecord | None:
+        """None: every task this scheduler has is in its actor (``schedule_after`` asks it there)."""
+        return None
+
     def info(self, task_id: TaskId) -> TaskInfo:
         """The scheduler's snapshot of the task ``task_id`` (``UnknownTaskError`` if none)."""
         info = self._facade._query(QueryTask(task_id))

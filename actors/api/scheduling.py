@@ -22,6 +22,7 @@ from actors.core.parked import Batch, Parcel
 from actors.core.retry import Retry
 from actors.core.task_record import THREADS, TaskRecord, default_name, makes_coroutine, plain_function
 from actors.errors import SchedulerShutdownError, UnknownTaskError
+from actors.runtime.durable_after import durable_after
 from messages import Cron, FindTask, FixedDelay, FixedRate, TaskId
 from messages.commands import EMPTY_KWARGS
 from messages.triggers import require_finite
@@ -367,6 +368,7 @@ class Scheduling(Submitting):
         name: str | None = None,
         executor: str = THREADS,
         if_exists: str = "error",
+        durable: bool | None = None,
         timeout: float | None = None,
         retry: Retry | None = None,
     ) -> TaskHandle:
@@ -378,19 +380,24 @@ class Scheduling(Submitting):
         counts as done. If one of them ends ``FAILED`` or ``CANCELLED``, this task ends
         ``CANCELLED`` with a ``DependencyFailedError`` naming it (``result()`` raises it), and
         so do the tasks that wait for this one, down the graph. A cycle cannot be made: a task
-        can only wait for tasks that exist already. Such a task lives in memory only (with a
-        store too). Other options as for ``schedule_once``.
+        can only wait for tasks that exist already. ``durable``: ``None`` (the default) keeps
+        it in the store when the scheduler has one and every task in ``after`` is durable
+        (``actors/runtime/durable_after.py``): it then waits across a restart, and on a shared
+        store runs on whichever node claims it once they have committed. Other options as for
+        ``schedule_once``.
 
         Raises:
             UnknownTaskError: an id that is neither live nor in the finished-task history.
             ValueError: a recurring task in ``after``, a handle of another scheduler, an empty
-                ``after``, a bad ``delay``; otherwise as ``schedule_once``.
+                ``after``, a bad ``delay``; ``durable=True`` without a store or with a
+                memory-only task in ``after`` (named); otherwise as ``schedule_once``.
             TypeError, DuplicateTaskError, SchedulerShutdownError: as ``schedule_once``.
         """
         dependencies = self._dependencies(after)
         wait = require_finite("delay", delay)
+        keep = durable_after(durable, self._store, dependencies)
         options = TaskOptions(
-            name, executor=executor, if_exists=if_exists, durable=False, timeout=timeout, retry=retry
+            name, executor=executor, if_exists=if_exists, durable=keep, timeout=timeout, retry=retry
         )
         return self._schedule(fn, args, kwargs, wait, None, task_id, options, after=dependencies)
 
@@ -407,11 +414,15 @@ class Scheduling(Submitting):
         for item in items:
             if isinstance(item, TaskHandle):
                 mine = record_of(item, self)
+                if mine is None:  # a durable task of a shared store (any node's handle of it)
+                    mine = self._directory.dependency(item.task_id)
                 if mine is None:
                     raise ValueError(f"{item!r} is a task of another scheduler")
                 record = mine
             elif isinstance(item, str):
                 found = self._live.get(item) or self._query(FindTask(item, finished=True))
+                if not isinstance(found, TaskRecord):  # a durable task of a shared store?
+                    found = self._directory.dependency(item)
                 if not isinstance(found, TaskRecord):
                     raise UnknownTaskError(f"no live or finished task with id {item!r}")
                 record = found

@@ -31,7 +31,7 @@ The diagram (``TRANSITIONS`` below is the same, as data)::
     HANDED --run reported--> COMPLETED | FAILED;  PENDING | READY | HANDED --cancelled--> CANCELLED
     READY --missed its run (misfire_grace)--> PENDING (recurring) | FAILED (one-time)
     READY --no worker of its kind exists (a process task, no processes)--> PENDING | FAILED, as above
-    PENDING | READY | HANDED --the scheduler stopped, the task lives on in its store--> DETACHED
+    PENDING | READY | HANDED | WAITING --the scheduler stopped, the task lives on in its store--> DETACHED
     HANDED --a run failed, and its Retry allows another attempt--> PENDING
     WAITING --every task it depends on completed--> PENDING
     WAITING --one of them failed or was cancelled, or it was cancelled--> CANCELLED
@@ -117,7 +117,8 @@ _LEGAL: Final[dict[State, frozenset[State]]] = {
         }
     ),
     CANCELLING: frozenset({CANCELLED}),  # its worker reported (ran it, or skipped it)
-    WAITING: frozenset({PENDING, CANCELLED, PAUSED}),  # its dependencies completed (PAUSED: while paused)
+    # its dependencies completed; one did not; paused while it waited; stored at shutdown
+    WAITING: frozenset({PENDING, CANCELLED, PAUSED, DETACHED}),
     PAUSED: frozenset(
         {
             PENDING,  # resumed

@@ -226,17 +226,25 @@ class Timetable(Operations, Stopping):
         ):
             raise DuplicateTaskError("loaded tasks repeat an id, or have the id of a live task")
         live = self._tasks
-        policed: list[TaskRecord] = []
+        policed: list[TaskRecord] = []  # with a catch_up policy of their own
+        waiting: list[TaskRecord] = []  # schedule_after's, stored waiting (actors/runtime/durable_after.py)
         for task in tasks:
             live[task.task_id] = task
-            if task.spec.on_wall:
+            if task.spec.after:
+                waiting.append(task)
+            elif task.spec.on_wall:
                 self._plan_on_wall(task)
             if task.spec.policies is not DEFAULT_POLICIES:
                 policed.append(task)
         for task in policed:  # due times that passed while the scheduler was down: their catch_up
             if task.due_at < now:
                 self._caught_up(task, now, restart=True)
+        if waiting:
+            tasks = [task for task in tasks if not task.spec.after]
         self._heap.push_many(tasks, [task.due_at for task in tasks])  # type: ignore[arg-type]
+        for task in waiting:  # in load order: what a task waits for is in the table already
+            if task.task_id in live:  # (not ended by a dependency that was blocked just before)
+                self._wait_for(task, now)
         self._release(now)
 
     def park(self, parcel: Parcel, *, now: float) -> None:
@@ -504,6 +512,9 @@ class Timetable(Operations, Stopping):
         """Every task a waiting task depends on has completed: it is due ``delay`` from now."""
         move_to(task, PENDING)
         task.due_at = now + task.spec.delay
+        if task.store_seq is not None:  # a durable one: its store learns when it is due
+            task.due_wall = task.due_at + self.wall_offset
+            self._effects.saves.append(task)
         self._rest(task)  # in the heap, or PAUSED if it was paused while it waited
 
     def _end_blocked(self, blocked: Blocked, at: float) -> None:

@@ -51,6 +51,7 @@ from actors.core.task_record import (
 from actors.core.task_state import STORED_STATUS
 from actors.errors import StoreError
 from actors.references import LazyReference, parse_reference, resolve_stored
+from actors.runtime import durable_after
 from actors.store.protocol import RunRecord, StoredTask, TaskDefinition, TaskUpdate
 from actors.store.trigger_json import StoredTrigger, decode_trigger
 from messages import Cron, FixedDelay, FixedRate
@@ -80,8 +81,12 @@ _SHOWN_TEXT: Final = 80  # characters of a damaged column's text an error quotes
 def definition(
     task: TaskRecord, fn_ref: str, args_json: str, kwargs_json: str, *, wall_offset: float
 ) -> TaskDefinition:
-    """What the store keeps of a new durable task (its due time as a wall-clock instant)."""
+    """What the store keeps of a new durable task (its due time as a wall-clock instant).
+
+    A task that waits (``schedule_after``) is kept with its edges and no due time (``durable_after``).
+    """
     due_wall = task.due_wall if task.due_wall is not None else task.due_at + wall_offset
+    after = durable_after.edges(task) if task.spec.after else ()
     return TaskDefinition(
         task_id=task.task_id,
         fn_ref=fn_ref,
@@ -89,7 +94,8 @@ def definition(
         kwargs_json=kwargs_json,
         trigger_json=_trigger_json(task.spec, wall_offset),
         options_json=_options_json(task.name, fn_ref, task.spec),
-        next_due=due_wall,
+        next_due=None if after else due_wall,
+        after=after,
     )
 
 
@@ -169,11 +175,20 @@ class LoadedTasks:
     the column (``load``); the other tasks load and run.
     """
 
-    def __init__(self, *, wall_offset: float, location: str = "the store") -> None:
+    def __init__(
+        self,
+        *,
+        wall_offset: float,
+        location: str = "the store",
+        waits: durable_after.Waits | None = None,
+    ) -> None:
         """Read back on the clock whose wall-clock offset (wall time minus clock time) is ``wall_offset``.
 
         ``location`` names the store in the errors of damaged rows (its file, or its server).
+        ``waits``: the store's unmet ``schedule_after`` edges (``durable_after``): a row that
+        waits, or that one waits for, comes back as a record, never parked.
         """
+        self._waits = waits or durable_after.Waits([])
         self.records: list[TaskRecord] = []
         self.parked = ParkedTasks()
         self.due: list[tuple[float, int, str]] = []  # the parked tasks' heap entries (a heap), seq = count
@@ -189,7 +204,13 @@ class LoadedTasks:
         offset = self._wall_offset
         due = self.due
         put = self.parked.put
+        waits = self._waits if self._waits else None
         for row in rows:
+            if waits is not None and waits.must_load(row.seq):
+                record = load(row, wall_offset=offset, functions=self._functions, location=self._location)
+                waits.took(record)
+                self.records.append(record)
+                continue
             batch = self._batch_of(row)
             next_due = row.next_due
             if (

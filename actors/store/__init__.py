@@ -21,7 +21,9 @@ from actors.store.protocol import (
     LIVE_STATUS,
     STATUSES,
     TERMINAL_STATUSES,
+    Dependency,
     IfExists,
+    KeepsDependencies,
     KeepsPaused,
     Lease,
     LoadsInParts,
@@ -34,6 +36,7 @@ from actors.store.protocol import (
     StoreReader,
     TaskDefinition,
     TaskUpdate,
+    Waiting,
 )
 from actors.store.sqlite import SQLiteReader, SQLiteStore
 
@@ -74,8 +77,10 @@ __all__ = [
     "LIVE_STATUS",
     "STATUSES",
     "TERMINAL_STATUSES",
+    "Dependency",
     "DuplicateTaskError",
     "IfExists",
+    "KeepsDependencies",
     "KeepsPaused",
     "Lease",
     "LoadsInParts",
@@ -93,6 +98,7 @@ __all__ = [
     "StoredTask",
     "TaskDefinition",
     "TaskUpdate",
+    "Waiting",
     "open_store",
 ]
 

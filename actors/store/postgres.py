@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Final, Self, TypeVar
 import psycopg
 
 from actors.errors import StoreError
+from actors.store import postgres_after
 from actors.store import postgres_sql as q
 from actors.store import postgres_writes as writes
 from actors.store.postgres_connections import Bounds, Connection, OwnConnection, PostgresConnections, redact
@@ -56,6 +57,7 @@ from actors.store.protocol import (
     StoredTask,
     TaskDefinition,
     TaskUpdate,
+    Waiting,
     check_batch,
     check_definitions,
     check_if_exists,
@@ -312,6 +314,10 @@ class PostgresStore:
         if not tasks:
             return []
         return self._write("add_many", lambda db: writes.add_many(db, tasks, self._channel))
+
+    def waiting(self) -> list[Waiting]:
+        """Return the edges of ``schedule_after`` not met yet; see ``KeepsDependencies``. Any thread."""
+        return self._read("waiting", postgres_after.waiting)
 
     def cancel(self, task_id: str, *, interrupt: bool = False) -> bool:
         """Mark a live task cancelled, committed before it returns; see ``SharedStore.cancel``. Any thread.

@@ -15,6 +15,7 @@ from typing import Any, Final
 import psycopg
 
 from actors.errors import DuplicateTaskError, StoreError
+from actors.store import postgres_after
 from actors.store import postgres_sql as q
 from actors.store.postgres_connections import Connection
 from actors.store.protocol import (
@@ -56,7 +57,10 @@ def add(db: Connection, task: TaskDefinition, if_exists: IfExists, channel: str)
     for _ in range(_ADD_ATTEMPTS):
         row = db.execute(q.INSERT_TASK, params).fetchone()
         if row is not None:
-            return q.task_from_row(row[:_TASK_FIELDS]), True
+            added = q.task_from_row(row[:_TASK_FIELDS])
+            if task.after:
+                postgres_after.write(db, added.seq, task.after, channel)
+            return added, True
         # The id is taken: lock its row, so no other node changes it until we commit.
         locked = db.execute(q.LOCK_TASK, (task.task_id,)).fetchone()
         if locked is None:
@@ -69,6 +73,7 @@ def add(db: Connection, task: TaskDefinition, if_exists: IfExists, channel: str)
                 raise DuplicateTaskError(f"a live task already has the id {task.task_id!r}")
             row = db.execute(q.REPLACE_TASK, {**params, "seq": stored.seq}).fetchone()
             assert row is not None  # the row is locked by this transaction
+            postgres_after.write(db, stored.seq, task.after, channel)
             return q.task_from_row(row[:_TASK_FIELDS]), True
         db.execute(q.DELETE_TASK, (stored.seq,))  # terminal: a new task with an old id starts afresh
     raise StoreError(f"add of {task.task_id!r} lost {_ADD_ATTEMPTS} races with other nodes adding it")
@@ -121,7 +126,10 @@ def add_many(db: Connection, tasks: Sequence[TaskDefinition], channel: str) -> l
 def cancel(db: Connection, task_id: str, channel: str, interrupt: bool = False) -> bool:
     """Cancel ``task_id`` if it is live; say whether it was."""
     params = {"task_id": task_id, "channel": channel, "interrupt": interrupt}
-    return len(db.execute(q.CANCEL_TASK, params).fetchall()) == 1
+    cancelled = len(db.execute(q.CANCEL_TASK, params).fetchall()) == 1
+    if cancelled:  # what waits for it ends too, in this transaction
+        postgres_after.settle_cancel(db, task_id, channel)
+    return cancelled
 
 
 def save(
@@ -132,6 +140,15 @@ def save(
     A fenced update that does not apply (the lease was lost) drops the ledger rows of its
     ``seq``, unless another update of the same ``seq`` in the batch applied.
     """
+    saved = _save(db, updates, runs, node, channel)
+    # schedule_after: the waiters of rows this save ended, released or cancelled in its transaction.
+    postgres_after.settle(db, [u.seq for u in updates if u.status != LIVE_STATUS], channel)
+    return saved
+
+
+def _save(
+    db: Connection, updates: Sequence[TaskUpdate], runs: Sequence[RunRecord], node: str, channel: str
+) -> Saved:
     rounds = _rounds(updates)
     if len(rounds) <= 1:  # each row updated once at most (nearly always): one statement
         return _save_one_round(db, updates, runs, node, channel)

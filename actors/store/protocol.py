@@ -26,6 +26,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal, Protocol, final, get_args, runtime_checkable
 
+from actors.store.edges import Dependency, KeepsDependencies, Waiting
 from messages.events import TERMINAL_STATUSES as TERMINAL_TASK_STATUSES
 from messages.events import StoredStatus
 
@@ -33,7 +34,9 @@ __all__ = [
     "LIVE_STATUS",
     "STATUSES",
     "TERMINAL_STATUSES",
+    "Dependency",
     "IfExists",
+    "KeepsDependencies",
     "KeepsPaused",
     "Lease",
     "LoadsInParts",
@@ -46,6 +49,7 @@ __all__ = [
     "StoredTask",
     "TaskDefinition",
     "TaskUpdate",
+    "Waiting",
 ]
 
 STATUSES: Final[frozenset[str]] = frozenset(get_args(StoredStatus))
@@ -99,7 +103,10 @@ class TaskDefinition:
         kwargs_json: The keyword arguments, as JSON text.
         trigger_json: The trigger, as JSON text.
         options_json: Everything else the scheduler needs to rebuild the task, as JSON text.
-        next_due: When the next run is due (UTC epoch seconds); ``None`` if not known.
+        next_due: When the next run is due (UTC epoch seconds); ``None`` if not known, and
+            for a task that waits (``after``): the store sets it when they have completed.
+        after: The stored tasks it waits for (``schedule_after``), not completed yet: ``add``
+            keeps one edge each, in the same transaction as the row (``KeepsDependencies``).
     """
 
     task_id: str
@@ -109,6 +116,7 @@ class TaskDefinition:
     trigger_json: str
     options_json: str
     next_due: float | None
+    after: tuple[Dependency, ...] = ()
 
     def __post_init__(self) -> None:
         due = self.next_due
@@ -121,6 +129,7 @@ class TaskDefinition:
             and type(self.trigger_json) is str
             and type(self.options_json) is str
             and (due is None or (type(due) is float and due - due == 0.0))
+            and self.after == ()
         ):
             return
         if not isinstance(self.task_id, str) or not self.task_id:
@@ -128,6 +137,8 @@ class TaskDefinition:
         for name in ("fn_ref", "args_json", "kwargs_json", "trigger_json", "options_json"):
             _check_text(name, getattr(self, name))
         _check_time("next_due", self.next_due, optional=True)
+        if not isinstance(self.after, tuple) or not all(isinstance(d, Dependency) for d in self.after):
+            raise TypeError(f"after must be a tuple of Dependency, got {self.after!r}")
 
 
 @final

@@ -34,6 +34,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Final, Literal, Self, TypeVar
 
 from actors.errors import DuplicateTaskError, StoreError
+from actors.store import sqlite_after
 from actors.store.fair_lock import FairLock
 from actors.store.lockfile import LockFile, lock_path_of
 from actors.store.protocol import (
@@ -45,6 +46,7 @@ from actors.store.protocol import (
     StoreReader,
     TaskDefinition,
     TaskUpdate,
+    Waiting,
     check_batch,
     check_definitions,
     check_if_exists,
@@ -95,7 +97,8 @@ _SEQS_AFTER: Final = "SELECT seq FROM task WHERE seq > ? ORDER BY seq"
 _DELETE_TASK: Final = "DELETE FROM task WHERE seq = ?"
 _CANCEL_TASK: Final = """
     UPDATE task SET status = 'cancelled', next_due = NULL, updated_at = ?
-     WHERE task_id = ? AND status = 'scheduled'"""
+     WHERE task_id = ? AND status = 'scheduled'
+    RETURNING seq"""
 # In SET, "status" is the row's status before this update: a terminal row keeps its status
 # (no update undoes a committed cancel) and takes the counters.
 _UPDATE_TASK: Final = """
@@ -405,10 +408,13 @@ class SQLiteStore(SQLiteReads):
                     if if_exists == "error":
                         raise DuplicateTaskError(f"a live task already has the id {task.task_id!r}")
                     row = db.execute(_REPLACE_TASK, (*fields[1:], stored.seq)).fetchone()
+                    sqlite_after.write(db, stored.seq, task.after, now)
                     return task_from_row(row), True
                 if stored is not None:  # terminal: a new task with an old id starts afresh
                     db.execute(_DELETE_TASK, (stored.seq,))
                 inserted = db.execute(_INSERT_TASK, fields).fetchone()
+            if task.after:
+                sqlite_after.write(db, inserted[0], task.after, now)
             counters = (0, 0, 0, None, None)  # run, failure, consecutive counts; last error, outcome
             row = (task.task_id, inserted[0], *fields[1:6], LIVE_STATUS, task.next_due, *counters, now)
             return task_from_row(row), True
@@ -454,9 +460,13 @@ class SQLiteStore(SQLiteReads):
         """Mark a live task cancelled, committed before it returns; see ``Store.cancel``. Any thread."""
 
         def work(db: sqlite3.Connection) -> bool:
-            cancelled = db.execute(_CANCEL_TASK, (time.time(), task_id)).rowcount == 1
-            self._terminal_since_prune += cancelled
-            return cancelled
+            now = time.time()
+            seq = db.execute(_CANCEL_TASK, (now, task_id)).fetchone()
+            if seq is None:
+                return False
+            sqlite_after.cancel_down(db, seq, now)  # what waits for it ends too (sqlite_after)
+            self._terminal_since_prune += 1
+            return True
 
         return self._write("cancel", work)
 
@@ -495,6 +505,13 @@ class SQLiteStore(SQLiteReads):
                 # Counts updates that end a task; one that finds its row terminal already is
                 # counted too, which only makes a prune come a little early.
                 self._terminal_since_prune += sum(u.status != LIVE_STATUS for u in updates)
+                # schedule_after's edges, in the outcome's transaction (sqlite_after says how).
+                sqlite_after.settle(
+                    db,
+                    [u.seq for u in updates if u.status == "completed"],
+                    [u.seq for u in updates if u.status != LIVE_STATUS],
+                    now,
+                )
             new = 0
             if runs:
                 new = db.executemany(
@@ -509,6 +526,10 @@ class SQLiteStore(SQLiteReads):
             return new
 
         return self._write("save", work, rows=len(updates) + len(runs))
+
+    def waiting(self) -> list[Waiting]:
+        """Return the edges of ``schedule_after`` not met yet; see ``KeepsDependencies``. Any thread."""
+        return self._read("waiting", sqlite_after.waiting)
 
     def reserve_minted(self, count: int) -> range:
         """Reserve ``count`` numbers for minted ids; see ``Store.reserve_minted``. Any thread."""

@@ -32,8 +32,8 @@ from actors.errors import StoreError
 logger = logging.getLogger(__name__)
 
 APPLICATION_ID: Final = 0x504B5453  # "PKTS": pykka-taskscheduler
-SCHEMA_VERSION: Final = 3
-TABLES: Final = frozenset({"task", "run", "store_meta"})  # what a current file must have
+SCHEMA_VERSION: Final = 4
+TABLES: Final = frozenset({"task", "run", "store_meta", "task_after"})  # what a current file must have
 
 # The newest layout. Terminal rows are pruned newest-kept by ``updated_at``: the partial
 # index holds only them, so pruning walks the few thousand terminal rows, never the live
@@ -75,6 +75,16 @@ _CREATE: Final = (
         minted_high_water INTEGER NOT NULL CHECK (minted_high_water >= 0)
     )""",
     "INSERT INTO store_meta (id, minted_high_water) VALUES (1, 0)",
+    # One row per dependency a waiting task still waits for (actors/store/sqlite_after.py).
+    # Keyed by the dependency first: a completion looks up its waiters.
+    """CREATE TABLE task_after (
+        dependency_seq INTEGER NOT NULL,
+        waiter_seq INTEGER NOT NULL,
+        dependency_id TEXT NOT NULL,
+        delay REAL NOT NULL,
+        PRIMARY KEY (dependency_seq, waiter_seq)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX task_after_waiter ON task_after (waiter_seq)",
 )
 
 
@@ -112,9 +122,15 @@ class Migration:
     apply: Callable[[sqlite3.Connection], None]
 
 
+def _v3_to_v4(db: sqlite3.Connection) -> None:
+    db.execute(_CREATE[6])  # task_after and its index, as a fresh file has them
+    db.execute(_CREATE[7])
+
+
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     Migration(1, "add store_meta with the minted-id high-water mark", _v1_to_v2),
     Migration(2, "add task.paused, the flag of a paused task", _v2_to_v3),
+    Migration(3, "add task_after, the edges of schedule_after", _v3_to_v4),
 )
 # Step i starts from version i + 1, and the last one reaches SCHEMA_VERSION.
 assert [m.from_version for m in MIGRATIONS] == list(range(1, SCHEMA_VERSION))
@@ -151,7 +167,7 @@ def read_version(db: sqlite3.Connection, location: str) -> int:
             f"{location} has store schema version {version}, newer than this version of "
             f"pykka-taskscheduler understands ({SCHEMA_VERSION}); upgrade pykka-taskscheduler"
         )
-    expected = {"task", "run"} if version == 1 else TABLES
+    expected = {"task", "run"} if version == 1 else {"task", "run", "store_meta"} if version == 2 else TABLES
     if version < 1 or not expected <= names:
         missing = ", ".join(sorted(expected - names)) or "none"
         raise StoreError(

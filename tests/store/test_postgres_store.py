@@ -153,7 +153,7 @@ BAD_SCHEMAS = [
     (foreign_tables, r"holds tables that are not a pykka-taskscheduler store \(tables: users\)"),
     (foreign_meta, r"is not a pykka-taskscheduler store \(its store_meta is not ours"),
     (newer_store, f"has store schema version {SCHEMA_VERSION + 1}, newer than"),
-    (damaged_store, r"damaged pykka-taskscheduler store .*missing tables: run\)"),
+    (damaged_store, r"damaged pykka-taskscheduler store .*missing tables: run, task_after\)"),
 ]
 
 

@@ -33,7 +33,7 @@ DIAGRAM = {
     READY: {HANDED, CANCELLED, PENDING, FAILED, DETACHED, PAUSED},
     HANDED: {PENDING, READY, CANCELLING, COMPLETED, FAILED, CANCELLED, DETACHED, PAUSED},
     CANCELLING: {CANCELLED},
-    WAITING: {PENDING, CANCELLED, PAUSED},
+    WAITING: {PENDING, CANCELLED, PAUSED, DETACHED},
     PAUSED: {PENDING, READY, CANCELLED, DETACHED},
     COMPLETED: set(),
     FAILED: set(),
@@ -47,7 +47,7 @@ DIAGRAM = {
     HANDED --cancelled while its worker holds the run--> CANCELLING --worker reported--> CANCELLED
     HANDED --run reported--> COMPLETED | FAILED;  PENDING | READY | HANDED --cancelled--> CANCELLED
     READY --missed its run (misfire_grace)--> PENDING (recurring) | FAILED (one-time)
-    PENDING | READY | HANDED --the scheduler stopped, the task lives on in its store--> DETACHED
+    PENDING | READY | HANDED | WAITING --the scheduler stopped, the task lives on in its store--> DETACHED
     HANDED --a run failed, and its Retry allows another attempt--> PENDING
     WAITING --every task it depends on completed--> PENDING
     WAITING --one of them failed or was cancelled, or it was cancelled--> CANCELLED

@@ -52,7 +52,10 @@ from actors.runtime.worker import WorkerActor
 from actors.shared.clock import DatabaseClock
 from actors.store import SharedStore, SQLiteStore, Store
 from actors.sync.clock import Clock, FakeClock, MonotonicClock
-from messages import EventKind  # what subscribe(kinds=...) takes: here too, beside Scheduler
+from messages import (
+    EventKind,  # what subscribe(kinds=...) takes: here too, beside Scheduler
+    RunRecord,  # what Scheduler.history returns: here too
+)
 
 if TYPE_CHECKING:
     from actors.store.postgres import PostgresStore
@@ -85,6 +88,7 @@ __all__ = [
     "Retry",
     "RunCancelled",
     "RunContext",
+    "RunRecord",
     "SQLiteStore",
     "Scheduler",
     "SchedulerActor",

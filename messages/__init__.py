@@ -38,12 +38,14 @@ from messages.events import (
     TaskStatus,
     is_minted_id,
 )
+from messages.history import RUN_OUTCOMES, QueryHistory, RunOutcomeName, RunRecord
 from messages.reports import BusExited, Cancelled, Completed, Failed, Skipped, Started, WorkerExited
 from messages.shared import CancelledInStore, Claimed, RetrySaves
 from messages.timers import TimerFired
 from messages.triggers import Cron, FixedDelay, FixedRate, Once, Trigger
 
 __all__ = [
+    "RUN_OUTCOMES",
     "TERMINAL_STATUSES",
     "AddTask",
     "BusExited",
@@ -63,6 +65,7 @@ __all__ = [
     "Listener",
     "Once",
     "Publish",
+    "QueryHistory",
     "QueryNextDue",
     "QueryStats",
     "QueryTask",
@@ -70,6 +73,8 @@ __all__ = [
     "RetrySaves",
     "RunBatch",
     "RunClaim",
+    "RunOutcomeName",
+    "RunRecord",
     "RunTask",
     "Schedule",
     "SchedulerStats",

@@ -19,6 +19,7 @@ import pykka
 
 from actors.api import stepping
 from actors.api.handles import Subscription, TaskHandle, record_of
+from actors.api.history import HistoryMixin
 from actors.api.mailboxes import check_refs
 from actors.api.shared_tasks import SharedTasks
 from actors.api.validation import (
@@ -136,7 +137,7 @@ the scheduler takes everything waiting at once, and a due task waits for that.""
 AnyListener = Callable[[TaskEvent], object] | pykka.ActorRef[Any]
 
 
-class Scheduler:
+class Scheduler(HistoryMixin):  # history(): actors/api/history.py
     """Runs one-time and recurring tasks on a pool of worker actors.
 
     Starts a ``SchedulerActor``, which starts ``workers`` ``WorkerActor``s, an ``EventBus`` and
@@ -336,6 +337,7 @@ class Scheduler:
         durable: bool | None = None,
         timeout: float | None = None,
         retry: Retry | None = None,
+        keep_result: bool = False,
     ) -> TaskHandle:
         """Run ``fn(*args, **kwargs)`` once, ``delay`` seconds from now or at ``at``.
 
@@ -370,6 +372,9 @@ class Scheduler:
           (``docs/lifecycle.md``).
         - ``retry``: a ``Retry`` policy: a failed run is tried again, after a growing delay,
           before it counts as failed.
+        - ``keep_result``: keep each run's return value with its run record, when it is JSON
+          data of at most 64 KiB: ``history`` shows it, and on a shared store ``result()``
+          returns it on every node (``docs/lifecycle.md``, "History").
         - ``durable``: keep the task in the scheduler's store (the default when it has one;
           ``True`` without a store is a ``ValueError``). A durable task's ``fn`` is stored by
           reference and its arguments as JSON (tuples come back as lists): it returns only
@@ -391,7 +396,7 @@ class Scheduler:
             StoreError: the store could not commit the task.
             SchedulerShutdownError: after ``shutdown``.
         """
-        tail = (executor, misfire_grace, if_exists, durable, timeout, retry)  # KEYWORD_TAIL
+        tail = (executor, misfire_grace, if_exists, durable, timeout, retry, keep_result)  # KEYWORD_TAIL
         if at is None and type(delay) is float and delay - delay == 0.0:  # the common case, fast
             due_at = self._clock.now() + delay
             if (
@@ -423,6 +428,7 @@ class Scheduler:
         misfire_grace: float | None = None,
         timeout: float | None = None,
         retry: Retry | None = None,
+        keep_result: bool = False,
     ) -> list[TaskId]:
         """Run ``fn(*args[i], **kwargs)`` once, ``delays[i]`` seconds from now, for each ``i``; return ids.
 
@@ -435,7 +441,7 @@ class Scheduler:
         ``handle`` and ``tasks`` take its id, and events name it. The ids are minted
         (``"task-<n>"``), in the order of ``delays``; ``args`` gives each task its positional
         arguments (default: none), and every task shares ``fn``, ``kwargs``, ``name`` and the
-        options (``misfire_grace``, ``timeout``, ``retry``: as for ``schedule_once``).
+        options (``misfire_grace``, ``timeout``, ``retry``, ``keep_result``: as for ``schedule_once``).
 
         Returns ids, not handles: a million handles would be a million more objects to keep.
         ``handle(task_id)`` gives one. The tasks are kept in memory only, even on a scheduler
@@ -456,7 +462,14 @@ class Scheduler:
         """
         target = resolve_task_function(fn) if isinstance(fn, str) else fn
         checked = check_task(target, (), kwargs)
-        options = TaskOptions(name, misfire_grace=misfire_grace, durable=False, timeout=timeout, retry=retry)
+        options = TaskOptions(
+            name,
+            misfire_grace=misfire_grace,
+            durable=False,
+            timeout=timeout,
+            retry=retry,
+            keep_result=keep_result,
+        )
         options.check(self._processes, self._store is not None)
         due_at, arguments = check_bulk(delays, args, now=self._clock.now())
         spec = self._spec(options, makes_coroutine(target))
@@ -497,6 +510,7 @@ class Scheduler:
         durable: bool | None = None,
         timeout: float | None = None,
         retry: Retry | None = None,
+        keep_result: bool = False,
     ) -> TaskHandle:
         """Run ``fn`` at ``now + initial_delay + k * interval``, k = 0, 1, 2, ...
 
@@ -512,7 +526,7 @@ class Scheduler:
         """
         first_at = self._clock.now() + require_finite("initial_delay", initial_delay)
         trigger = FixedRate(interval, first_at)
-        tail = (executor, misfire_grace, if_exists, durable, timeout, retry)  # KEYWORD_TAIL
+        tail = (executor, misfire_grace, if_exists, durable, timeout, retry, keep_result)  # KEYWORD_TAIL
         options = TaskOptions(name, max_consecutive_failures, *tail)
         return self._schedule(fn, args, kwargs, first_at, trigger, task_id, options)
 
@@ -533,6 +547,7 @@ class Scheduler:
         durable: bool | None = None,
         timeout: float | None = None,
         retry: Retry | None = None,
+        keep_result: bool = False,
     ) -> TaskHandle:
         """Run ``fn`` at ``now + initial_delay``, then ``delay`` seconds after each run finishes.
 
@@ -544,7 +559,7 @@ class Scheduler:
         """
         first_at = self._clock.now() + require_finite("initial_delay", initial_delay)
         trigger = FixedDelay(delay, first_at)
-        tail = (executor, misfire_grace, if_exists, durable, timeout, retry)  # KEYWORD_TAIL
+        tail = (executor, misfire_grace, if_exists, durable, timeout, retry, keep_result)  # KEYWORD_TAIL
         options = TaskOptions(name, max_consecutive_failures, *tail)
         return self._schedule(fn, args, kwargs, first_at, trigger, task_id, options)
 
@@ -565,6 +580,7 @@ class Scheduler:
         durable: bool | None = None,
         timeout: float | None = None,
         retry: Retry | None = None,
+        keep_result: bool = False,
     ) -> TaskHandle:
         """Run ``fn`` at the wall-clock times the cron expression ``expr`` names, read in zone ``tz``.
 
@@ -593,7 +609,7 @@ class Scheduler:
         offset = self._wall_offset()
         due_wall = calendar.next_fire(self._clock.now() + offset)
         trigger = Cron(expr, calendar.zone_name)
-        tail = (executor, misfire_grace, if_exists, durable, timeout, retry)  # KEYWORD_TAIL
+        tail = (executor, misfire_grace, if_exists, durable, timeout, retry, keep_result)  # KEYWORD_TAIL
         options = TaskOptions(name, max_consecutive_failures, *tail)
         return self._schedule(fn, args, kwargs, due_wall - offset, trigger, task_id, options, due_wall)
 
@@ -611,6 +627,7 @@ class Scheduler:
         if_exists: str = "error",
         timeout: float | None = None,
         retry: Retry | None = None,
+        keep_result: bool = False,
     ) -> TaskHandle:
         """Run ``fn`` once, ``delay`` seconds after every task in ``after`` has completed.
 
@@ -632,7 +649,13 @@ class Scheduler:
         dependencies = self._dependencies(after)
         wait = require_finite("delay", delay)
         options = TaskOptions(
-            name, executor=executor, if_exists=if_exists, durable=False, timeout=timeout, retry=retry
+            name,
+            executor=executor,
+            if_exists=if_exists,
+            durable=False,
+            timeout=timeout,
+            retry=retry,
+            keep_result=keep_result,
         )
         return self._schedule(fn, args, kwargs, wait, None, task_id, options, after=dependencies)
 
@@ -829,6 +852,7 @@ class Scheduler:
             timeout=options.timeout,
             retry=options.retry,
             coroutine=coroutine,
+            keep_result=options.keep_result,
             after=after,
             delay=delay if after else 0.0,
         )

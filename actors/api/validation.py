@@ -98,6 +98,7 @@ class TaskOptions(NamedTuple):
     durable: bool | None = None
     timeout: float | None = None
     retry: Retry | None = None
+    keep_result: bool = False
 
     @property
     def plain(self) -> bool:
@@ -136,13 +137,15 @@ class TaskOptions(NamedTuple):
             require_positive_duration("timeout", self.timeout)
         if self.retry is not None and not isinstance(self.retry, Retry):
             raise TypeError(f"retry must be a Retry, got {self.retry!r}")
+        if not isinstance(self.keep_result, bool):
+            raise TypeError(f"keep_result must be True or False, got {self.keep_result!r}")
         return has_store if self.durable is None else self.durable
 
 
 _DEFAULTS_BUT_NAME: Final = TaskOptions()[1:]
 
 KEYWORD_TAIL: Final = TaskOptions._fields[2:]
-"""The options every ``schedule_*`` method takes last, in this order (``executor`` to ``retry``)."""
+"""The options every ``schedule_*`` method takes last, in this order (``executor`` to ``keep_result``)."""
 
 PLAIN_TAIL: Final = TaskOptions()[2:]
 """The keyword tail at its defaults: ``schedule_once`` compares its own to this to take the fast path."""

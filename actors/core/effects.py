@@ -15,18 +15,26 @@ __all__ = ["Effects", "RunOutcome"]
 
 
 class RunOutcome(NamedTuple):
-    """How one run of a durable task ended, for the store's run ledger.
+    """How one run of a task ended: a line of its history, and of the store's run ledger.
 
-    Times are clock times; the owner turns them into wall-clock times.
+    Times are clock times (``due_wall``: the due time as UTC epoch seconds); the owner turns
+    them into wall-clock times. ``value_json`` and ``value_note`` are for ``keep_result``:
+    the run's value as JSON text, or why it was not kept.
     """
 
     task: TaskRecord
     run: int
+    due_at: float
     due_wall: float
     started_at: float | None
     finished_at: float
-    outcome: str  # "completed", "failed" or "missed"
+    outcome: str  # "completed", "failed", "cancelled", "timed_out" or "missed"
     error: str | None
+    attempt: int = 1
+    reason: str | None = None
+    manual: bool = False
+    value_json: str | None = None
+    value_note: str | None = None
 
 
 @dataclass(slots=True)
@@ -36,7 +44,8 @@ class Effects:
     Attributes:
         saves: Durable tasks whose state changed: write them to the store (with ``ledger``),
             before anything below makes the change visible.
-        ledger: How runs of durable tasks ended, for the store's run ledger.
+        ledger: How runs of durable tasks ended, for the store's run ledger (every task's
+            runs are also kept on its record, ``TaskRecord.runs``).
         events: Events to publish (only the kinds in ``Timetable.wanted``).
         batches: ``(worker, runs)``: hand each idle worker its batch, in order.
         finished: ``(task, outcome)``: publish each task's end (``task.finish(outcome)``).

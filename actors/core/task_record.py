@@ -25,7 +25,7 @@ import math
 import types
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from actors.core.cron import CronSchedule
 from actors.core.recurrence import first_due_at
@@ -43,6 +43,9 @@ from actors.errors import DependencyFailedError
 from actors.sync.claim import INTERRUPTED, Claim
 from actors.sync.token import FREE, Token, request_stop
 from messages import Cron, FixedDelay, FixedRate, Once, Schedule, TaskInfo, TaskStatus
+
+if TYPE_CHECKING:
+    from actors.core.effects import RunOutcome
 
 __all__ = [
     "INLINE",
@@ -160,6 +163,7 @@ class TaskSpec:
         "delay",
         "executor",
         "failure_limit",
+        "keep_result",
         "misfire_grace",
         "on_wall",
         "plain",
@@ -183,6 +187,7 @@ class TaskSpec:
         coroutine: bool = False,
         after: tuple[TaskRecord, ...] = (),
         delay: float = 0.0,
+        keep_result: bool = False,
     ) -> None:
         """Describe a task; a ``Cron`` trigger is checked here (``ValueError`` naming the field or zone)."""
         self.trigger = trigger
@@ -196,6 +201,7 @@ class TaskSpec:
         self.coroutine = coroutine
         self.after = after
         self.delay = delay
+        self.keep_result = keep_result  # each run's value is kept with its run record (as JSON)
         # Whether a run needs no more than the common RunTask (the dealer builds a fuller one).
         self.plain_run = retry is None and timeout is None and not coroutine
         # Whether a run takes the task's token for good as it starts (a one-time task never retried).
@@ -211,6 +217,7 @@ class TaskSpec:
             and self.retry is None
             and not self.coroutine
             and not self.after
+            and not self.keep_result
         )
 
     def or_plain(self) -> TaskSpec:
@@ -221,7 +228,8 @@ class TaskSpec:
         return (
             f"TaskSpec({self.trigger!r}, failure_limit={self.failure_limit!r}, "
             f"executor={self.executor!r}, misfire_grace={self.misfire_grace!r}, on_wall={self.on_wall!r}, "
-            f"timeout={self.timeout!r}, retry={self.retry!r}, coroutine={self.coroutine!r})"
+            f"timeout={self.timeout!r}, retry={self.retry!r}, coroutine={self.coroutine!r}, "
+            f"keep_result={self.keep_result!r})"
         )
 
 
@@ -245,6 +253,7 @@ class TaskRecord(Token):
         "last_outcome",
         "name",
         "run_count",
+        "runs",
         "spec",
         "state",
         "store_seq",
@@ -288,6 +297,8 @@ class TaskRecord(Token):
         # When an interval task's next due time was counted from (clock time: the end of its
         # last run here); None until it has one. A replaced definition counts from it too.
         self.counted_from: float | None = None
+        # How its last runs ended, oldest first (actors/core/run_log.py); None before the first.
+        self.runs: list[RunOutcome] | None = None
 
     @classmethod
     def from_schedule(cls, cmd: Schedule, task_id: str, *, now: float, wall_offset: float) -> TaskRecord:

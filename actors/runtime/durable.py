@@ -49,7 +49,7 @@ from actors.core.task_record import (
 from actors.core.task_state import STORED_STATUS
 from actors.errors import StoreError
 from actors.references import LazyReference, parse_reference, resolve_stored
-from actors.store.protocol import RunRecord, StoredTask, TaskDefinition, TaskUpdate
+from actors.store.protocol import LedgerRow, StoredTask, TaskDefinition, TaskUpdate
 from actors.store.trigger_json import StoredTrigger, decode_trigger
 from messages import Cron, FixedDelay, FixedRate
 from messages.commands import EMPTY_KWARGS
@@ -111,12 +111,12 @@ def task_update(task: TaskRecord) -> TaskUpdate:
     )
 
 
-def run_record(outcome: RunOutcome, *, wall_offset: float) -> RunRecord:
+def run_record(outcome: RunOutcome, *, wall_offset: float) -> LedgerRow:
     """The run ledger's row for one finished (or missed) run of a durable task."""
     task = outcome.task
     assert task.store_seq is not None
     started = None if outcome.started_at is None else outcome.started_at + wall_offset
-    return RunRecord(
+    return LedgerRow(
         task_id=task.task_id,
         task_seq=task.store_seq,
         run=outcome.run,
@@ -125,6 +125,11 @@ def run_record(outcome: RunOutcome, *, wall_offset: float) -> RunRecord:
         finished=outcome.finished_at + wall_offset,
         outcome=outcome.outcome,
         error=outcome.error,
+        attempt=outcome.attempt,
+        reason=outcome.reason,
+        manual=outcome.manual,
+        value_json=outcome.value_json,
+        value_note=outcome.value_note,
     )
 
 
@@ -450,6 +455,8 @@ def _options_json(name: str, fn_ref: str, spec: TaskSpec) -> str:
         options["executor"] = spec.executor
     if spec.timeout is not None:
         options["timeout"] = spec.timeout
+    if spec.keep_result:
+        options["keep_result"] = True
     retry = spec.retry
     if retry is not None:
         options["retry"] = {
@@ -490,6 +497,9 @@ def _spec(recurring: Recurrence | None, on_wall: bool, options: dict[str, Any], 
     timeout = options.get("timeout")
     if timeout is not None:
         require_positive_duration("timeout", timeout)
+    keep_result = options.get("keep_result", False)
+    if not isinstance(keep_result, bool):
+        raise TypeError(f"has keep_result {keep_result!r}, not a bool")
     spec = TaskSpec(
         recurring,
         failure_limit,
@@ -499,6 +509,7 @@ def _spec(recurring: Recurrence | None, on_wall: bool, options: dict[str, Any], 
         timeout=timeout,
         retry=_retry(options.get("retry")),
         coroutine=coroutine,
+        keep_result=keep_result,
     )
     return spec.or_plain()
 

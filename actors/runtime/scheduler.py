@@ -50,6 +50,7 @@ from messages import (
     FindTask,
     Flush,
     Publish,
+    QueryHistory,
     QueryNextDue,
     QueryStats,
     QueryTask,
@@ -73,7 +74,17 @@ from messages import (
 
 logger = logging.getLogger(__name__)
 
-_ANSWERED: Final = (AddTask, Cancel, FindTask, QueryNextDue, QueryStats, QueryTask, QueryTasks, Schedule)
+_ANSWERED: Final = (
+    AddTask,
+    Cancel,
+    FindTask,
+    QueryHistory,
+    QueryNextDue,
+    QueryStats,
+    QueryTask,
+    QueryTasks,
+    Schedule,
+)
 """The messages whose reply someone reads: a handler that fails replies a ``SchedulerInternalError``."""
 
 OutboxItem = TaskRecord | Parcel | Cancelled | Report
@@ -92,7 +103,8 @@ class SchedulerActor(LibraryActor):
     ``False`` if refused (the id is live, or the scheduler is shutting down; logged);
     ``Cancel`` -> ``bool``; ``QueryTask`` -> ``TaskInfo | None``; ``QueryTasks`` ->
     ``list[TaskInfo]``; ``QueryNextDue`` -> ``float | None``; ``QueryStats`` ->
-    ``SchedulerStats``. It never raises out of a handler, so a bad ``tell`` cannot kill it. It
+    ``SchedulerStats``; ``QueryHistory`` -> ``list[RunRecord] | None``. It never raises out
+    of a handler, so a bad ``tell`` cannot kill it. It
     only ever *tells* the workers and the bus, so no actor can deadlock on it. It starts the
     workers, the timer and (unless given one) the event bus in ``on_start``, on its own
     thread, and replaces any of them that dies.
@@ -351,6 +363,8 @@ class SchedulerActor(LibraryActor):
                 return core.infos(wall_offset=self._wall_offset())
             case QueryNextDue():
                 return core.next_due()
+            case QueryHistory(task_id, limit):  # Scheduler.history (actors/api/history.py)
+                return core.runs(task_id, limit, wall_offset=self._wall_offset() or 0.0)
             case QueryStats():
                 return self._stats()
             case Settle(waiter, until):

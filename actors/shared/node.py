@@ -43,7 +43,7 @@ from actors.shared.lease_keeper import LeaseKeeper
 from actors.shared.lease_loop import LeaseLoop
 from actors.shared.outcome_board import OutcomeBoard
 from actors.shared.plan import local_due, on_grid
-from actors.store.protocol import Lease, RunRecord, SharedStore, Store, TaskUpdate
+from actors.store.protocol import Lease, LedgerRow, SharedStore, Store, TaskUpdate
 from actors.store.trigger_json import decode_trigger
 from actors.sync.threads import ThreadRegistry
 from messages import CancelledInStore, Claimed, EventKind, RetrySaves, TaskEvent
@@ -85,7 +85,7 @@ class _Unsaved:
     """Outcomes the store could not take yet, and what waits for them."""
 
     updates: list[TaskUpdate]
-    runs: list[RunRecord]
+    runs: list[LedgerRow]
     events: list[TaskEvent]
     ended: list[tuple[LeasedTask, object]]
     retried: bool = False  # an attempt failed: maybe at its commit, which may have committed it
@@ -289,7 +289,7 @@ class SharedNode:
         published = set() if refused is None else {id(e) for e in waiting if e.task_id not in refused}
         effects.events[:] = [e for e in effects.events if e.task_id not in leased or id(e) in published]
 
-    def _run_record(self, outcome: RunOutcome, core: Timetable) -> RunRecord | None:
+    def _run_record(self, outcome: RunOutcome, core: Timetable) -> LedgerRow | None:
         task = outcome.task
         if not isinstance(task, LeasedTask) or task.store_seq is None:
             return None

@@ -16,6 +16,8 @@ Layouts:
         in flight when the task was replaced: that run's outcome keeps the new definition's
         status and due time) and ``interrupt_fence`` (the fence of the claim whose run a cancel
         asked to stop).
+    v3: ``run`` also keeps each run's ``attempt``, ``reason``, ``node`` (which node ran it),
+        ``manual`` and, for ``keep_result``, ``value_json`` or ``value_note`` (as SQLite's v3).
 
 To change the layout: bump ``SCHEMA_VERSION``, edit ``CREATE`` to the new layout (fresh
 schemas are created directly at the newest version), and append a step to ``MIGRATIONS``
@@ -42,7 +44,7 @@ logger = logging.getLogger(__name__)
 Connection = psycopg.Connection[TupleRow]
 
 APPLICATION: Final = "pykka-taskscheduler"
-SCHEMA_VERSION: Final = 2
+SCHEMA_VERSION: Final = 3
 TABLES: Final = frozenset({"task", "run", "store_meta"})  # what a current schema must have
 MIN_SERVER: Final = 130000  # pg_current_xact_id() and pg_current_snapshot(): PostgreSQL 13
 
@@ -106,6 +108,12 @@ CREATE: Final[tuple[str, ...]] = (
         finished double precision NOT NULL,
         outcome text NOT NULL,
         error text,
+        attempt bigint NOT NULL DEFAULT 1,
+        reason text,
+        node text,
+        manual boolean NOT NULL DEFAULT false,
+        value_json text,
+        value_note text,
         UNIQUE (task_seq, run)
     )""",
     "CREATE INDEX run_by_task ON run (task_id, id)",
@@ -138,8 +146,18 @@ def _v1_to_v2(db: Connection) -> None:
     )
 
 
+def _v2_to_v3(db: Connection) -> None:
+    # Constant defaults and nullable columns: a change of the catalogue only, no table rewrite.
+    db.execute(
+        "ALTER TABLE run ADD COLUMN attempt bigint NOT NULL DEFAULT 1, ADD COLUMN reason text, "
+        "ADD COLUMN node text, ADD COLUMN manual boolean NOT NULL DEFAULT false, "
+        "ADD COLUMN value_json text, ADD COLUMN value_note text"
+    )
+
+
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     Migration(1, "record started, sealed, replaced and interrupted runs of leased rows", _v1_to_v2),
+    Migration(2, "add the run ledger's attempt, reason, node, manual and kept value", _v2_to_v3),
 )
 # Step i starts from version i + 1, and the last one reaches SCHEMA_VERSION.
 assert [m.from_version for m in MIGRATIONS] == list(range(1, SCHEMA_VERSION))

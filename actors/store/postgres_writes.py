@@ -19,8 +19,8 @@ from actors.store.protocol import (
     LIVE_STATUS,
     IfExists,
     Lease,
+    LedgerRow,
     RunInFlight,
-    RunRecord,
     StoredTask,
     TaskDefinition,
     TaskUpdate,
@@ -79,7 +79,7 @@ def cancel(db: Connection, task_id: str, channel: str, interrupt: bool = False) 
 
 
 def save(
-    db: Connection, updates: Sequence[TaskUpdate], runs: Sequence[RunRecord], node: str, channel: str
+    db: Connection, updates: Sequence[TaskUpdate], runs: Sequence[LedgerRow], node: str, channel: str
 ) -> Saved:
     """Apply ``updates`` in order, then insert the ledger rows their fences allow.
 
@@ -132,6 +132,12 @@ def save(
                 "finished": [r.finished for r in kept],
                 "outcome": [r.outcome for r in kept],
                 "error": [r.error for r in kept],
+                "attempt": [r.attempt for r in kept],
+                "reason": [r.reason for r in kept],
+                "run_node": [r.node or node for r in kept],  # the writing node ran it
+                "manual": [r.manual for r in kept],
+                "value_json": [r.value_json for r in kept],
+                "value_note": [r.value_note for r in kept],
             },
         ).rowcount
     # Counts updates that end a task; one that finds its row terminal already is counted too,
@@ -141,7 +147,7 @@ def save(
 
 
 def _save_one_round(
-    db: Connection, updates: Sequence[TaskUpdate], runs: Sequence[RunRecord], node: str, channel: str
+    db: Connection, updates: Sequence[TaskUpdate], runs: Sequence[LedgerRow], node: str, channel: str
 ) -> Saved:
     row = db.execute(
         q.SAVE_ONE_ROUND,
@@ -155,6 +161,12 @@ def _save_one_round(
             "run_finished": [r.finished for r in runs],
             "run_outcome": [r.outcome for r in runs],
             "run_error": [r.error for r in runs],
+            "run_attempt": [r.attempt for r in runs],
+            "run_reason": [r.reason for r in runs],
+            "run_node": [r.node or node for r in runs],  # the writing node ran it
+            "run_manual": [r.manual for r in runs],
+            "run_value_json": [r.value_json for r in runs],
+            "run_value_note": [r.value_note for r in runs],
             "node": node,
             "channel": channel,
         },

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from actors.core.run_log import RunEntry
 from actors.core.task_record import TaskRecord
 from messages import RunTask, TaskEvent
 
@@ -15,26 +16,13 @@ __all__ = ["Effects", "RunOutcome"]
 
 
 class RunOutcome(NamedTuple):
-    """How one run of a task ended: a line of its history, and of the store's run ledger.
+    """How one run of a durable task ended, for the store's run ledger (``entry``; clock times).
 
-    Times are clock times (``due_wall``: the due time as UTC epoch seconds); the owner turns
-    them into wall-clock times. ``value_json`` and ``value_note`` are for ``keep_result``:
-    the run's value as JSON text, or why it was not kept.
+    The owner turns the clock times into wall-clock times.
     """
 
     task: TaskRecord
-    run: int
-    due_at: float
-    due_wall: float
-    started_at: float | None
-    finished_at: float
-    outcome: str  # "completed", "failed", "cancelled", "timed_out" or "missed"
-    error: str | None
-    attempt: int = 1
-    reason: str | None = None
-    manual: bool = False
-    value_json: str | None = None
-    value_note: str | None = None
+    entry: RunEntry
 
 
 @dataclass(slots=True)

@@ -97,7 +97,7 @@ class Queries:
         task = self._tasks.get(task_id) or self._history.get(task_id) or self._parked.peek(task_id)
         if task is None or task.store_seq is not None:
             return None
-        return [as_record(outcome, wall_offset) for outcome in last_runs(task, limit)]
+        return [as_record(outcome, wall_offset) for outcome in last_runs(task.runs, limit)]
 
     def infos(self, *, wall_offset: float | None = None) -> list[TaskInfo]:
         """Return a snapshot of every live task, in scheduling order (parked tasks last, in theirs)."""

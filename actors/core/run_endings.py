@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from actors.core.effects import RunOutcome
 from actors.core.recurrence import next_cron, next_fixed_delay, next_fixed_rate
-from actors.core.run_log import keep_run, keep_value
+from actors.core.run_log import RunEntry, keep_run, keep_value
 from actors.core.task_record import Failures, TaskRecord
 from actors.core.task_state import (
     CANCELLED,
@@ -442,14 +442,14 @@ class RunEndings:
         value_json = value_note = None
         if task.spec.keep_result and outcome == "completed":
             value_json, value_note = keep_value(value)
-        entry = RunOutcome(
-            task, run, task.due_at, due_wall, started_at, finished_at, outcome, error, attempt, reason,
-            False, value_json, value_note,
+        entry = RunEntry(
+            run, task.due_at, due_wall, started_at, finished_at, outcome,
+            error, attempt, reason, False, value_json, value_note,
         )  # fmt: skip
-        keep_run(task, entry)
+        task.runs = keep_run(task.runs, entry)
         if task.store_seq is not None:
             task.last_outcome = outcome
-            self._effects.ledger.append(entry)
+            self._effects.ledger.append(RunOutcome(task, entry))
 
     def _missed(self, task: TaskRecord, now: float) -> None:
         """A run of a ``READY`` task would start later than its ``misfire_grace`` allows: skip it.

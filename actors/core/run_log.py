@@ -19,17 +19,14 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Final, cast
+from typing import Final, NamedTuple, cast
 
 from messages.history import RunOutcomeName, RunRecord
-
-if TYPE_CHECKING:
-    from actors.core.effects import RunOutcome
-    from actors.core.task_record import TaskRecord
 
 __all__ = [
     "KEPT_VALUE_BYTES",
     "RUNS_PER_TASK",
+    "RunEntry",
     "as_record",
     "keep_run",
     "keep_value",
@@ -44,20 +41,39 @@ KEPT_VALUE_BYTES: Final = 64 * 1024
 """The largest value ``keep_result`` keeps: JSON text of at most this many bytes (UTF-8)."""
 
 
-def keep_run(task: TaskRecord, outcome: RunOutcome) -> None:
-    """Add ``outcome`` to ``task``'s runs, dropping the oldest beyond ``RUNS_PER_TASK``."""
-    runs = task.runs
+class RunEntry(NamedTuple):
+    """How one run ended, as the core keeps it: clock times, and ``due_wall`` in UTC epoch seconds.
+
+    ``ending`` is the ``RunRecord.outcome`` to be; ``value_json`` and ``value_note`` are for
+    ``keep_result``: the run's value as JSON text, or why it was not kept.
+    """
+
+    run: int
+    due_at: float
+    due_wall: float
+    started_at: float | None
+    finished_at: float
+    ending: str  # "completed", "failed", "cancelled", "timed_out" or "missed"
+    error: str | None
+    attempt: int = 1
+    reason: str | None = None
+    manual: bool = False
+    value_json: str | None = None
+    value_note: str | None = None
+
+
+def keep_run(runs: list[RunEntry] | None, entry: RunEntry) -> list[RunEntry]:
+    """Return ``runs`` (new for ``None``) with ``entry`` added; only the last ``RUNS_PER_TASK`` kept."""
     if runs is None:
-        task.runs = [outcome]
-        return
-    runs.append(outcome)
+        return [entry]
+    runs.append(entry)
     if len(runs) > 2 * RUNS_PER_TASK:  # trimmed in steps, so a run costs O(1) amortised
         del runs[:-RUNS_PER_TASK]
+    return runs
 
 
-def last_runs(task: TaskRecord, limit: int) -> list[RunOutcome]:
-    """Return up to ``limit`` of ``task``'s kept runs (at most ``RUNS_PER_TASK``), newest first."""
-    runs = task.runs
+def last_runs(runs: list[RunEntry] | None, limit: int) -> list[RunEntry]:
+    """Return up to ``limit`` of the kept ``runs`` (at most ``RUNS_PER_TASK``), newest first."""
     if not runs:
         return []
     return runs[: -min(limit, RUNS_PER_TASK) - 1 : -1]
@@ -85,19 +101,19 @@ def wall_time(epoch: float | None) -> datetime | None:
         return None
 
 
-def as_record(outcome: RunOutcome, wall_offset: float) -> RunRecord:
+def as_record(entry: RunEntry, wall_offset: float) -> RunRecord:
     """The public ``RunRecord`` of a run kept in memory (``wall_offset``: wall-clock minus clock time)."""
-    started = None if outcome.started_at is None else outcome.started_at + wall_offset
+    started = None if entry.started_at is None else entry.started_at + wall_offset
     return RunRecord(
-        run=outcome.run,
-        due_at=outcome.due_at,
-        due_wall=wall_time(outcome.due_wall) or datetime.max.replace(tzinfo=UTC),
+        run=entry.run,
+        due_at=entry.due_at,
+        due_wall=wall_time(entry.due_wall) or datetime.max.replace(tzinfo=UTC),
         started_at=wall_time(started),
-        ended_at=wall_time(outcome.finished_at + wall_offset),
-        outcome=cast("RunOutcomeName", outcome.outcome),
-        reason=outcome.reason,
-        error=outcome.error,
-        attempt=outcome.attempt,
-        manual=outcome.manual,
-        value=None if outcome.value_json is None else json.loads(outcome.value_json),
+        ended_at=wall_time(entry.finished_at + wall_offset),
+        outcome=cast("RunOutcomeName", entry.ending),
+        reason=entry.reason,
+        error=entry.error,
+        attempt=entry.attempt,
+        manual=entry.manual,
+        value=None if entry.value_json is None else json.loads(entry.value_json),
     )

@@ -25,11 +25,12 @@ import math
 import types
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from actors.core.cron import CronSchedule
 from actors.core.recurrence import first_due_at
 from actors.core.retry import Retry
+from actors.core.run_log import RunEntry
 from actors.core.task_state import (
     CANCELLED,
     COMPLETED,
@@ -43,9 +44,6 @@ from actors.errors import DependencyFailedError
 from actors.sync.claim import INTERRUPTED, Claim
 from actors.sync.token import FREE, Token, request_stop
 from messages import Cron, FixedDelay, FixedRate, Once, Schedule, TaskInfo, TaskStatus
-
-if TYPE_CHECKING:
-    from actors.core.effects import RunOutcome
 
 __all__ = [
     "INLINE",
@@ -298,7 +296,7 @@ class TaskRecord(Token):
         # last run here); None until it has one. A replaced definition counts from it too.
         self.counted_from: float | None = None
         # How its last runs ended, oldest first (actors/core/run_log.py); None before the first.
-        self.runs: list[RunOutcome] | None = None
+        self.runs: list[RunEntry] | None = None
 
     @classmethod
     def from_schedule(cls, cmd: Schedule, task_id: str, *, now: float, wall_offset: float) -> TaskRecord:

@@ -113,23 +113,23 @@ def task_update(task: TaskRecord) -> TaskUpdate:
 
 def run_record(outcome: RunOutcome, *, wall_offset: float) -> LedgerRow:
     """The run ledger's row for one finished (or missed) run of a durable task."""
-    task = outcome.task
+    task, entry = outcome
     assert task.store_seq is not None
-    started = None if outcome.started_at is None else outcome.started_at + wall_offset
+    started = None if entry.started_at is None else entry.started_at + wall_offset
     return LedgerRow(
         task_id=task.task_id,
         task_seq=task.store_seq,
-        run=outcome.run,
-        due=outcome.due_wall,
+        run=entry.run,
+        due=entry.due_wall,
         started=started,
-        finished=outcome.finished_at + wall_offset,
-        outcome=outcome.outcome,
-        error=outcome.error,
-        attempt=outcome.attempt,
-        reason=outcome.reason,
-        manual=outcome.manual,
-        value_json=outcome.value_json,
-        value_note=outcome.value_note,
+        finished=entry.finished_at + wall_offset,
+        outcome=entry.ending,
+        error=entry.error,
+        attempt=entry.attempt,
+        reason=entry.reason,
+        manual=entry.manual,
+        value_json=entry.value_json,
+        value_note=entry.value_note,
     )
 
 

@@ -293,7 +293,7 @@ class SharedNode:
         task = outcome.task
         if not isinstance(task, LeasedTask) or task.store_seq is None:
             return None
-        record = run_record(outcome, wall_offset=core.wall_offset)
+        record = dataclasses.replace(run_record(outcome, wall_offset=core.wall_offset), node=self.store.node)
         held = self.book.get(task.store_seq)
         if held is not None and held.started is not None and record.started is not None:
             record = dataclasses.replace(record, started=held.started)  # the database's clock

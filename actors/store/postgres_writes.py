@@ -134,7 +134,7 @@ def save(
                 "error": [r.error for r in kept],
                 "attempt": [r.attempt for r in kept],
                 "reason": [r.reason for r in kept],
-                "run_node": [r.node or node for r in kept],  # the writing node ran it
+                "run_node": [r.node for r in kept],
                 "manual": [r.manual for r in kept],
                 "value_json": [r.value_json for r in kept],
                 "value_note": [r.value_note for r in kept],
@@ -163,7 +163,7 @@ def _save_one_round(
             "run_error": [r.error for r in runs],
             "run_attempt": [r.attempt for r in runs],
             "run_reason": [r.reason for r in runs],
-            "run_node": [r.node or node for r in runs],  # the writing node ran it
+            "run_node": [r.node for r in runs],
             "run_manual": [r.manual for r in runs],
             "run_value_json": [r.value_json for r in runs],
             "run_value_note": [r.value_note for r in runs],

@@ -236,8 +236,7 @@ class LedgerRow:
         error: The error text of a failed run, if any.
         attempt: Which attempt of the run this outcome ended (``Retry``), from 1.
         reason: Why a missed run was missed (``"misfire"``, ...), else ``None``.
-        node: The node that ran it; ``None`` when written, the writing node's name on a
-            shared store (filled in by the store), ``None`` on a store of one scheduler.
+        node: The node that ran it, on a shared store (``SharedStore.node``); else ``None``.
         manual: Whether it was an extra run outside the schedule (``run_now``).
         value_json: The run's return value as JSON text, for a task with ``keep_result``
             whose value is JSON data of at most 64 KiB (``actors.core.run_log``); else ``None``.

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Sequence
 
 from actors import Scheduler
-from actors.store import PostgresStore, LedgerRow, TaskUpdate
+from actors.store import LedgerRow, PostgresStore, TaskUpdate
 
 
 class NaiveStore(PostgresStore):

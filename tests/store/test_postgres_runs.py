@@ -178,6 +178,10 @@ def test_a_version_1_store_is_migrated_and_keeps_its_rows(pg_schema: str) -> Non
             "ALTER TABLE task DROP COLUMN started_fence, DROP COLUMN sealed_fence, "
             "DROP COLUMN replaced_fence, DROP COLUMN interrupt_fence"
         )
+        db.execute(  # and what version 3 added
+            "ALTER TABLE run DROP COLUMN attempt, DROP COLUMN reason, DROP COLUMN node, "
+            "DROP COLUMN manual, DROP COLUMN value_json, DROP COLUMN value_note"
+        )
         db.execute("UPDATE store_meta SET schema_version = 1")
 
     with PostgresStore(DSN, schema=pg_schema, lease=30.0) as store:

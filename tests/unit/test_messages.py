@@ -373,7 +373,6 @@ INSTANCES = [
     EVENT,
     INFO,
     TimerFired("k", 1, "message"),
-    SchedulerStats(live_tasks=0, running=0, heap_size=0, workers=1, ticks=0, timer_wakeups=0),
     messages.QueryHistory("t"),
     messages.RunRecord(
         run=1,
@@ -383,6 +382,7 @@ INSTANCES = [
         ended_at=None,
         outcome="missed",
     ),
+    SchedulerStats(live_tasks=0, running=0, heap_size=0, workers=1, ticks=0, timer_wakeups=0),
 ]
 
 

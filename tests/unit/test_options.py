@@ -18,6 +18,7 @@ NON_DEFAULT = {
     "durable": False,
     "timeout": 1.0,
     "retry": Retry(),
+    "keep_result": True,
 }
 
 

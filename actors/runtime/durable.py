@@ -133,6 +133,19 @@ def run_record(outcome: RunOutcome, *, wall_offset: float) -> LedgerRow:
     )
 
 
+def kept_result(row: StoredTask) -> bool:
+    """Whether a stored task was scheduled with ``keep_result`` (its values are in the ledger)."""
+    return '"keep_result"' in row.options_json and _options(row.options_json).get("keep_result") is True
+
+
+def _options(options_json: str) -> dict[str, Any]:
+    try:
+        options = json.loads(options_json)
+    except ValueError:
+        return {}
+    return options if isinstance(options, dict) else {}
+
+
 class LoadedTasks:
     """A store's live tasks as they are read back (the caller's thread, before the scheduler starts).
 

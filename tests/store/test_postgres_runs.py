@@ -196,6 +196,7 @@ def test_a_version_1_store_is_migrated_and_keeps_its_rows(pg_schema: str) -> Non
         assert version == (SCHEMA_VERSION,)
         try:
             db.execute("SELECT started_fence, sealed_fence, replaced_fence FROM task")
+            db.execute("SELECT attempt, reason, node, manual, value_json, value_note FROM run")
         except psycopg.Error as error:  # pragma: no cover - the assertion's message
             raise AssertionError(f"the columns were not added: {error}") from error
 

@@ -28,7 +28,7 @@ from multiprocessing.synchronize import Barrier
 import psycopg
 from psycopg import sql
 
-from actors.store import Lease, PostgresStore, LedgerRow, TaskDefinition, TaskUpdate
+from actors.store import Lease, LedgerRow, PostgresStore, TaskDefinition, TaskUpdate
 
 DSN = os.environ.get("SCHEDULER_TEST_DSN", "postgresql://postgres@127.0.0.1:5432/test")
 BATCH = 64

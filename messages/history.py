@@ -12,6 +12,7 @@ from typing import Final, Literal, final, get_args
 
 from messages.commands import require_task_id
 from messages.events import TaskId
+from messages.frozen import fast_init
 
 __all__ = ["RUN_OUTCOMES", "QueryHistory", "RunOutcomeName", "RunRecord", "require_history_limit"]
 
@@ -36,6 +37,7 @@ def require_history_limit(limit: object) -> int:
     return limit
 
 
+@fast_init  # a history read builds up to ``limit`` of these at once
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunRecord:

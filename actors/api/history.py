@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from actors.core.run_log import wall_time
-from messages import QueryHistory, RunOutcomeName, RunRecord, TaskId
+from messages import QueryHistory, RunRecord, TaskId
 from messages.commands import require_task_id
 from messages.history import require_history_limit
 
@@ -75,13 +75,20 @@ class HistoryMixin:
 
 def from_ledger(row: LedgerRow, wall_offset: float) -> RunRecord:
     """The public ``RunRecord`` of a store's ledger row (``wall_offset``: wall-clock minus clock time)."""
+    try:  # the common case: every time in range (a stored due time is before LATEST_DUE)
+        due_wall = _at(row.due, UTC)
+        started_at = None if row.started is None else _at(row.started, UTC)
+        ended_at: datetime | None = _at(row.finished, UTC)
+    except (OverflowError, ValueError, OSError):
+        due_wall = wall_time(row.due) or datetime.max.replace(tzinfo=UTC)
+        started_at, ended_at = wall_time(row.started), wall_time(row.finished)
     return RunRecord(
         run=row.run,
         due_at=row.due - wall_offset,
-        due_wall=wall_time(row.due) or datetime.max.replace(tzinfo=UTC),
-        started_at=wall_time(row.started),
-        ended_at=wall_time(row.finished),
-        outcome=cast("RunOutcomeName", row.outcome),
+        due_wall=due_wall,
+        started_at=started_at,
+        ended_at=ended_at,
+        outcome=row.outcome,  # type: ignore[arg-type]  # the store keeps the names we wrote
         reason=row.reason,
         error=row.error,
         attempt=row.attempt,
@@ -89,3 +96,6 @@ def from_ledger(row: LedgerRow, wall_offset: float) -> RunRecord:
         manual=row.manual,
         value=None if row.value_json is None else json.loads(row.value_json),
     )
+
+
+_at = datetime.fromtimestamp

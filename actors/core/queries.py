@@ -13,7 +13,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from actors.core.run_log import as_record, last_runs
+from actors.core.run_log import as_record, entries, last_runs
 from actors.core.task_record import TaskRecord
 from actors.errors import UnknownTaskError
 from messages import RunRecord, TaskId, TaskInfo
@@ -97,7 +97,9 @@ class Queries:
         task = self._tasks.get(task_id) or self._history.get(task_id) or self._parked.peek(task_id)
         if task is None or task.store_seq is not None:
             return None
-        return [as_record(outcome, wall_offset) for outcome in last_runs(task.runs, limit)]
+        due_wall = task.due_wall if task.due_wall is not None else task.due_at + wall_offset
+        kept = entries(task.runs, task.due_at, due_wall)
+        return [as_record(entry, wall_offset) for entry in last_runs(kept, limit)]
 
     def infos(self, *, wall_offset: float | None = None) -> list[TaskInfo]:
         """Return a snapshot of every live task, in scheduling order (parked tasks last, in theirs)."""

@@ -114,9 +114,26 @@ class RunEndings:
         self.activity += 1
         task.run_count += 1
         attempt = 1 if task.failures is None else self._succeeded(task)
-        self._record_run(
-            task, report.run, report.started_at, report.finished_at, "completed", None, attempt, report.value
-        )
+        if task.spec.plain and task.store_seq is None:  # the plain path: its report is its run record
+            task.runs = report
+        else:
+            self._record_run(
+                task,
+                report.run,
+                report.started_at,
+                report.finished_at,
+                "completed",
+                None,
+                attempt,
+                report.value,
+                report.run,
+                report.started_at,
+                report.finished_at,
+                "completed",
+                None,
+                attempt,
+                report.value,
+            )
         if task.spec.trigger is None and task.state is HANDED:  # the common case: it just ends
             # Interrupted, it returned anyway: the run counts, the task ends CANCELLED.
             interrupted = claim is not None and bool(task.stop_reasons(claim) & INTERRUPTED)
@@ -446,7 +463,8 @@ class RunEndings:
             run, task.due_at, due_wall, started_at, finished_at, outcome,
             error, attempt, reason, False, value_json, value_note,
         )  # fmt: skip
-        task.runs = keep_run(task.runs, entry)
+        runs = task.runs  # (a plain task's report is its last run: it runs no more)
+        task.runs = keep_run(runs if isinstance(runs, list) else None, entry)
         if task.store_seq is not None:
             task.last_outcome = outcome
             self._effects.ledger.append(RunOutcome(task, entry))

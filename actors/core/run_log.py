@@ -1,7 +1,9 @@
 """Each task's run history in memory, and the values ``keep_result`` keeps: pure data, no I/O.
 
 A task's record keeps how its last ``RUNS_PER_TASK`` runs ended (``TaskRecord.runs``, oldest
-first), whatever the store: ``Scheduler.history`` reads them for a task in memory. A finished
+first), whatever the store: ``Scheduler.history`` reads them for a task in memory. A plain
+one-time task (no options) keeps its worker's ``Completed`` report instead, made already: the
+plain path allocates nothing for its history, and ``entries`` turns it into a line when asked. A finished
 task keeps its runs for as long as the timetable's history keeps its record (``history=``
 finished tasks), so memory holds at most ``RUNS_PER_TASK`` runs per live task and per kept
 finished task. A durable task's runs also go to the store's run ledger (``Effects.ledger``),
@@ -22,12 +24,14 @@ from datetime import UTC, datetime
 from typing import Final, NamedTuple, cast
 
 from messages.history import RunOutcomeName, RunRecord
+from messages.reports import Completed
 
 __all__ = [
     "KEPT_VALUE_BYTES",
     "RUNS_PER_TASK",
     "RunEntry",
     "as_record",
+    "entries",
     "keep_run",
     "keep_value",
     "last_runs",
@@ -60,6 +64,13 @@ class RunEntry(NamedTuple):
     manual: bool = False
     value_json: str | None = None
     value_note: str | None = None
+
+
+def entries(runs: list[RunEntry] | Completed | None, due_at: float, due_wall: float) -> list[RunEntry] | None:
+    """A task's kept runs as lines: a plain task's report becomes its one line (due at ``due_at``)."""
+    if not isinstance(runs, Completed):
+        return runs
+    return [RunEntry(runs.run, due_at, due_wall, runs.started_at, runs.finished_at, "completed", None)]
 
 
 def keep_run(runs: list[RunEntry] | None, entry: RunEntry) -> list[RunEntry]:

@@ -43,7 +43,7 @@ from actors.core.task_state import (
 from actors.errors import DependencyFailedError
 from actors.sync.claim import INTERRUPTED, Claim
 from actors.sync.token import FREE, Token, request_stop
-from messages import Cron, FixedDelay, FixedRate, Once, Schedule, TaskInfo, TaskStatus
+from messages import Completed, Cron, FixedDelay, FixedRate, Once, Schedule, TaskInfo, TaskStatus
 
 __all__ = [
     "INLINE",
@@ -296,7 +296,8 @@ class TaskRecord(Token):
         # last run here); None until it has one. A replaced definition counts from it too.
         self.counted_from: float | None = None
         # How its last runs ended, oldest first (actors/core/run_log.py); None before the first.
-        self.runs: list[RunEntry] | None = None
+        # A plain task's one completed run is kept as its worker's report (no allocation).
+        self.runs: list[RunEntry] | Completed | None = None
 
     @classmethod
     def from_schedule(cls, cmd: Schedule, task_id: str, *, now: float, wall_offset: float) -> TaskRecord:

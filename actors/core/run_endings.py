@@ -126,13 +126,6 @@ class RunEndings:
                 None,
                 attempt,
                 report.value,
-                report.run,
-                report.started_at,
-                report.finished_at,
-                "completed",
-                None,
-                attempt,
-                report.value,
             )
         if task.spec.trigger is None and task.state is HANDED:  # the common case: it just ends
             # Interrupted, it returned anyway: the run counts, the task ends CANCELLED.

@@ -9,15 +9,16 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import CancelledError
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from actors import FakeClock, Retry, RunRecord, Scheduler
+from actors import FakeClock, Retry, RunCancelled, RunRecord, Scheduler, TaskTimeoutError, current_run
 from actors.store import PostgresStore
-from messages import TaskEvent
+from messages import QueryHistory, TaskEvent
 from tests.lifecycle import history_tasks as jobs
 from tests.store.pg import DSN, drop_schemas, new_schema, require_postgres
 
@@ -225,3 +226,47 @@ def test_a_retried_run_counts_its_attempt(make_scheduler: Callable[..., Schedule
 
     [record] = scheduler.history("again")
     assert (record.outcome, record.attempt) == ("failed", 2)
+
+
+def test_a_timed_out_run_and_an_interrupted_one_say_so(
+    make_scheduler: Callable[..., Scheduler], clock: FakeClock
+) -> None:
+    scheduler = make_scheduler()
+    started = {"slow": threading.Event(), "stopped": threading.Event()}
+
+    def polite(name: str) -> None:  # runs until asked to stop
+        started[name].set()
+        while not current_run().cancel_requested:
+            started[name].wait(0.01)
+        raise RunCancelled
+
+    slow = scheduler.schedule_once(polite, 0.0, args=("slow",), task_id="slow", timeout=1.0)
+    stopped = scheduler.schedule_once(polite, 0.0, args=("stopped",), task_id="stopped")
+    assert started["slow"].wait(10)
+    assert started["stopped"].wait(10)
+    clock.advance(1.0)  # the slow one's timeout: asked to stop, it raises RunCancelled
+    assert stopped.cancel(interrupt=True)
+    with pytest.raises(TaskTimeoutError):
+        slow.result(timeout=10)
+    with pytest.raises(CancelledError):
+        stopped.result(timeout=10)
+
+    [timed_out] = scheduler.history("slow")
+    [cancelled] = scheduler.history("stopped")
+    assert (timed_out.outcome, cancelled.outcome) == ("timed_out", "cancelled")
+    assert timed_out.error is not None
+    assert timed_out.error.startswith("TaskTimeoutError")
+    assert cancelled.error is None
+
+
+def test_the_actor_answers_query_history(make_scheduler: Callable[..., Scheduler]) -> None:
+    scheduler = make_scheduler()
+    scheduler.schedule_once(jobs.numbered, 0.0, task_id="asked", keep_result=True)
+    scheduler.advance(0.0)
+
+    records = scheduler.ref.ask(QueryHistory("asked", 10), timeout=5)
+
+    assert [(r.run, r.value) for r in records] == [(1, {"run": 1, "tags": ["a", "b"]})]
+    assert scheduler.ref.ask(QueryHistory("unknown"), timeout=5) is None  # no record: the store's to say
+    with pytest.raises(ValueError, match="limit"):
+        QueryHistory("asked", 0)

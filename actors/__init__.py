@@ -14,8 +14,9 @@ import logging
 from typing import TYPE_CHECKING
 
 from actors.api.actor_timers import ActorTimers, TimersMixin
-from actors.api.facade import LATEST_DUE, Scheduler
+from actors.api.facade import Scheduler
 from actors.api.handles import Subscription, TaskHandle
+from actors.api.plumbing import LATEST_DUE
 from actors.api.shared_handles import SharedTaskHandle
 from actors.core.retry import Retry
 from actors.errors import (

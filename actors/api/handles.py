@@ -107,8 +107,12 @@ class TaskHandle:
             raise info.last_error
         return task.outcome
 
+    def _record(self) -> TaskRecord | None:
+        """The record this handle is a view of (``None``: a handle of a task in a shared store)."""
+        return self._task
+
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, TaskHandle) and other._task is self._task
+        return isinstance(other, TaskHandle) and other._record() is self._task
 
     def __hash__(self) -> int:
         return id(self._task)
@@ -129,12 +133,14 @@ class TaskHandle:
 
 
 def record_of(handle: TaskHandle, scheduler: SchedulerPort) -> TaskRecord | None:
-    """The record ``handle`` is a view of, if it is a handle of ``scheduler``; else ``None``.
+    """The record ``handle`` is a view of, if it is a handle of ``scheduler`` with one; else ``None``.
+
+    A ``SharedTaskHandle`` has none: its task lives in the store.
 
     Only used by the facade (``schedule_after`` waits for the records its handles name) and in
     tests: users see a task through its handle. Any thread; a read of two fields set at creation.
     """
-    return handle._task if handle._scheduler is scheduler else None
+    return handle._record() if handle._scheduler is scheduler else None
 
 
 class Subscription:

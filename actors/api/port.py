@@ -2,7 +2,8 @@
 
 The friends are the objects the facade hands out or leans on: ``TaskHandle`` and
 ``Subscription`` (``handles.py``), ``settle``/``advance`` (``stepping.py``), ``SharedTasks``
-(``shared_tasks.py``). They name this protocol, never ``Scheduler``, so none of them imports
+(``shared_tasks.py``, the directory of a shared store) and ``SharedTaskHandle``
+(``shared_handles.py``). They name this protocol, never ``Scheduler``, so none of them imports
 the facade (``tests/unit/test_layers.py`` checks it, ``TYPE_CHECKING`` imports included); the
 facade builds them and passes itself.
 
@@ -52,7 +53,8 @@ class SchedulerPort(Protocol):
 
         The caller's thread. Takes no lock to decide (the token's move does); takes ``_lock``
         briefly to put the cancel in the outbox. A durable task's cancel is committed to the
-        store first (on a shared store, ``SharedTasks.revoke`` decides, outside ``_lock``).
+        store first (on a shared store, ``SharedTasks.revoke`` decides, outside ``_lock``). The
+        facade's ``TaskDirectory`` does it: ``LocalTasks.revoke`` or ``SharedTasks.revoke``.
         """
         ...
 
@@ -82,6 +84,13 @@ class SchedulerPort(Protocol):
 
         Raises:
             SchedulerShutdownError: the scheduler is shut down (raised on entering).
+        """
+        ...
+
+    def _is_open(self) -> bool:
+        """Whether ``shutdown`` has not been called yet (``SharedTasks.cancel``: none is committed after it).
+
+        Any thread; no lock: a read of ``_closed``, which only ever goes from false to true.
         """
         ...
 

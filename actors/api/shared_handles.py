@@ -22,13 +22,13 @@ afresh, the old handle still speaks of the old task.
 from __future__ import annotations
 
 from concurrent.futures import CancelledError
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from actors.api.handles import TaskHandle
 from actors.core.task_record import TaskRecord
 from actors.errors import SchedulerShutdownError, UnknownTaskError, WouldDeadlockError
 from actors.runtime.run_context import CURRENT_RUN
-from actors.sync.token import FINISHED, REVOKED
 from actors.sync.waiting import Deadline, check_timeout
 from messages import TaskId, TaskInfo
 
@@ -36,7 +36,16 @@ if TYPE_CHECKING:
     from actors.api.port import SchedulerPort
     from actors.shared.outcome_board import OutcomeBoard
 
-__all__ = ["SharedTaskHandle", "StoredTasks"]
+__all__ = ["SharedTaskHandle", "StoredTaskRef", "StoredTasks"]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredTaskRef:
+    """Which durable task a ``SharedTaskHandle`` speaks of: its id, its name, its row's incarnation."""
+
+    task_id: TaskId
+    name: str
+    seq: int
 
 
 class StoredTasks(Protocol):
@@ -55,8 +64,12 @@ class StoredTasks(Protocol):
         """Whether that incarnation of the task has ended (its row is terminal, or gone)."""
         ...
 
-    def info(self, task_id: TaskId, *, seq: int | None = None) -> TaskInfo | None:
+    def row_info(self, task_id: TaskId, *, seq: int | None = None) -> TaskInfo | None:
         """The snapshot of durable task ``task_id`` (of incarnation ``seq``, if given), or ``None``."""
+        ...
+
+    def cancel_row(self, task_id: TaskId, name: str | None = None, *, interrupt: bool = False) -> bool:
+        """Cancel a durable task in the store (committed when this returns ``True``); tell this node."""
         ...
 
     def outcome(self, task_id: TaskId, seq: int) -> tuple[bool, object]:
@@ -65,27 +78,43 @@ class StoredTasks(Protocol):
 
 
 class SharedTaskHandle(TaskHandle):
-    """A ``TaskHandle`` of a durable task on a shared store. Every method may be called from any thread."""
+    """A ``TaskHandle`` of a durable task on a shared store. Every method may be called from any thread.
 
-    __slots__ = ("_shared",)
+    It holds no record (the task lives in the database, and may run on any node), only which
+    task it is (``StoredTaskRef``): every question goes to the store.
+    """
 
-    def __init__(self, task: TaskRecord, scheduler: SchedulerPort, shared: StoredTasks) -> None:
-        """Create a handle of durable ``task`` (done by ``SharedTasks``, not by users)."""
-        super().__init__(task, scheduler)
+    __slots__ = ("_cancelled", "_shared", "_stored")
+
+    def __init__(self, stored: StoredTaskRef, scheduler: SchedulerPort, shared: StoredTasks) -> None:
+        """Create a handle of the durable task ``stored`` (done by ``SharedTasks``, not by users)."""
+        self._scheduler = scheduler
+        self._stored = stored
         self._shared = shared
+        self._cancelled = False  # this handle's cancel won: done, and cancelled, without asking
+
+    @property
+    def task_id(self) -> TaskId:
+        """The task's id."""
+        return self._stored.task_id
 
     @property
     def _seq(self) -> int:
-        seq = self._task.store_seq
-        assert seq is not None
-        return seq
+        return self._stored.seq
+
+    def _record(self) -> TaskRecord | None:
+        return None  # no record: the task lives in the store
+
+    def cancel(self, interrupt: bool = False) -> bool:
+        """Cancel the task in the store, whichever node holds it (see ``Scheduler.cancel``)."""
+        if not self._shared.cancel_row(self.task_id, self._stored.name, interrupt=interrupt):
+            return False
+        self._cancelled = True
+        return True
 
     def done(self) -> bool:
         """Whether the task has ended, on any node (reads its row; ``True`` once this handle cancelled it)."""
-        state = self._task.token_state
-        if state is REVOKED or state is FINISHED:
-            return True
-        return self._shared.ended(self.task_id, self._seq)
+        return self._cancelled or self._shared.ended(self.task_id, self._seq)
 
     def info(self) -> TaskInfo:
         """Return a snapshot of the task, from its row in the store.
@@ -94,7 +123,7 @@ class SharedTaskHandle(TaskHandle):
             UnknownTaskError: its row is gone (pruned after it ended, or its id scheduled afresh).
             SchedulerShutdownError: the scheduler has stopped.
         """
-        info = self._shared.info(self.task_id, seq=self._seq)
+        info = self._shared.row_info(self.task_id, seq=self._seq)
         if info is None:
             raise UnknownTaskError(f"task {self.task_id!r} is no longer in the store")
         return info
@@ -119,7 +148,7 @@ class SharedTaskHandle(TaskHandle):
         shared = self._shared
         while True:
             seen = shared.board.version()
-            if self._task.token_state is REVOKED:
+            if self._cancelled:
                 raise CancelledError(f"task {self.task_id!r} was cancelled")
             if shared.board.closed:
                 raise SchedulerShutdownError(
@@ -136,11 +165,11 @@ class SharedTaskHandle(TaskHandle):
         return (
             isinstance(other, SharedTaskHandle)
             and other.task_id == self.task_id
-            and other._task.store_seq == self._task.store_seq
+            and other._stored.seq == self._stored.seq
         )
 
     def __hash__(self) -> int:
-        return hash((self.task_id, self._task.store_seq))
+        return hash((self.task_id, self._stored.seq))
 
     def __repr__(self) -> str:
-        return f"<SharedTaskHandle {self.task_id!r} seq={self._task.store_seq}>"
+        return f"<SharedTaskHandle {self.task_id!r} seq={self._stored.seq}>"

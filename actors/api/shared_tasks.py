@@ -1,11 +1,12 @@
-"""``SharedTasks``: the facade's side of a shared store, where durable tasks live in the database.
+"""``SharedTasks``: the ``TaskDirectory`` of a shared store, where durable tasks live in the database.
 
 On a shared store, a ``Scheduler`` commits a durable task to the store and is done with it: the
 task enters a node's core only while that node holds the claim of one of its runs
 (``actors/shared/node.py``). So the facade's calls about durable tasks go to the store:
 scheduling (``submit``), cancelling (the store decides, whichever node holds the task),
 ``handle``, ``info`` and ``tasks``, and what a ``SharedTaskHandle`` waits for. Memory-only
-tasks (``durable=False``) stay with this node's scheduler, as always.
+tasks (``durable=False``, ids ``task-m<n>``) stay with this node's scheduler, as always: those
+calls go on to its ``LocalTasks`` (``directory.py`` draws the two).
 
 Every method runs on the caller's thread and makes one or two short store calls.
 """
@@ -14,21 +15,23 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections.abc import Mapping
 from concurrent.futures import CancelledError
 from typing import TYPE_CHECKING
 
+from actors.api.directory import DurableRow, TaskDirectory
 from actors.api.handles import TaskHandle
-from actors.api.shared_handles import SharedTaskHandle
+from actors.api.shared_handles import SharedTaskHandle, StoredTaskRef
 from actors.api.validation import check_task_id
 from actors.core.task_record import TaskRecord
 from actors.errors import RemoteRunError, ResultNotKeptError, SchedulerShutdownError, UnknownTaskError
 from actors.runtime.durable import definition, kept_result
-from actors.shared.node import LeasedTask, SharedNode
+from actors.runtime.minting import is_memory_id
+from actors.shared.node import SharedNode
 from actors.shared.outcome_board import OutcomeBoard
 from actors.shared.view import info_of, name_of
 from actors.store.protocol import RunInFlight, StoredTask
 from messages import CancelledInStore, TaskId, TaskInfo
-from messages.commands import EMPTY_KWARGS
 
 if TYPE_CHECKING:
     from actors.api.port import SchedulerPort
@@ -36,47 +39,68 @@ if TYPE_CHECKING:
 __all__ = ["SharedTasks"]
 
 
-def _never_called() -> None:  # the function of a handle's stand-in record: handles never run
-    raise AssertionError("a handle's record is never run")
-
-
 class SharedTasks:
-    """Durable tasks of a shared store, as the facade sees them. Every method: any thread."""
+    """The ``TaskDirectory`` of a shared store: its durable tasks, and this node's ``LocalTasks``.
 
-    def __init__(self, node: SharedNode) -> None:
-        """Serve the facade of ``node``'s scheduler."""
+    Every method: any thread, no lock of the facade held; one or two short store calls.
+    """
+
+    runs_stored_tasks = False  # whichever node claims a run runs it
+
+    def __init__(
+        self,
+        node: SharedNode,
+        local: TaskDirectory,
+        scheduler: SchedulerPort,
+        live: Mapping[TaskId, TaskRecord],
+    ) -> None:
+        """Serve ``scheduler`` (``node``'s facade); ``local``: its memory-only tasks; ``live``: its held."""
         self._node = node
         self._store = node.store
+        self._local = local
+        self._scheduler = scheduler
+        self._live = live
         self.board: OutcomeBoard = node.board
         self.poll = node.store.poll
 
     def submit(
         self,
-        scheduler: SchedulerPort,
         task: TaskRecord,
         task_id: TaskId | None,
-        row: tuple[str, str, str],
-        if_exists: str,
+        row: DurableRow | None = None,
+        if_exists: str = "error",
     ) -> TaskHandle:
         """Commit a new durable task to the store (``if_exists``: as ``schedule_once``); return its handle.
 
-        The task is not handed to this node: whichever node claims its first run runs it.
+        The task is not handed to this node: whichever node claims its first run runs it. A
+        memory-only task (no ``row``) is this node's, as on any store.
 
         Raises:
             DuplicateTaskError: ``task_id`` is live (and ``if_exists="error"``).
             StoreError: the store could not commit it.
             SchedulerShutdownError: after ``shutdown``.
         """
+        if row is None:
+            return self._local.submit(task, task_id, None, if_exists)
+        scheduler = self._scheduler
         with scheduler._while_open():  # across the commit, so that nothing is committed after shutdown
             task.task_id = scheduler._mint_id() if task_id is None else check_task_id(task_id)
             plan = definition(task, *row, wall_offset=scheduler._wall_offset())
             stored, _ = self._store.add(plan, "error" if task_id is None else if_exists)  # type: ignore[arg-type]
-        task.store_seq = stored.seq
-        return SharedTaskHandle(task, scheduler, self)
+        return SharedTaskHandle(StoredTaskRef(task.task_id, task.name, stored.seq), scheduler, self)
 
-    def cancel(
-        self, scheduler: SchedulerPort, task_id: TaskId, name: str | None = None, *, interrupt: bool = False
-    ) -> bool:
+    def cancel(self, task_id: TaskId, interrupt: bool = False) -> bool:
+        """Cancel a task this node does not hold: in the store if it is durable there, else as ``LocalTasks``.
+
+        A durable task's cancel is decided by the store, whichever node holds the task (one
+        statement, committed when this returns ``True``).
+        """
+        stored = not is_memory_id(task_id) and self._scheduler._is_open()
+        if stored and self.cancel_row(task_id, None, interrupt=interrupt):
+            return True
+        return self._local.cancel(task_id, interrupt)
+
+    def cancel_row(self, task_id: TaskId, name: str | None = None, *, interrupt: bool = False) -> bool:
         """Cancel a durable task in the store (committed when this returns ``True``); tell this node.
 
         ``False`` if the store has no live task ``task_id``, or its one-time run has started
@@ -87,28 +111,44 @@ class SharedTasks:
         if not self._store.cancel(task_id, interrupt=interrupt):
             return False
         with contextlib.suppress(SchedulerShutdownError):  # stopping: nothing here to stop or tell
-            scheduler._send(CancelledInStore(task_id, name, interrupt))
+            self._scheduler._send(CancelledInStore(task_id, name, interrupt))
         return True
 
-    def revoke(self, scheduler: SchedulerPort, task: TaskRecord, interrupt: bool = False) -> bool:
-        """Cancel the durable task of a handle (or one this node holds a claim of)."""
-        if not self.cancel(scheduler, task.task_id, task.name, interrupt=interrupt):
+    def revoke(self, task: TaskRecord, interrupt: bool = False) -> bool:
+        """Cancel a task this node holds: a durable one in the store (it decides), else as ``LocalTasks``."""
+        if task.store_seq is None:
+            return self._local.revoke(task, interrupt)
+        if not self.cancel_row(task.task_id, task.name, interrupt=interrupt):
             return False
-        if not isinstance(task, LeasedTask):  # a handle's record: done() is true from now on
+        if not self._node.holds(task):  # a record this node does not run: done() from now on
             task.revoke()
         return True
 
-    def handle(self, scheduler: SchedulerPort, task_id: TaskId) -> TaskHandle | None:
-        """A handle of the live durable task ``task_id``, or ``None`` if the store has none."""
-        self._check_open()
-        row = self._store.get(task_id)
-        if row is None or not row.live:
-            return None
-        record = TaskRecord(row.task_id, _never_called, (), EMPTY_KWARGS, 0.0, name_of(row))
-        record.store_seq = row.seq
-        return SharedTaskHandle(record, scheduler, self)
+    def handle(self, task_id: TaskId) -> TaskHandle:
+        """A handle of the task ``task_id``: its row's if it is a live durable task, else ``LocalTasks``'s."""
+        task = self._live.get(task_id)
+        if not is_memory_id(task_id) and (task is None or task.durable):  # memory ids: never in the store
+            self._check_open()
+            row = self._store.get(task_id)
+            if row is not None and row.live:
+                return SharedTaskHandle(
+                    StoredTaskRef(row.task_id, name_of(row), row.seq), self._scheduler, self
+                )
+        return self._local.handle(task_id)
 
-    def info(self, task_id: TaskId, *, seq: int | None = None) -> TaskInfo | None:
+    def info(self, task_id: TaskId) -> TaskInfo:
+        """The snapshot of the task ``task_id``: its row's if it is durable, else as ``LocalTasks``."""
+        info = None if is_memory_id(task_id) else self.row_info(task_id)
+        return self._local.info(task_id) if info is None else info
+
+    def infos(self) -> list[TaskInfo]:
+        """This node's snapshots, then every live durable task of the store (whichever node runs it)."""
+        infos = self._local.infos()
+        stored = self.row_infos()
+        ids = {info.task_id for info in stored}
+        return [info for info in infos if info.task_id not in ids] + stored
+
+    def row_info(self, task_id: TaskId, *, seq: int | None = None) -> TaskInfo | None:
         """The snapshot of durable task ``task_id`` (of incarnation ``seq``, if given), or ``None``."""
         self._check_open()
         row = self._store.get(task_id)
@@ -117,7 +157,7 @@ class SharedTasks:
         flight = self._flights().get(row.seq) if row.live else None
         return info_of(row, flight, wall_offset=self._node.clock.offset)
 
-    def infos(self) -> list[TaskInfo]:
+    def row_infos(self) -> list[TaskInfo]:
         """Snapshots of every live durable task in the store, in ``seq`` order."""
         self._check_open()
         rows: list[StoredTask] = self._store.tasks(include_terminal=False)

@@ -62,7 +62,9 @@ __all__ = [
     "damage_of",
     "definition",
     "load",
+    "one_time_columns",
     "run_record",
+    "stored_batch",
     "task_update",
 ]
 
@@ -87,6 +89,23 @@ def definition(
         options_json=_options_json(task.name, fn_ref, task.spec),
         next_due=due_wall,
     )
+
+
+def one_time_columns(name: str, fn_ref: str, spec: TaskSpec) -> tuple[str, str]:
+    """The ``trigger_json`` and ``options_json`` of stored one-time tasks (a ``schedule_many`` batch's)."""
+    assert spec.trigger is None  # one-time,
+    assert not spec.on_wall  # due at a clock time: no wall-clock offset goes in
+    return _trigger_json(spec, 0.0), _options_json(name, fn_ref, spec)
+
+
+def stored_batch(fn: Callable[..., object], name: str, spec: TaskSpec, location: str) -> Batch:
+    """The batch of stored one-time tasks sharing ``fn``, ``name``, ``spec``, parked as the loader parks.
+
+    Their arguments stay JSON text until each gets its record; text that does not decode
+    makes a stand-in whose runs fail with a ``StoreError`` naming ``location``.
+    """
+    decode = functools.partial(_parked_arguments, location, _stand_in_spec(spec))
+    return Batch(fn, EMPTY_KWARGS, name, spec, decode)
 
 
 def task_update(task: TaskRecord) -> TaskUpdate:
@@ -219,8 +238,7 @@ class LoadedTasks:
             pass  # not parked: load() makes its stand-in, and says why
         else:
             if spec.trigger is None and not spec.on_wall:
-                decode = functools.partial(_parked_arguments, self._location, _stand_in_spec(spec))
-                batch = Batch(fn, EMPTY_KWARGS, name, spec, decode)
+                batch = stored_batch(fn, name, spec, self._location)
                 self.parked.register(batch)
         self._batches[key] = batch
         return batch
@@ -240,7 +258,7 @@ def load(
     ``functions`` caches imported references across rows (with whether each is ``async def``).
     A reference that no longer imports (whatever its module raises) does not stop the load:
     the task keeps it, and each run fails with the ``ImportError``.
-    ``record`` is the class to build (a subclass of ``TaskRecord``, for a shared store's claims).
+    ``record`` is the class to build (``TaskRecord``, or a subclass of it).
 
     A row that does not decode (a column that is not what this module writes: a malformed
     reference, a trigger that is not one, arguments that are not JSON...) does not stop the

@@ -10,6 +10,7 @@ signal) fails its run with ``ProcessDiedError``; the slot starts a new child for
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pykka
@@ -38,9 +39,10 @@ class ProcessWorkerActor(WorkerActor):
         slot: ProcessSlot,
         reports: Outbox[Any] | None = None,
         threads: ThreadRegistry | None = None,
+        start_check: Callable[[RunTask], bool] | None = None,
     ) -> None:
         """Create process worker ``index`` (runs on the caller's thread; no child starts until a run)."""
-        super().__init__(index, scheduler, clock, reports, threads)
+        super().__init__(index, scheduler, clock, reports, threads, start_check)
         self._slot = slot
 
     def _call(self, run: RunTask) -> object:

@@ -4,6 +4,10 @@ It owns the timetable, the timer thread, the worker pool, the event bus and the
 subscriptions, and changes them only while handling a message on its own thread, one message
 at a time. That mailbox discipline does what a lock around the heap and the task table does in
 a classic scheduler: no other thread ever touches that state, so it needs no lock.
+
+Memory, a plain store (SQLite) and a shared store (PostgreSQL) go through one code path: what
+differs is the actor's ``Home`` (``actors/runtime/home.py``), whose every method runs here, on
+the scheduler's thread (its ``start_check`` alone runs on the workers').
 """
 
 from __future__ import annotations
@@ -24,15 +28,14 @@ from actors.core.timetable import Timetable
 from actors.errors import DuplicateTaskError, SchedulerInternalError, SchedulerShutdownError, WorkerLostError
 from actors.process.slot import ProcessSlot
 from actors.runtime.base import LibraryActor, stop_quietly, tell_quietly
-from actors.runtime.durable import run_record, task_update
 from actors.runtime.event_bus import EventBus
+from actors.runtime.home import Home, MemoryHome
 from actors.runtime.limits import MAX_PROCESSES, MAX_WORKERS, check_count
 from actors.runtime.minting import IdMint
 from actors.runtime.process_worker import ProcessWorkerActor
 from actors.runtime.timer import TimerThread
 from actors.runtime.worker import Report, WorkerActor, run_batch
-from actors.shared.node import SharedNode
-from actors.store.protocol import Store, TaskDefinition
+from actors.store.protocol import TaskDefinition
 from actors.sync.clock import Clock
 from actors.sync.outbox import Outbox
 from actors.sync.threads import Role, ThreadRegistry
@@ -106,8 +109,8 @@ class SchedulerActor(LibraryActor):
     ``SchedulerStats``; ``QueryHistory`` -> ``list[RunRecord] | None``. It never raises out
     of a handler, so a bad ``tell`` cannot kill it. It
     only ever *tells* the workers and the bus, so no actor can deadlock on it. It starts the
-    workers, the timer and (unless given one) the event bus in ``on_start``, on its own
-    thread, and replaces any of them that dies.
+    workers, the timer, (unless given one) the event bus and its home's threads in
+    ``on_start``, on its own thread, and replaces any of them that dies but the home's.
     """
 
     role = Role.SCHEDULER
@@ -127,11 +130,10 @@ class SchedulerActor(LibraryActor):
         started: Future[None] | None = None,
         stopped: Future[None] | None = None,
         live: dict[str, TaskRecord] | None = None,
-        store: Store | None = None,
+        home: Home | None = None,
         loaded: list[TaskRecord] | None = None,
         parked: ParkedTasks | None = None,
         due: list[tuple[float, int, str]] | None = None,
-        shared: SharedNode | None = None,
         hung_grace: float = 5.0,
         subscriptions: list[Subscribe] | None = None,
     ) -> None:
@@ -154,13 +156,13 @@ class SchedulerActor(LibraryActor):
             started: Set once ``on_start`` has started everything (or to the error that stopped it).
             stopped: Set when the actor has stopped, however it stopped.
             live: The (empty) dict the timetable keeps its live tasks in; the facade reads it.
-            store: Where durable tasks live (opened already); this actor writes their runs'
-                outcomes, and closes it when it stops.
-            loaded: The live tasks read from ``store``, to own from the start.
-            parked: The one-time tasks read from ``store`` and kept parked (``actors/core/parked.py``).
+            home: Where durable tasks live (``actors/runtime/home.py``): memory (the default),
+                a plain store (``StoreHome``) or a node of a shared store (``SharedNode``). This
+                actor saves their changes and runs' outcomes there, cancels and adds through
+                it, and closes it when it stops.
+            loaded: The live tasks read from the store, to own from the start.
+            parked: The one-time tasks read from the store and kept parked (``actors/core/parked.py``).
             due: The heap entries of ``parked`` (``Timetable.adopt_parked``).
-            shared: This scheduler's part in a shared store (``actors/shared/node.py``): it
-                runs leased durable tasks, one run per lease, and saves their outcomes.
             hung_grace: Seconds a run past its ``timeout`` gets, once asked to stop, before its
                 worker is abandoned (and replaced).
             subscriptions: Listeners subscribed from the start: their bus has them before the
@@ -190,12 +192,11 @@ class SchedulerActor(LibraryActor):
         self._mint = mint or IdMint()
         self._started = started
         self._stopped = stopped
-        self._store = store
+        self._home: Home = home if home is not None else MemoryHome()
         self._loaded = loaded or []
         self._due = due or []
-        self._shared = shared
-        if shared is not None:
-            self._core.durable_runs_once = True  # a leased task goes back to the store after its run
+        # A shared store's leased task goes back to the store after its run.
+        self._core.durable_runs_once = self._home.durable_runs_once
         self._armed: float | None = None  # the deadline the timer was last given
         self._watched: float | None = None  # the wall-clock offset it was last told to watch
         self._subscriptions = Subscriptions()
@@ -239,8 +240,7 @@ class SchedulerActor(LibraryActor):
                 self._workers.append(self._start_worker(index))  # started so far if one fails
             if self._timer is not None:
                 self._timer.start()
-            if self._shared is not None:
-                self._shared.start(self.actor_ref, self._threads)
+            self._home.start(self.actor_ref, self._threads)
         except BaseException as error:
             logger.error("scheduler could not start its threads: %s", error)
             if self._started is not None:
@@ -298,13 +298,7 @@ class SchedulerActor(LibraryActor):
         for waiter in self._settle_waiters:
             _wake(waiter, None)
         self._settle_waiters = []
-        if self._shared is not None:
-            self._shared.close()  # its threads, then its store
-        if self._store is not None:
-            try:
-                self._store.close()
-            except Exception:
-                logger.exception("could not close the store %s", self._store.location)
+        self._home.close()  # its threads, then its store
         if self._stopped is not None and not self._stopped.done():
             self._stopped.set_result(None)
 
@@ -376,18 +370,13 @@ class SchedulerActor(LibraryActor):
             case Shutdown(drained):
                 self._drained.append(drained)
                 core.shut_down(now=self._clock.now())
-                if self._shared is not None:
-                    self._shared.shut_down()  # claims no more, gives back what has not started
+                self._home.shut_down()  # a shared node claims no more, gives back what has not started
             case WorkerExited(worker, reason):
                 self._on_worker_exited(worker, reason)
             case BusExited(reason):
                 self._replace_bus(reason)
-            case Claimed() if self._shared is not None:
-                self._shared.take(message, core, self._clock.now())
-            case CancelledInStore() if self._shared is not None:
-                self._publish([self._shared.cancelled_in_store(message, core, self._clock.now())])
-            case RetrySaves() if self._shared is not None:
-                self._publish(self._shared.retry_saves())
+            case Claimed() | CancelledInStore() | RetrySaves():  # a shared node's own
+                self._publish(self._home.on_message(message, core, self._clock.now()))
             case _:
                 logger.warning("scheduler ignored an unexpected message: %r", message)
         return None
@@ -411,20 +400,10 @@ class SchedulerActor(LibraryActor):
         Replies the store's error if the commit failed (the task is cancelled here all the same).
         """
         task = self._core.record(task_id)  # a parked task is unparked: it is being cancelled
-        if self._shared is not None and (task is None or task.store_seq is not None):
-            # The store decides, whichever node holds the task.
-            cancelled, event = self._shared.cancel(
-                task_id, self._core, self._clock.now(), interrupt=interrupt
-            )
-            self._publish([event])
-            return cancelled
-        cancelled = self._core.cancel(task_id, now=self._clock.now(), interrupt=interrupt)
-        if cancelled and task is not None and task.store_seq is not None and self._store is not None:
-            try:
-                self._store.cancel(task_id)
-            except Exception as error:
-                logger.exception("could not commit the cancel of task %r", task_id)
-                return error
+        cancelled, events = self._home.cancel(
+            task_id, task, self._core, self._clock.now(), interrupt=interrupt
+        )
+        self._publish(events)
         return cancelled
 
     def _add_by_id(self, task: TaskRecord, if_exists: str, definition: object, now: float) -> object:
@@ -435,16 +414,14 @@ class SchedulerActor(LibraryActor):
             if live is not None and if_exists == "keep":
                 return live
             if live is not None and if_exists == "replace":
-                if isinstance(definition, TaskDefinition) and self._store is not None:
-                    row, _ = self._store.add(definition, "replace")
-                    task.store_seq = row.seq
+                if isinstance(definition, TaskDefinition):
+                    self._home.add(task, definition, "replace")
                 core.replace(live, task, now=now)
                 return live
             if live is not None or core.closed:
                 return None
-            if isinstance(definition, TaskDefinition) and self._store is not None:
-                row, _ = self._store.add(definition, "error")
-                task.store_seq = row.seq
+            if isinstance(definition, TaskDefinition):
+                self._home.add(task, definition, "error")
         except Exception as error:  # the store's error goes back to the caller, who raises it
             return error
         return task if self._add(task, now) else None
@@ -479,7 +456,7 @@ class SchedulerActor(LibraryActor):
 
     def _carry_out(self, effects: Effects) -> None:
         if effects.saves or effects.ledger:
-            self._save(effects)  # before anything makes the changes visible
+            self._home.save(effects, self._core)  # before anything makes the changes visible
         if effects.events:
             self._tell_bus(Publish(tuple(effects.events)))
         for worker in effects.abandoned:
@@ -488,23 +465,6 @@ class SchedulerActor(LibraryActor):
             self._hand_batch(worker, runs)
         if effects.finished:
             Token.finish_all(effects.finished)  # type: ignore[arg-type]
-
-    def _save(self, effects: Effects) -> None:
-        """Write what changed of durable tasks, and their runs' outcomes, in one transaction."""
-        if self._shared is not None:
-            self._shared.save(effects, self._core)  # under the leases' fences
-            return
-        store = self._store
-        if store is None:
-            return
-        offset = self._core.wall_offset
-        updates = [task_update(task) for task in dict.fromkeys(effects.saves)]  # each task once
-        runs = [run_record(outcome, wall_offset=offset) for outcome in effects.ledger]
-        try:
-            store.save(updates, runs)
-        except Exception:
-            # Not fatal: the runs ran. After a restart they count as not run (at least once).
-            logger.exception("could not save %d task(s) and %d run(s) to the store", len(updates), len(runs))
 
     def _hand_batch(self, worker: int, runs: list[RunTask]) -> None:
         if worker == INLINE_WORKER:
@@ -525,15 +485,14 @@ class SchedulerActor(LibraryActor):
         ``_carry_out_all`` loop this is called from.
         """
         reports: list[Report] = []
-        run_batch(runs, INLINE_WORKER, self._clock, _call, reports.append)
+        run_batch(runs, INLINE_WORKER, self._clock, _call, reports.append, self._home.start_check)
         now = self._clock.now()
         for report in reports:
             self._take(report, now)
 
     def _after_message(self) -> None:
         core = self._core
-        if self._shared is not None:
-            self._shared.after_message(core)
+        self._home.after_message(core)
         if self._timer is not None and not core.closed:
             head = core.next_release()  # a FakeClock past a held-back task must not tick for ever
             watched = core.watched_wall_offset
@@ -594,9 +553,13 @@ class SchedulerActor(LibraryActor):
 
     def _start_worker(self, index: int) -> pykka.ActorRef[Any]:
         if index < self._pool_size:
-            return WorkerActor.start(index, self.actor_ref, self._clock, self._outbox, self._threads)
+            return WorkerActor.start(
+                index, self.actor_ref, self._clock, self._outbox, self._threads, self._home.start_check
+            )
         slot = self._slots[index - self._pool_size]
-        return ProcessWorkerActor.start(index, self.actor_ref, self._clock, slot, self._outbox, self._threads)
+        return ProcessWorkerActor.start(
+            index, self.actor_ref, self._clock, slot, self._outbox, self._threads, self._home.start_check
+        )
 
     def _start_bus(self) -> pykka.ActorRef[EventBus]:
         return EventBus.start(self._threads, self.actor_ref)

@@ -31,7 +31,9 @@ class WorkerActor(LibraryActor):
     The scheduler hands a ``RunBatch`` only to an idle worker. The worker runs each run whose
     claim it can take (the scheduler may have taken some back meanwhile, to cancel them or to
     give them to an idle worker), and only if the task's token lets it start
-    (``try_start``); it reports each with ``Completed`` or ``Failed``, or ``Skipped`` when the
+    (``try_start``) and, where the scheduler's home gave it a ``start_check``
+    (``actors/runtime/home.py``: a shared store's, which asks the database), only if that
+    check agrees first; it reports each with ``Completed`` or ``Failed``, or ``Skipped`` when the
     token says the task was cancelled. Before reporting a run it claims the next one, so the
     report can say whether it is now idle. Whatever a task raises (``BaseException``
     included: ``SystemExit``, ``KeyboardInterrupt``...) becomes a ``Failed`` report: nothing
@@ -49,13 +51,16 @@ class WorkerActor(LibraryActor):
         clock: Clock,
         reports: Outbox[Any] | None = None,
         threads: ThreadRegistry | None = None,
+        start_check: Callable[[RunTask], bool] | None = None,
     ) -> None:
         """Create worker number ``index`` reporting to ``scheduler`` (runs on the caller's thread).
 
         Reports go through ``reports`` (the scheduler is told ``Drain()`` when it must take
-        them), or are told to the scheduler one by one without it.
+        them), or are told to the scheduler one by one without it. ``start_check``, if given,
+        is asked on this worker's thread before each run's token moves (``run_batch``).
         """
         super().__init__(threads)
+        self._start_check = start_check
         self._index = index
         self._scheduler = scheduler
         self._clock = clock
@@ -67,7 +72,7 @@ class WorkerActor(LibraryActor):
         if not isinstance(message, RunBatch) or type(message.runs) is not list:
             logger.warning("worker %d ignored an unexpected message: %r", self._index, message)
             return
-        run_batch(message.runs, self._index, self._clock, self._call, self._report)
+        run_batch(message.runs, self._index, self._clock, self._call, self._report, self._start_check)
 
     def _call(self, run: RunTask) -> object:
         """Run the task's function (here, on this thread; ``ProcessWorkerActor`` does it elsewhere)."""
@@ -112,18 +117,21 @@ def run_batch(
     clock: Clock,
     call: Callable[[RunTask], object],
     report: Callable[[Report], None],
+    start_check: Callable[[RunTask], bool] | None = None,
 ) -> None:
     """Run a batch as worker ``worker``: each run whose claim and token allow, reporting each.
 
     On the calling thread: a ``WorkerActor``'s, or the scheduler's for the runs it makes itself
     (a message task's ``tell``). ``call`` runs one run's function; ``report`` sends a report.
+    ``start_check`` (the scheduler's home's, ``actors/runtime/home.py``; ``None`` without a
+    shared store) is asked first, before the token moves: ``False`` skips the run.
     Clears ``runs`` at the end (pykka keeps the last message: it must not keep the arguments).
     """
     index = _next_claimed(runs, 0)
     while index is not None:
         run = runs[index]
         task = run.task
-        if task.try_start(run.one_time):
+        if (start_check is None or start_check(run)) and task.try_start(run.one_time):
             started_at = clock.now()
             try:
                 value, failure, finished_at = _run(run, worker, started_at, clock, call, report)

@@ -47,6 +47,8 @@ class Held:
         declined: The scheduler would not take the run (its id is a memory task's here, or
             its row cannot be loaded): not renewed, and kept so that this node does not claim
             it again; it ends with its lease, and other nodes may run it then.
+        start_failed: Its worker could not ask the store whether the run may start (the store
+            failed): the run never started, so there is no outcome to save; it is given back.
     """
 
     lease: Lease
@@ -56,6 +58,7 @@ class Held:
     stop_asked: bool = False
     saving: bool = False
     declined: bool = False
+    start_failed: bool = False
 
 
 class LeaseBook:
@@ -126,6 +129,13 @@ class LeaseBook:
             held = self._held.get(seq)
             if held is not None:
                 held.started = at
+
+    def start_failed(self, seq: int) -> None:
+        """The run of row ``seq`` could not start for want of the store (its worker's thread)."""
+        with self._lock:
+            held = self._held.get(seq)
+            if held is not None:
+                held.start_failed = True
 
     def saving(self, seqs: Iterable[int], saving: bool = True) -> None:
         """The outcomes of these rows are being saved (``saving=False``: they could not be; renew them)."""

@@ -6,18 +6,27 @@ holds a durable task only while it holds the lease of one of its runs. The run's
 1. The lease loop (``actors/shared/lease_loop.py``) leases due runs, as many as the node has idle
    workers, and tells the scheduler actor ``Claimed``; the lease keeper
    (``actors/shared/lease_keeper.py``) renews their leases from then on.
-2. The actor (``take``) rebuilds each leased task as a ``LeasedTask`` and gives it to its
-   core, which hands it to a worker at once (it is due: the database's clock said so).
-3. The worker starts the run only if the store agrees (``LeasedTask.try_start`` ->
-   ``SharedStore.start``): a cancel committed by any node before that wins.
+2. The actor hands the ``Claimed`` message to the node (``on_message`` -> ``take``), which
+   rebuilds each leased task as a plain ``TaskRecord`` and gives it to the core, which hands it
+   to a worker at once (it is due: the database's clock said so). What the node knows of the
+   run (its lease, whether it started) stays in its ``LeaseBook``, keyed by the row's ``seq``.
+3. The worker starts the run only if the store agrees: before it moves the run's token it asks
+   the node's ``start_check`` (``confirm_start`` -> ``SharedStore.start``), so a cancel committed
+   by any node before that wins. The record itself does no I/O.
 4. When the run reports, the core decides what follows as for any durable task (next due time,
    counters, ledger row, events); being told ``durable_runs_once``, it gives the task back
    instead of waiting for its next run. The actor saves the outcome under the lease's fence
    (``save``): a node that lost its lease never commits, and its events are not published.
 
-Threads: ``take``, ``save``, ``retry_saves``, ``after_message``, ``cancel``,
-``cancelled_in_store``, ``shut_down``, ``start`` and ``close`` run on the scheduler actor's
-thread; ``start_run`` on a worker's; the listener calls ``_hint`` on its own thread.
+The node is the scheduler actor's ``Home`` (``actors/runtime/home.py``), by structure: the actor
+calls it exactly as it calls a memory or a plain-store home. On a shared node every durable
+task in the core (one with a ``store_seq``) is a leased one: durable tasks reach this node only
+through leases (the facade commits new ones to the store, ``actors/api/shared_tasks.py``).
+
+Threads: ``on_message`` (``take``, ``cancelled_in_store``, ``retry_saves``), ``add``, ``save``,
+``after_message``, ``cancel``, ``shut_down``, ``start`` and ``close`` run on the scheduler
+actor's thread; ``confirm_start`` on a worker's; ``holds`` on any; the listener calls ``_hint``
+on its own thread.
 """
 
 from __future__ import annotations
@@ -37,18 +46,19 @@ from actors.core.timetable import Timetable
 from actors.errors import DuplicateTaskError, SchedulerShutdownError, StoreError
 from actors.runtime.base import tell_quietly
 from actors.runtime.durable import load, run_record, task_update
+from actors.runtime.home import NO_EVENTS, StartCheck
 from actors.shared.clock import DatabaseClock
 from actors.shared.lease_book import Held, LeaseBook
 from actors.shared.lease_keeper import LeaseKeeper
 from actors.shared.lease_loop import LeaseLoop
 from actors.shared.outcome_board import OutcomeBoard
 from actors.shared.plan import local_due, on_grid
-from actors.store.protocol import Lease, LedgerRow, SharedStore, Store, TaskUpdate
+from actors.store.protocol import IfExists, Lease, LedgerRow, SharedStore, Store, TaskDefinition, TaskUpdate
 from actors.store.trigger_json import decode_trigger
 from actors.sync.threads import ThreadRegistry
-from messages import CancelledInStore, Claimed, EventKind, RetrySaves, TaskEvent
+from messages import CancelledInStore, Claimed, EventKind, RetrySaves, RunTask, TaskEvent
 
-__all__ = ["LeasedTask", "SharedNode", "is_shared"]
+__all__ = ["SharedNode", "is_shared"]
 
 logger = logging.getLogger(__name__)
 
@@ -67,19 +77,6 @@ def _on_grid(update: TaskUpdate, held: Held) -> float | None:
     return on_grid(due, trigger.anchor, trigger.rate, ran=held.lease.task.next_due)
 
 
-class LeasedTask(TaskRecord):
-    """A durable task's record while this node holds the lease of one of its runs."""
-
-    __slots__ = ("abandoned", "node")
-
-    node: SharedNode
-    abandoned: bool  # its run could not be started for want of the store: nothing to save
-
-    def try_start(self, one_time: bool) -> bool:
-        """Worker: start the run only if the store agrees, then as any task does (its token)."""
-        return self.node.start_run(self, one_time) and super().try_start(one_time)
-
-
 @dataclass(slots=True)
 class _Unsaved:
     """Outcomes the store could not take yet, and what waits for them."""
@@ -87,12 +84,17 @@ class _Unsaved:
     updates: list[TaskUpdate]
     runs: list[LedgerRow]
     events: list[TaskEvent]
-    ended: list[tuple[LeasedTask, object]]
+    ended: list[tuple[TaskRecord, object]]
     retried: bool = False  # an attempt failed: maybe at its commit, which may have committed it
 
 
 class SharedNode:
-    """A scheduler's part in a shared store: leases, fenced outcomes, and their threads."""
+    """A scheduler's part in a shared store: leases, fenced outcomes, and their threads.
+
+    The scheduler actor's ``Home`` (``actors/runtime/home.py``) for a shared store.
+    """
+
+    durable_runs_once = True  # a leased task goes back to the store after its run
 
     def __init__(
         self, store: SharedStore, clock: DatabaseClock, *, workers: Mapping[str, int], history: int
@@ -119,6 +121,11 @@ class SharedNode:
         self._retry_asked = False  # a RetrySaves is on its way (read by the lease loop)
         self._scheduler: pykka.ActorRef[Any] | None = None
         self.fenced_out = 0  # runs whose outcome the store refused (another node's stands)
+
+    @property
+    def start_check(self) -> StartCheck:
+        """What a worker asks before it starts a run (``confirm_start``)."""
+        return self.confirm_start
 
     # -- lifecycle (scheduler thread) -------------------------------------------------------
 
@@ -199,6 +206,23 @@ class SharedNode:
 
     # -- leased runs (scheduler thread) -----------------------------------------------------
 
+    def on_message(self, message: object, core: Timetable, now: float) -> Sequence[TaskEvent]:
+        """Handle the node's own messages to its scheduler; return the events to publish."""
+        match message:
+            case Claimed():
+                self.take(message, core, now)
+            case CancelledInStore():
+                event = self.cancelled_in_store(message, core, now)
+                return NO_EVENTS if event is None else (event,)
+            case RetrySaves():
+                return self.retry_saves()
+            case _:
+                logger.warning("scheduler ignored an unexpected message: %r", message)
+        return NO_EVENTS
+
+    def add(self, task: TaskRecord, definition: TaskDefinition, if_exists: IfExists) -> None:
+        """Nothing to store here: the facade commits a shared store's durable tasks itself."""
+
     def take(self, message: Claimed, core: Timetable, now: float) -> None:
         """Give the core the runs the lease loop claimed: they are due, so they start at once."""
         leases = [lease for lease in message.leases if isinstance(lease, Lease)]
@@ -222,11 +246,8 @@ class SharedNode:
                         lease.task,
                         wall_offset=offset,
                         functions=self._functions,
-                        record=LeasedTask,
                         location=self.store.location,
                     )
-                    assert isinstance(task, LeasedTask)
-                    task.node, task.abandoned = self, False
                     task.due_at = local_due(task.due_wall, core.wall_offset, now)
                     core.add(task, now=now)
                     self.book.attach(lease.seq, task)
@@ -237,23 +258,35 @@ class SharedNode:
                     self.book.decline(lease.seq)
         self._give_back(refused)
 
-    def start_run(self, task: LeasedTask, one_time: bool) -> bool:
-        """Ask the store whether the leased run may start (worker thread); record when it did."""
-        seq = task.store_seq
-        held = None if seq is None else self.book.get(seq)
-        if seq is None or held is None or held.lost:
+    def confirm_start(self, run: RunTask) -> bool:
+        """Whether ``run`` may start (worker thread, before the run's token moves); record when it did.
+
+        A memory task's run may. A leased run may only if the store agrees (``SharedStore.start``:
+        a cancel committed by any node, or a lease lost, wins over it).
+        """
+        task = run.task
+        seq = task.store_seq if isinstance(task, TaskRecord) else None
+        if seq is None:
+            return True  # a memory task of this node: its token alone decides
+        held = self.book.get(seq)
+        if held is None or held.lost:
             return False
         try:
-            started = self.store.start(held.lease, seal=one_time)
+            started = self.store.start(held.lease, seal=run.one_time)
         except StoreError as error:
-            task.abandoned = True  # not started: the lease ends, and some node runs it then
-            logger.warning("run of %r not started: the store failed: %s", task.task_id, error)
+            self.book.start_failed(seq)  # not started: the lease ends, and some node runs it then
+            logger.warning("run of %r not started: the store failed: %s", run.task_id, error)
             return False
         if started is None:
-            logger.info("run of %r not started: cancelled, or claimed elsewhere, meanwhile", task.task_id)
+            logger.info("run of %r not started: cancelled, or claimed elsewhere, meanwhile", run.task_id)
             return False
         self.book.start(seq, started)
         return True
+
+    def holds(self, task: TaskRecord) -> bool:
+        """Whether ``task`` is the record of a run this node holds the lease of (any thread)."""
+        held = None if task.store_seq is None else self.book.get(task.store_seq)
+        return held is not None and held.task is task
 
     # -- outcomes (scheduler thread) ---------------------------------------------------------
 
@@ -265,14 +298,14 @@ class SharedNode:
         (``cancelled_in_store``). Events of a run whose outcome was refused are dropped too,
         and those of outcomes the store could not take wait for ``retry_saves``.
         """
-        leased = {task.task_id: task for task in effects.saves if isinstance(task, LeasedTask)}
+        leased = {task.task_id: task for task in effects.saves if task.store_seq is not None}
         if not leased:
             return
         updates: list[TaskUpdate] = []
         abandoned: list[Lease] = []
         for task in leased.values():
             held = None if task.store_seq is None else self.book.get(task.store_seq)
-            if held is not None and task.abandoned:
+            if held is not None and held.start_failed:
                 abandoned.append(held.lease)  # never started: give it back (or let it end)
             elif held is not None:
                 update = task_update(task)
@@ -282,7 +315,7 @@ class SharedNode:
         self._give_back(abandoned)
         saving = {update.task_id for update in updates}
         runs = [self._run_record(outcome, core) for outcome in effects.ledger]
-        ended = [(t, v) for t, v in effects.finished if isinstance(t, LeasedTask) and t.task_id in saving]
+        ended = [(t, v) for t, v in effects.finished if t.store_seq is not None and t.task_id in saving]
         waiting = [e for e in effects.events if e.task_id in saving and e.kind is not EventKind.CANCELLED]
         saved_runs = [run for run in runs if run is not None and run.task_id in saving]
         refused = self._commit(_Unsaved(updates, saved_runs, waiting, ended)) if updates else set()
@@ -291,7 +324,7 @@ class SharedNode:
 
     def _run_record(self, outcome: RunOutcome, core: Timetable) -> LedgerRow | None:
         task = outcome.task
-        if not isinstance(task, LeasedTask) or task.store_seq is None:
+        if task.store_seq is None:
             return None
         record = dataclasses.replace(run_record(outcome, wall_offset=core.wall_offset), node=self.store.node)
         held = self.book.get(task.store_seq)
@@ -362,17 +395,24 @@ class SharedNode:
     # -- cancels (scheduler thread) ----------------------------------------------------------
 
     def cancel(
-        self, task_id: str, core: Timetable, now: float, *, interrupt: bool = False
-    ) -> tuple[bool, TaskEvent | None]:
-        """Cancel a durable task in the store (a ``Cancel`` message); return whether it won, and its event."""
+        self, task_id: str, task: TaskRecord | None, core: Timetable, now: float, *, interrupt: bool = False
+    ) -> tuple[bool, Sequence[TaskEvent]]:
+        """Cancel a task (a ``Cancel`` message); return whether it won, and the events to publish.
+
+        A memory task of this node is cancelled in the core. Any other (a durable task, or an
+        id unknown here) is cancelled in the store, which decides whichever node holds it.
+        """
+        if task is not None and task.store_seq is None:
+            return core.cancel(task_id, now=now, interrupt=interrupt), NO_EVENTS
         try:
             cancelled = self.store.cancel(task_id, interrupt=interrupt)
         except StoreError as error:
             logger.warning("could not cancel %r: %s", task_id, error)
-            return False, None
+            return False, NO_EVENTS
         if not cancelled:
-            return False, None
-        return True, self.cancelled_in_store(CancelledInStore(task_id, None, interrupt), core, now)
+            return False, NO_EVENTS
+        event = self.cancelled_in_store(CancelledInStore(task_id, None, interrupt), core, now)
+        return True, NO_EVENTS if event is None else (event,)
 
     def cancelled_in_store(self, message: CancelledInStore, core: Timetable, now: float) -> TaskEvent | None:
         """This node's cancel of a durable task was committed: stop its leased run, if any, and say so.
@@ -381,7 +421,7 @@ class SharedNode:
         """
         task = core.tasks.get(message.task_id)
         name = message.name
-        if isinstance(task, LeasedTask):
+        if task is not None and task.store_seq is not None:  # leased here
             name = name or task.name
             # A run not started yet never starts here; one in progress is asked to stop, if told.
             core.cancel(message.task_id, now=now, interrupt=message.interrupt)

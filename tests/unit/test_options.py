@@ -9,7 +9,7 @@ import pytest
 from actors import Retry, Scheduler
 from actors.api.validation import KEYWORD_TAIL, PLAIN_TAIL, TaskOptions
 
-SCHEDULE_METHODS = sorted(name for name in vars(Scheduler) if name.startswith(("schedule_", "tell_")))
+SCHEDULE_METHODS = sorted(name for name in dir(Scheduler) if name.startswith(("schedule_", "tell_")))
 NON_DEFAULT = {
     "failure_limit": 3,
     "executor": "process",

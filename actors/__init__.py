@@ -29,6 +29,7 @@ from actors.errors import (
     ProcessDiedError,
     RemoteRunError,
     RemoteTraceback,
+    ResultNotKeptError,
     RunCancelled,
     SchedulerError,
     SchedulerInternalError,
@@ -53,7 +54,10 @@ from actors.runtime.worker import WorkerActor
 from actors.shared.clock import DatabaseClock
 from actors.store import SharedStore, SQLiteStore, Store
 from actors.sync.clock import Clock, FakeClock, MonotonicClock
-from messages import EventKind  # what subscribe(kinds=...) takes: here too, beside Scheduler
+from messages import (
+    EventKind,  # what subscribe(kinds=...) takes: here too, beside Scheduler
+    RunRecord,  # what Scheduler.history returns: here too
+)
 
 if TYPE_CHECKING:
     from actors.store.postgres import PostgresStore
@@ -83,9 +87,11 @@ __all__ = [
     "ProcessWorkerActor",
     "RemoteRunError",
     "RemoteTraceback",
+    "ResultNotKeptError",
     "Retry",
     "RunCancelled",
     "RunContext",
+    "RunRecord",
     "SQLiteStore",
     "Scheduler",
     "SchedulerActor",

@@ -38,6 +38,7 @@ from messages.events import (
     TaskStatus,
     is_minted_id,
 )
+from messages.history import RUN_OUTCOMES, QueryHistory, RunOutcomeName, RunRecord
 from messages.operations import Pause, Reschedule, Resume, RunNow
 from messages.reports import BusExited, Cancelled, Completed, Failed, Skipped, Started, WorkerExited
 from messages.shared import CancelledInStore, Claimed, RetrySaves
@@ -45,6 +46,7 @@ from messages.timers import TimerFired
 from messages.triggers import Cron, FixedDelay, FixedRate, Once, Trigger
 
 __all__ = [
+    "RUN_OUTCOMES",
     "TERMINAL_STATUSES",
     "AddTask",
     "BusExited",
@@ -65,6 +67,7 @@ __all__ = [
     "Once",
     "Pause",
     "Publish",
+    "QueryHistory",
     "QueryNextDue",
     "QueryStats",
     "QueryTask",
@@ -75,6 +78,8 @@ __all__ = [
     "RunBatch",
     "RunClaim",
     "RunNow",
+    "RunOutcomeName",
+    "RunRecord",
     "RunTask",
     "Schedule",
     "SchedulerStats",

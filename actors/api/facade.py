@@ -22,6 +22,7 @@ from typing import Final
 
 import pykka
 
+from actors.api.history import HistoryMixin
 from actors.api.local_tasks import LocalTasks
 from actors.api.messaging import Messaging
 from actors.api.observing import AnyListener, Observing
@@ -60,7 +61,7 @@ STOP_RESERVE: Final = 0.25
 """Of a ``shutdown(timeout=T)``, the part kept to stop by force if the tasks do not finish in time."""
 
 
-class Scheduler(Scheduling, Messaging, Queries, Observing, LiveTaskOperations):
+class Scheduler(Scheduling, Messaging, Queries, Observing, LiveTaskOperations, HistoryMixin):
     """Runs one-time and recurring tasks on a pool of worker actors.
 
     Starts a ``SchedulerActor``, which starts ``workers`` ``WorkerActor``s, an ``EventBus`` and

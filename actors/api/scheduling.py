@@ -59,6 +59,7 @@ class Scheduling(Submitting):
         catch_up: str = "latest",
         max_catch_up: int = 100,
         jitter: float = 0.0,
+        keep_result: bool = False,
     ) -> TaskHandle:
         """Run ``fn(*args, **kwargs)`` once, ``delay`` seconds from now or at ``at``.
 
@@ -98,6 +99,9 @@ class Scheduling(Submitting):
           and for spreading starts (``docs/lifecycle.md``, "Overlap, catch-up and jitter");
           off their defaults on a one-time task they are a ``ValueError``. ``max_instances``
           belongs to ``overlap="allow"``, not supported yet.
+        - ``keep_result``: keep each run's return value with its run record, when it is JSON
+          data of at most 64 KiB: ``history`` shows it, and on a shared store ``result()``
+          returns it on every node (``docs/lifecycle.md``, "History").
         - ``durable``: keep the task in the scheduler's store (the default when it has one;
           ``True`` without a store is a ``ValueError``). A durable task's ``fn`` is stored by
           reference and its arguments as JSON (tuples come back as lists): it returns only
@@ -121,7 +125,16 @@ class Scheduling(Submitting):
             SchedulerShutdownError: after ``shutdown``.
         """
         policy = (overlap, max_instances, catch_up, max_catch_up, jitter)
-        tail = (executor, misfire_grace, if_exists, durable, timeout, retry, *policy)  # KEYWORD_TAIL
+        tail = (
+            executor,
+            misfire_grace,
+            if_exists,
+            durable,
+            timeout,
+            retry,
+            *policy,
+            keep_result,
+        )  # KEYWORD_TAIL
         if at is None and type(delay) is float and delay - delay == 0.0:  # the common case, fast
             due_at = self._clock.now() + delay
             if (
@@ -154,6 +167,7 @@ class Scheduling(Submitting):
         durable: bool | None = None,
         timeout: float | None = None,
         retry: Retry | None = None,
+        keep_result: bool = False,
     ) -> list[TaskId]:
         """Run ``fn(*args[i], **kwargs)`` once, ``delays[i]`` seconds from now, for each ``i``; return ids.
 
@@ -166,7 +180,7 @@ class Scheduling(Submitting):
         ``handle`` and ``tasks`` take its id, and events name it. The ids are minted
         (``"task-<n>"``), in the order of ``delays``; ``args`` gives each task its positional
         arguments (default: none), and every task shares ``fn``, ``kwargs``, ``name`` and the
-        options (``misfire_grace``, ``timeout``, ``retry``: as for ``schedule_once``).
+        options (``misfire_grace``, ``timeout``, ``retry``, ``keep_result``: as for ``schedule_once``).
 
         Returns ids, not handles: a million handles would be a million more objects to keep.
         ``handle(task_id)`` gives one. The tasks are kept in memory only, even on a scheduler
@@ -194,7 +208,9 @@ class Scheduling(Submitting):
         target = resolve_task_function(fn) if isinstance(fn, str) else fn
         checked = check_task(target, (), kwargs)
         durable = False if durable is None else durable  # memory by default: see the docstring
-        options = TaskOptions(name, None, THREADS, misfire_grace, "error", durable, timeout, retry)
+        options = TaskOptions(
+            name, None, THREADS, misfire_grace, "error", durable, timeout, retry, keep_result=keep_result
+        )
         durable = options.check(self._processes, self._store is not None)
         due_at, arguments = check_bulk(delays, args, now=self._clock.now())
         spec = self._spec(options, makes_coroutine(target))
@@ -243,6 +259,7 @@ class Scheduling(Submitting):
         catch_up: str = "latest",
         max_catch_up: int = 100,
         jitter: float = 0.0,
+        keep_result: bool = False,
     ) -> TaskHandle:
         """Run ``fn`` at ``now + initial_delay + k * interval``, k = 0, 1, 2, ...
 
@@ -259,7 +276,16 @@ class Scheduling(Submitting):
         first_at = self._clock.now() + require_finite("initial_delay", initial_delay)
         trigger = FixedRate(interval, first_at)
         policy = (overlap, max_instances, catch_up, max_catch_up, jitter)
-        tail = (executor, misfire_grace, if_exists, durable, timeout, retry, *policy)  # KEYWORD_TAIL
+        tail = (
+            executor,
+            misfire_grace,
+            if_exists,
+            durable,
+            timeout,
+            retry,
+            *policy,
+            keep_result,
+        )  # KEYWORD_TAIL
         options = TaskOptions(name, max_consecutive_failures, *tail)
         return self._schedule(fn, args, kwargs, first_at, trigger, task_id, options)
 
@@ -285,6 +311,7 @@ class Scheduling(Submitting):
         catch_up: str = "latest",
         max_catch_up: int = 100,
         jitter: float = 0.0,
+        keep_result: bool = False,
     ) -> TaskHandle:
         """Run ``fn`` at ``now + initial_delay``, then ``delay`` seconds after each run finishes.
 
@@ -297,7 +324,16 @@ class Scheduling(Submitting):
         first_at = self._clock.now() + require_finite("initial_delay", initial_delay)
         trigger = FixedDelay(delay, first_at)
         policy = (overlap, max_instances, catch_up, max_catch_up, jitter)
-        tail = (executor, misfire_grace, if_exists, durable, timeout, retry, *policy)  # KEYWORD_TAIL
+        tail = (
+            executor,
+            misfire_grace,
+            if_exists,
+            durable,
+            timeout,
+            retry,
+            *policy,
+            keep_result,
+        )  # KEYWORD_TAIL
         options = TaskOptions(name, max_consecutive_failures, *tail)
         return self._schedule(fn, args, kwargs, first_at, trigger, task_id, options)
 
@@ -323,6 +359,7 @@ class Scheduling(Submitting):
         catch_up: str = "latest",
         max_catch_up: int = 100,
         jitter: float = 0.0,
+        keep_result: bool = False,
     ) -> TaskHandle:
         """Run ``fn`` at the wall-clock times the cron expression ``expr`` names, read in zone ``tz``.
 
@@ -352,7 +389,16 @@ class Scheduling(Submitting):
         due_wall = calendar.next_fire(self._clock.now() + offset)
         trigger = Cron(expr, calendar.zone_name)
         policy = (overlap, max_instances, catch_up, max_catch_up, jitter)
-        tail = (executor, misfire_grace, if_exists, durable, timeout, retry, *policy)  # KEYWORD_TAIL
+        tail = (
+            executor,
+            misfire_grace,
+            if_exists,
+            durable,
+            timeout,
+            retry,
+            *policy,
+            keep_result,
+        )  # KEYWORD_TAIL
         options = TaskOptions(name, max_consecutive_failures, *tail)
         return self._schedule(fn, args, kwargs, due_wall - offset, trigger, task_id, options, due_wall)
 
@@ -371,6 +417,7 @@ class Scheduling(Submitting):
         durable: bool | None = None,
         timeout: float | None = None,
         retry: Retry | None = None,
+        keep_result: bool = False,
     ) -> TaskHandle:
         """Run ``fn`` once, ``delay`` seconds after every task in ``after`` has completed.
 
@@ -397,7 +444,13 @@ class Scheduling(Submitting):
         wait = require_finite("delay", delay)
         keep = durable_after(durable, self._store, dependencies)
         options = TaskOptions(
-            name, executor=executor, if_exists=if_exists, durable=keep, timeout=timeout, retry=retry
+            name,
+            executor=executor,
+            if_exists=if_exists,
+            durable=keep,
+            timeout=timeout,
+            retry=retry,
+            keep_result=keep_result,
         )
         return self._schedule(fn, args, kwargs, wait, None, task_id, options, after=dependencies)
 

@@ -14,6 +14,7 @@ Every method runs on the caller's thread and makes one or two short store calls.
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Mapping
 from concurrent.futures import CancelledError
 from typing import TYPE_CHECKING
@@ -24,8 +25,8 @@ from actors.api.shared_handles import SharedTaskHandle, StoredTaskRef
 from actors.api.validation import check_task_id
 from actors.core.task_record import TaskRecord
 from actors.core.task_state import State
-from actors.errors import RemoteRunError, SchedulerShutdownError, UnknownTaskError
-from actors.runtime.durable import definition
+from actors.errors import RemoteRunError, ResultNotKeptError, SchedulerShutdownError, UnknownTaskError
+from actors.runtime.durable import definition, kept_result
 from actors.runtime.minting import is_memory_id
 from actors.shared.node import SharedNode
 from actors.shared.outcome_board import OutcomeBoard
@@ -233,6 +234,7 @@ class SharedTasks:
         Raises:
             concurrent.futures.CancelledError: it was cancelled.
             RemoteRunError: its last run failed on another node.
+            ResultNotKeptError: a ``keep_result`` task completed on another node, its value not kept.
             UnknownTaskError: its row is gone and it did not end here.
             BaseException: what its last run raised, if that run failed on this node.
         """
@@ -254,4 +256,19 @@ class SharedTasks:
                 return True, value
         if row is not None and row.status == "failed":
             raise RemoteRunError(row.last_error or "(no error text)")
+        if row is not None and row.status == "completed" and kept_result(row):
+            return True, self._kept_value(row)
         return True, None
+
+    def _kept_value(self, row: StoredTask) -> object:
+        """The value a ``keep_result`` task's last run left in the ledger (it ran on another node).
+
+        Raises:
+            ResultNotKeptError: the value was not kept (the ledger row says why), or its row is gone.
+        """
+        for run in self._store.runs(row.task_id, limit=1):
+            if run.task_seq == row.seq and run.outcome == "completed":
+                if run.value_json is not None:
+                    return json.loads(run.value_json)
+                raise ResultNotKeptError(row.task_id, run.value_note or "no value was stored")
+        raise ResultNotKeptError(row.task_id, "its run record is no longer in the store's run ledger")

@@ -106,6 +106,7 @@ class Submitting(Plumbing):
             on_wall=on_wall,
             timeout=options.timeout,
             retry=options.retry,
+            keep_result=options.keep_result,
             coroutine=coroutine,
             after=after,
             delay=delay if after else 0.0,

@@ -104,6 +104,7 @@ class TaskOptions(NamedTuple):
     catch_up: str = "latest"
     max_catch_up: int = 100
     jitter: float = 0.0
+    keep_result: bool = False
 
     @property
     def plain(self) -> bool:
@@ -116,9 +117,16 @@ class TaskOptions(NamedTuple):
         Raises:
             ValueError, TypeError: as ``check_policies``.
         """
-        if self[8:] == _DEFAULT_POLICY_OPTIONS:
+        if self[_POLICY_FIELDS] == _DEFAULT_POLICY_OPTIONS:
             return DEFAULT_POLICIES
-        return check_policies(*self[8:], recurring=recurring)
+        return check_policies(
+            self.overlap,
+            self.max_instances,
+            self.catch_up,
+            self.max_catch_up,
+            self.jitter,
+            recurring=recurring,
+        )
 
     def check(
         self, processes: int, has_store: bool, *, message_task: bool = False, recurring: bool = False
@@ -157,14 +165,17 @@ class TaskOptions(NamedTuple):
             raise TypeError(f"retry must be a Retry, got {self.retry!r}")
         if self.policies(recurring=recurring).replaces and self.timeout is not None:
             raise ValueError('overlap="replace" does not combine with a timeout (not supported yet)')
+        if not isinstance(self.keep_result, bool):
+            raise TypeError(f"keep_result must be True or False, got {self.keep_result!r}")
         return has_store if self.durable is None else self.durable
 
 
 _DEFAULTS_BUT_NAME: Final = TaskOptions()[1:]
-_DEFAULT_POLICY_OPTIONS: Final = TaskOptions()[8:]
+_POLICY_FIELDS: Final = slice(8, 13)  # overlap to jitter: what check_policies takes
+_DEFAULT_POLICY_OPTIONS: Final = TaskOptions()[_POLICY_FIELDS]
 
 KEYWORD_TAIL: Final = TaskOptions._fields[2:]
-"""The options every ``schedule_*`` method takes last, in this order (``executor`` to ``jitter``)."""
+"""The options every ``schedule_*`` method takes last, in this order (``executor`` to ``keep_result``)."""
 
 PLAIN_TAIL: Final = TaskOptions()[2:]
 """The keyword tail at its defaults: ``schedule_once`` compares its own to this to take the fast path."""

@@ -13,9 +13,10 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from actors.core.run_log import as_record, entries, last_runs
 from actors.core.task_record import TaskRecord
 from actors.errors import UnknownTaskError
-from messages import TaskId, TaskInfo
+from messages import RunRecord, TaskId, TaskInfo
 
 if TYPE_CHECKING:
     from actors.core.dealer import Dealer
@@ -89,6 +90,19 @@ class Queries:
             return task.snapshot(wall_offset=wall_offset)
         task = self._history.get(task_id)
         return task.snapshot(wall_offset=wall_offset) if task is not None else None
+
+    def runs(self, task_id: TaskId, limit: int, *, wall_offset: float) -> list[RunRecord] | None:
+        """Return up to ``limit`` of a memory task's last runs, newest first (``actors/core/run_log.py``).
+
+        ``None`` if the task is neither live nor in the history, or is durable (its store's
+        run ledger has its runs). A parked task has never run: ``[]``, and it stays parked.
+        """
+        task = self._tasks.get(task_id) or self._history.get(task_id) or self._parked.peek(task_id)
+        if task is None or task.store_seq is not None:
+            return None
+        due_wall = task.due_wall if task.due_wall is not None else task.due_at + wall_offset
+        kept = entries(task.runs, task.due_at, due_wall)
+        return [as_record(entry, wall_offset) for entry in last_runs(kept, limit)]
 
     def infos(self, *, wall_offset: float | None = None) -> list[TaskInfo]:
         """Return a snapshot of every live task, in scheduling order (parked tasks last, in theirs)."""

@@ -15,6 +15,7 @@ from actors.core.effects import RunOutcome
 from actors.core.policies import REASON_MISFIRE
 from actors.core.policy_runs import PolicyRuns
 from actors.core.recurrence import next_cron, next_fixed_delay, next_fixed_rate
+from actors.core.run_log import RunEntry, keep_run, keep_value
 from actors.core.task_record import Failures, TaskRecord, TaskSpec
 from actors.core.task_state import (
     CANCELLED,
@@ -123,8 +124,19 @@ class RunEndings(PolicyRuns):
         self.activity += 1
         task.run_count += 1
         attempt = 1 if task.failures is None else self._succeeded(task)
-        if task.store_seq is not None:
-            self._record_run(task, report.run, report.started_at, report.finished_at, "completed", None)
+        if task.spec.plain and task.store_seq is None:  # the plain path: its report is its run record
+            task.runs = report
+        else:
+            self._record_run(
+                task,
+                report.run,
+                report.started_at,
+                report.finished_at,
+                "completed",
+                None,
+                attempt,
+                report.value,
+            )
         if task.spec.trigger is None and task.state is HANDED:  # the common case: it just ends
             # Interrupted, it returned anyway: the run counts, the task ends CANCELLED.
             interrupted = claim is not None and bool(task.stop_reasons(claim) & INTERRUPTED)
@@ -181,7 +193,9 @@ class RunEndings(PolicyRuns):
         if task is not None and task.state not in FINAL_STATES:
             error = report.error
             if stop & INTERRUPTED and isinstance(error, RunCancelled):
-                self._end_interrupted(task, report.finished_at)  # its timeout may have come too
+                self._end_interrupted(
+                    task, report.finished_at, report.started_at
+                )  # its timeout may have come too
             elif stop & REPLACED and isinstance(error, RunCancelled):
                 self._made_way(task, report)
             else:
@@ -296,12 +310,13 @@ class RunEndings(PolicyRuns):
         self._effects.abandoned.append(worker)
         self._lose(worker, _timeout_error(task, task.run_count + 1, self._hung_grace, abandoned=True), now)
 
-    def _end_interrupted(self, task: TaskRecord, finished_at: float) -> None:
+    def _end_interrupted(self, task: TaskRecord, finished_at: float, started_at: float | None = None) -> None:
         """A run asked to stop by ``cancel(interrupt=True)`` raised ``RunCancelled``: the task ends."""
         self.activity += 1
         if task.spec.trigger is not None or not task.spec.single_start:
             task.run_reported()
-        self._end_attempts(task)
+        attempt = self._end_attempts(task)
+        self._record_run(task, task.run_count + 1, started_at, finished_at, "cancelled", None, attempt)
         self._finish(task, CANCELLED, finished_at, None)
 
     def _end_attempts(self, task: TaskRecord) -> int:
@@ -362,8 +377,10 @@ class RunEndings(PolicyRuns):
             attempt = self._end_attempts(task)
         run = task.run_count = task.run_count + 1
         task.count_failure(error, traceback)
-        if task.store_seq is not None:
-            self._record_run(task, run, started_at, finished_at, "failed", f"{type(error).__name__}: {error}")
+        outcome = "timed_out" if isinstance(error, TaskTimeoutError) else "failed"
+        self._record_run(
+            task, run, started_at, finished_at, outcome, f"{type(error).__name__}: {error}", attempt
+        )
         if not task.spec.single_start:
             task.run_reported()
         if task.state is CANCELLING or interrupted:
@@ -466,11 +483,25 @@ class RunEndings(PolicyRuns):
         finished_at: float,
         outcome: str,
         error: str | None,
+        attempt: int = 1,
+        value: object = None,
+        *,
+        reason: str | None = None,
     ) -> None:
-        """Note how a durable task's run ended, for the store's run ledger."""
+        """Note how a run ended: on its record (``history``), and for a durable task the store's ledger."""
         due_wall = task.due_wall if task.due_wall is not None else task.due_at + self.wall_offset
-        task.last_outcome = outcome
-        self._effects.ledger.append(RunOutcome(task, run, due_wall, started_at, finished_at, outcome, error))
+        value_json = value_note = None
+        if task.spec.keep_result and outcome == "completed":
+            value_json, value_note = keep_value(value)
+        entry = RunEntry(
+            run, task.due_at, due_wall, started_at, finished_at, outcome,
+            error, attempt, reason, False, value_json, value_note,
+        )  # fmt: skip
+        runs = task.runs  # (a plain task's report is its last run: it runs no more)
+        task.runs = keep_run(runs if isinstance(runs, list) else None, entry)
+        if task.store_seq is not None:
+            task.last_outcome = outcome
+            self._effects.ledger.append(RunOutcome(task, entry))
 
     def _missed(self, task: TaskRecord, now: float) -> None:
         """A run of a ``READY`` task would start later than its ``misfire_grace`` allows: skip it.
@@ -490,8 +521,7 @@ class RunEndings(PolicyRuns):
         task.count_missed()
         if self._want_missed:
             self._emit(EventKind.MISSED, task, now, run, error=error, final=ends, reason=REASON_MISFIRE)
-        if task.store_seq is not None:
-            self._record_run(task, run, None, now, "missed", str(error))
+        self._record_run(task, run, None, now, "missed", str(error), reason=REASON_MISFIRE)
         if trigger is None:
             if ends:
                 task.count_failure(error, "")

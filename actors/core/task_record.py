@@ -31,6 +31,7 @@ from actors.core.cron import CronSchedule
 from actors.core.policies import DEFAULT_POLICIES, Policies
 from actors.core.recurrence import first_due_at
 from actors.core.retry import Retry
+from actors.core.run_log import RunEntry
 from actors.core.task_state import (
     CANCELLED,
     COMPLETED,
@@ -43,7 +44,7 @@ from actors.core.task_state import (
 from actors.errors import DependencyFailedError
 from actors.sync.claim import INTERRUPTED, Claim
 from actors.sync.token import FREE, Token, request_stop
-from messages import Cron, FixedDelay, FixedRate, Once, Schedule, TaskInfo, TaskStatus
+from messages import Completed, Cron, FixedDelay, FixedRate, Once, Schedule, TaskInfo, TaskStatus
 
 __all__ = [
     "INLINE",
@@ -163,6 +164,7 @@ class TaskSpec:
         "delay",
         "executor",
         "failure_limit",
+        "keep_result",
         "misfire_grace",
         "on_wall",
         "plain",
@@ -188,6 +190,7 @@ class TaskSpec:
         after: tuple[TaskRecord, ...] = (),
         delay: float = 0.0,
         policies: Policies = DEFAULT_POLICIES,
+        keep_result: bool = False,
     ) -> None:
         """Describe a task; a ``Cron`` trigger is checked here (``ValueError`` naming the field or zone)."""
         self.trigger = trigger
@@ -202,6 +205,7 @@ class TaskSpec:
         self.after = after
         self.delay = delay
         self.policies = policies  # overlap, catch-up, jitter (actors/core/policies.py)
+        self.keep_result = keep_result  # each run's value is kept with its run record (as JSON)
         # Whether a run needs no more than the common RunTask (the dealer builds a fuller one).
         self.plain_run = retry is None and timeout is None and not coroutine and not policies.replaces
         # Whether a run takes the task's token for good as it starts (a one-time task never retried).
@@ -218,6 +222,7 @@ class TaskSpec:
             and not self.coroutine
             and not self.after
             and policies is DEFAULT_POLICIES
+            and not self.keep_result
         )
 
     def or_plain(self) -> TaskSpec:
@@ -229,7 +234,8 @@ class TaskSpec:
             f"TaskSpec({self.trigger!r}, failure_limit={self.failure_limit!r}, "
             f"executor={self.executor!r}, misfire_grace={self.misfire_grace!r}, on_wall={self.on_wall!r}, "
             f"timeout={self.timeout!r}, retry={self.retry!r}, coroutine={self.coroutine!r}, "
-            f"policies={self.policies!r})"
+            f"policies={self.policies!r}, "
+            f"keep_result={self.keep_result!r})"
         )
 
 
@@ -253,6 +259,7 @@ class TaskRecord(Token):
         "last_outcome",
         "name",
         "run_count",
+        "runs",
         "spec",
         "state",
         "store_seq",
@@ -296,6 +303,9 @@ class TaskRecord(Token):
         # When an interval task's next due time was counted from (clock time: the end of its
         # last run here); None until it has one. A replaced definition counts from it too.
         self.counted_from: float | None = None
+        # How its last runs ended, oldest first (actors/core/run_log.py); None before the first.
+        # A plain task's one completed run is kept as its worker's report (no allocation).
+        self.runs: list[RunEntry] | Completed | None = None
 
     @classmethod
     def from_schedule(cls, cmd: Schedule, task_id: str, *, now: float, wall_offset: float) -> TaskRecord:

@@ -52,7 +52,7 @@ from actors.core.task_state import STORED_STATUS
 from actors.errors import StoreError
 from actors.references import LazyReference, parse_reference, resolve_stored
 from actors.runtime import durable_after
-from actors.store.protocol import RunRecord, StoredTask, TaskDefinition, TaskUpdate
+from actors.store.protocol import LedgerRow, StoredTask, TaskDefinition, TaskUpdate
 from actors.store.trigger_json import StoredTrigger, decode_trigger
 from messages import Cron, FixedDelay, FixedRate
 from messages.commands import EMPTY_KWARGS
@@ -142,21 +142,39 @@ def task_update(task: TaskRecord, *, paused: bool | None = None) -> TaskUpdate:
     )
 
 
-def run_record(outcome: RunOutcome, *, wall_offset: float) -> RunRecord:
+def run_record(outcome: RunOutcome, *, wall_offset: float) -> LedgerRow:
     """The run ledger's row for one finished (or missed) run of a durable task."""
-    task = outcome.task
+    task, entry = outcome
     assert task.store_seq is not None
-    started = None if outcome.started_at is None else outcome.started_at + wall_offset
-    return RunRecord(
+    started = None if entry.started_at is None else entry.started_at + wall_offset
+    return LedgerRow(
         task_id=task.task_id,
         task_seq=task.store_seq,
-        run=outcome.run,
-        due=outcome.due_wall,
+        run=entry.run,
+        due=entry.due_wall,
         started=started,
-        finished=outcome.finished_at + wall_offset,
-        outcome=outcome.outcome,
-        error=outcome.error,
+        finished=entry.finished_at + wall_offset,
+        outcome=entry.ending,
+        error=entry.error,
+        attempt=entry.attempt,
+        reason=entry.reason,
+        manual=entry.manual,
+        value_json=entry.value_json,
+        value_note=entry.value_note,
     )
+
+
+def kept_result(row: StoredTask) -> bool:
+    """Whether a stored task was scheduled with ``keep_result`` (its values are in the ledger)."""
+    return '"keep_result"' in row.options_json and _options(row.options_json).get("keep_result") is True
+
+
+def _options(options_json: str) -> dict[str, Any]:
+    try:
+        options = json.loads(options_json)
+    except ValueError:
+        return {}
+    return options if isinstance(options, dict) else {}
 
 
 class LoadedTasks:
@@ -496,6 +514,8 @@ def _options_json(name: str, fn_ref: str, spec: TaskSpec) -> str:
         options["executor"] = spec.executor
     if spec.timeout is not None:
         options["timeout"] = spec.timeout
+    if spec.keep_result:
+        options["keep_result"] = True
     retry = spec.retry
     if retry is not None:
         options["retry"] = {
@@ -554,6 +574,9 @@ def _spec(recurring: Recurrence | None, on_wall: bool, options: dict[str, Any], 
     timeout = options.get("timeout")
     if timeout is not None:
         require_positive_duration("timeout", timeout)
+    keep_result = options.get("keep_result", False)
+    if not isinstance(keep_result, bool):
+        raise TypeError(f"has keep_result {keep_result!r}, not a bool")
     spec = TaskSpec(
         recurring,
         failure_limit,
@@ -564,6 +587,7 @@ def _spec(recurring: Recurrence | None, on_wall: bool, options: dict[str, Any], 
         retry=_retry(options.get("retry")),
         coroutine=coroutine,
         policies=_policies(options, recurring is not None),
+        keep_result=keep_result,
     )
     return spec.or_plain()
 

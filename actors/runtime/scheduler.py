@@ -55,6 +55,7 @@ from messages import (
     Flush,
     Pause,
     Publish,
+    QueryHistory,
     QueryNextDue,
     QueryStats,
     QueryTask,
@@ -85,6 +86,7 @@ _ANSWERED: Final = (
     AddTask,
     Cancel,
     FindTask,
+    QueryHistory,
     QueryNextDue,
     QueryStats,
     QueryTask,
@@ -110,7 +112,8 @@ class SchedulerActor(LibraryActor):
     ``False`` if refused (the id is live, or the scheduler is shutting down; logged);
     ``Cancel`` -> ``bool``; ``QueryTask`` -> ``TaskInfo | None``; ``QueryTasks`` ->
     ``list[TaskInfo]``; ``QueryNextDue`` -> ``float | None``; ``QueryStats`` ->
-    ``SchedulerStats``. It never raises out of a handler, so a bad ``tell`` cannot kill it. It
+    ``SchedulerStats``; ``QueryHistory`` -> ``list[RunRecord] | None``. It never raises out
+    of a handler, so a bad ``tell`` cannot kill it. It
     only ever *tells* the workers and the bus, so no actor can deadlock on it. It starts the
     workers, the timer, (unless given one) the event bus and its home's threads in
     ``on_start``, on its own thread, and replaces any of them that dies but the home's.
@@ -367,6 +370,8 @@ class SchedulerActor(LibraryActor):
                 return core.infos(wall_offset=self._wall_offset())
             case QueryNextDue():
                 return core.next_due()
+            case QueryHistory(task_id, limit):  # Scheduler.history (actors/api/history.py)
+                return core.runs(task_id, limit, wall_offset=self._wall_offset() or 0.0)
             case QueryStats():
                 return self._stats()
             case Settle(waiter, until):

@@ -1,7 +1,7 @@
 """Durable stores for the scheduler: the ``Store`` protocol, on SQLite and on PostgreSQL.
 
 ``Store`` (and its read-only half ``StoreReader``) is the contract; ``StoredTask``,
-``TaskDefinition``, ``TaskUpdate`` and ``RunRecord`` are the plain data it trades in.
+``TaskDefinition``, ``TaskUpdate`` and ``LedgerRow`` are the plain data it trades in.
 ``SQLiteStore`` keeps one scheduler's tasks in one SQLite file; ``SQLiteStore.inspect``
 reads one without disturbing the scheduler that holds it. ``PostgresStore`` keeps them in a
 PostgreSQL schema that several schedulers may share: it is also a ``SharedStore``, whose
@@ -26,9 +26,9 @@ from actors.store.protocol import (
     KeepsDependencies,
     KeepsPaused,
     Lease,
+    LedgerRow,
     LoadsInParts,
     RunInFlight,
-    RunRecord,
     SharedStore,
     Store,
     StoredStatus,
@@ -83,10 +83,10 @@ __all__ = [
     "KeepsDependencies",
     "KeepsPaused",
     "Lease",
+    "LedgerRow",
     "LoadsInParts",
     "PostgresStore",
     "RunInFlight",
-    "RunRecord",
     "SQLiteReader",
     "SQLiteStore",
     "SharedStore",

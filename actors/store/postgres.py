@@ -51,8 +51,8 @@ from actors.store.postgres_schema import APPLICATION, lock_key, prepare
 from actors.store.protocol import (
     IfExists,
     Lease,
+    LedgerRow,
     RunInFlight,
-    RunRecord,
     SharedStore,
     StoredTask,
     TaskDefinition,
@@ -333,7 +333,7 @@ class PostgresStore:
                 self._terminal_since_prune += 1
         return cancelled
 
-    def save(self, updates: Sequence[TaskUpdate] = (), runs: Sequence[RunRecord] = ()) -> int:
+    def save(self, updates: Sequence[TaskUpdate] = (), runs: Sequence[LedgerRow] = ()) -> int:
         """Apply updates and append ledger rows in one transaction; see ``Store.save``.
 
         Any thread (meant for the scheduler's). Fenced updates (``TaskUpdate.fence``) apply
@@ -345,7 +345,7 @@ class PostgresStore:
         return self._save(updates, runs).new_runs
 
     def save_outcomes(
-        self, updates: Sequence[TaskUpdate] = (), runs: Sequence[RunRecord] = ()
+        self, updates: Sequence[TaskUpdate] = (), runs: Sequence[LedgerRow] = ()
     ) -> frozenset[int]:
         """``save``, returning the rows whose fenced updates were refused; see ``SharedStore``. Any thread."""
         check_batch(updates, runs)
@@ -354,7 +354,7 @@ class PostgresStore:
             return frozenset()
         return self._save(updates, runs).fenced_out
 
-    def _save(self, updates: Sequence[TaskUpdate], runs: Sequence[RunRecord]) -> writes.Saved:
+    def _save(self, updates: Sequence[TaskUpdate], runs: Sequence[LedgerRow]) -> writes.Saved:
         saved = self._write("save", lambda db: writes.save(db, updates, runs, self._node, self._channel))
         with self._counts_lock:
             self._runs_since_prune += saved.new_runs
@@ -397,7 +397,7 @@ class PostgresStore:
             "tasks", lambda db: q.read_tasks(db, include_terminal=include_terminal), begin=_READ_ONLY
         )
 
-    def runs(self, task_id: str | None = None, *, limit: int = 100) -> list[RunRecord]:
+    def runs(self, task_id: str | None = None, *, limit: int = 100) -> list[LedgerRow]:
         """Return up to ``limit`` ledger rows, newest first. Any thread."""
         return self._read("runs", lambda db: q.read_runs(db, task_id, limit))
 

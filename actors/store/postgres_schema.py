@@ -18,6 +18,8 @@ Layouts:
         asked to stop).
     v3: ``task_after``: the edges of ``schedule_after`` not met yet (a waiting row's
         dependencies, by ``seq``; ``actors/store/postgres_after.py``); empty when migrated.
+    v4: ``run`` also keeps each run's ``attempt``, ``reason``, ``node`` (which node ran it),
+        ``manual`` and, for ``keep_result``, ``value_json`` or ``value_note`` (as SQLite's v3).
 
 To change the layout: bump ``SCHEMA_VERSION``, edit ``CREATE`` to the new layout (fresh
 schemas are created directly at the newest version), and append a step to ``MIGRATIONS``
@@ -44,7 +46,7 @@ logger = logging.getLogger(__name__)
 Connection = psycopg.Connection[TupleRow]
 
 APPLICATION: Final = "pykka-taskscheduler"
-SCHEMA_VERSION: Final = 3
+SCHEMA_VERSION: Final = 4
 TABLES: Final = frozenset({"task", "run", "store_meta", "task_after"})  # what a current schema must have
 MIN_SERVER: Final = 130000  # pg_current_xact_id() and pg_current_snapshot(): PostgreSQL 13
 
@@ -108,6 +110,12 @@ CREATE: Final[tuple[str, ...]] = (
         finished double precision NOT NULL,
         outcome text NOT NULL,
         error text,
+        attempt bigint NOT NULL DEFAULT 1,
+        reason text,
+        node text,
+        manual boolean NOT NULL DEFAULT false,
+        value_json text,
+        value_note text,
         UNIQUE (task_seq, run)
     )""",
     "CREATE INDEX run_by_task ON run (task_id, id)",
@@ -154,9 +162,19 @@ def _v2_to_v3(db: Connection) -> None:
     db.execute(CREATE[-1])
 
 
+def _v3_to_v4(db: Connection) -> None:
+    # Constant defaults and nullable columns: a change of the catalogue only, no table rewrite.
+    db.execute(
+        "ALTER TABLE run ADD COLUMN attempt bigint NOT NULL DEFAULT 1, ADD COLUMN reason text, "
+        "ADD COLUMN node text, ADD COLUMN manual boolean NOT NULL DEFAULT false, "
+        "ADD COLUMN value_json text, ADD COLUMN value_note text"
+    )
+
+
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     Migration(1, "record started, sealed, replaced and interrupted runs of leased rows", _v1_to_v2),
     Migration(2, "add task_after, the edges of schedule_after", _v2_to_v3),
+    Migration(3, "add the run ledger's attempt, reason, node, manual and kept value", _v3_to_v4),
 )
 # Step i starts from version i + 1, and the last one reaches SCHEMA_VERSION.
 assert [m.from_version for m in MIGRATIONS] == list(range(1, SCHEMA_VERSION))

@@ -22,8 +22,8 @@ from actors.store.protocol import (
     LIVE_STATUS,
     IfExists,
     Lease,
+    LedgerRow,
     RunInFlight,
-    RunRecord,
     StoredTask,
     TaskDefinition,
     TaskUpdate,
@@ -133,7 +133,7 @@ def cancel(db: Connection, task_id: str, channel: str, interrupt: bool = False) 
 
 
 def save(
-    db: Connection, updates: Sequence[TaskUpdate], runs: Sequence[RunRecord], node: str, channel: str
+    db: Connection, updates: Sequence[TaskUpdate], runs: Sequence[LedgerRow], node: str, channel: str
 ) -> Saved:
     """Apply ``updates`` in order, then insert the ledger rows their fences allow.
 
@@ -147,7 +147,7 @@ def save(
 
 
 def _save(
-    db: Connection, updates: Sequence[TaskUpdate], runs: Sequence[RunRecord], node: str, channel: str
+    db: Connection, updates: Sequence[TaskUpdate], runs: Sequence[LedgerRow], node: str, channel: str
 ) -> Saved:
     rounds = _rounds(updates)
     if len(rounds) <= 1:  # each row updated once at most (nearly always): one statement
@@ -195,6 +195,12 @@ def _save(
                 "finished": [r.finished for r in kept],
                 "outcome": [r.outcome for r in kept],
                 "error": [r.error for r in kept],
+                "attempt": [r.attempt for r in kept],
+                "reason": [r.reason for r in kept],
+                "run_node": [r.node for r in kept],
+                "manual": [r.manual for r in kept],
+                "value_json": [r.value_json for r in kept],
+                "value_note": [r.value_note for r in kept],
             },
         ).rowcount
     # Counts updates that end a task; one that finds its row terminal already is counted too,
@@ -204,7 +210,7 @@ def _save(
 
 
 def _save_one_round(
-    db: Connection, updates: Sequence[TaskUpdate], runs: Sequence[RunRecord], node: str, channel: str
+    db: Connection, updates: Sequence[TaskUpdate], runs: Sequence[LedgerRow], node: str, channel: str
 ) -> Saved:
     row = db.execute(
         q.SAVE_ONE_ROUND,
@@ -218,6 +224,12 @@ def _save_one_round(
             "run_finished": [r.finished for r in runs],
             "run_outcome": [r.outcome for r in runs],
             "run_error": [r.error for r in runs],
+            "run_attempt": [r.attempt for r in runs],
+            "run_reason": [r.reason for r in runs],
+            "run_node": [r.node for r in runs],
+            "run_manual": [r.manual for r in runs],
+            "run_value_json": [r.value_json for r in runs],
+            "run_value_note": [r.value_note for r in runs],
             "node": node,
             "channel": channel,
         },

@@ -39,9 +39,9 @@ __all__ = [
     "KeepsDependencies",
     "KeepsPaused",
     "Lease",
+    "LedgerRow",
     "LoadsInParts",
     "RunInFlight",
-    "RunRecord",
     "SharedStore",
     "Store",
     "StoreReader",
@@ -249,7 +249,7 @@ class TaskUpdate:
 
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RunRecord:
+class LedgerRow:
     """One finished run, as kept in the run ledger. Unique per ``(task_seq, run)``.
 
     Attributes:
@@ -263,6 +263,17 @@ class RunRecord:
         outcome: ``"completed"``, ``"failed"``, ``"missed"``, ... (the store keeps any
             non-empty text, so new outcomes need no schema change).
         error: The error text of a failed run, if any.
+        attempt: Which attempt of the run this outcome ended (``Retry``), from 1.
+        reason: Why a missed run was missed (``"misfire"``, ...), else ``None``.
+        node: The node that ran it, on a shared store (``SharedStore.node``); else ``None``.
+        manual: Whether it was an extra run outside the schedule (``run_now``).
+        value_json: The run's return value as JSON text, for a task with ``keep_result``
+            whose value is JSON data of at most 64 KiB (``actors.core.run_log``); else ``None``.
+        value_note: Why a ``keep_result`` run's value was not kept (not JSON data, too
+            large), else ``None``.
+
+    The public face of a row is ``actors.RunRecord`` (clock times and aware datetimes, the
+    value decoded): this is the store's own row, in UTC epoch seconds and JSON text.
     """
 
     task_id: str
@@ -273,6 +284,12 @@ class RunRecord:
     finished: float
     outcome: str
     error: str | None
+    attempt: int = 1
+    reason: str | None = None
+    node: str | None = None
+    manual: bool = False
+    value_json: str | None = None
+    value_note: str | None = None
 
     def __post_init__(self) -> None:
         _check_text("task_id", self.task_id)
@@ -285,6 +302,14 @@ class RunRecord:
         if not isinstance(self.outcome, str) or not self.outcome:
             raise ValueError(f"outcome must be a non-empty str, got {self.outcome!r}")
         _check_text("error", self.error, optional=True)
+        if isinstance(self.attempt, bool) or not isinstance(self.attempt, int) or self.attempt < 1:
+            raise ValueError(f"attempt must be an int >= 1, got {self.attempt!r}")
+        _check_text("reason", self.reason, optional=True)
+        _check_text("node", self.node, optional=True)
+        if not isinstance(self.manual, bool):
+            raise TypeError(f"manual must be a bool, got {self.manual!r}")
+        _check_text("value_json", self.value_json, optional=True)
+        _check_text("value_note", self.value_note, optional=True)
 
 
 class StoreReader(Protocol):
@@ -312,7 +337,7 @@ class StoreReader(Protocol):
     def tasks(self, *, include_terminal: bool = True) -> list[StoredTask]:
         """Return the stored tasks in ``seq`` order, with the kept terminal ones by default."""
 
-    def runs(self, task_id: str | None = None, *, limit: int = 100) -> list[RunRecord]:
+    def runs(self, task_id: str | None = None, *, limit: int = 100) -> list[LedgerRow]:
         """Return up to ``limit`` ledger rows, newest first, of one task id or of all."""
 
     def minted_high_water(self) -> int:
@@ -404,7 +429,7 @@ class Store(StoreReader, Protocol):
             StoreError: The store failed or is closed.
         """
 
-    def save(self, updates: Sequence[TaskUpdate] = (), runs: Sequence[RunRecord] = ()) -> int:
+    def save(self, updates: Sequence[TaskUpdate] = (), runs: Sequence[LedgerRow] = ()) -> int:
         """Apply task updates and append ledger rows in one transaction.
 
         An update whose ``(task_id, seq)`` is not stored is ignored (a late report for an
@@ -601,7 +626,7 @@ class SharedStore(Store, Protocol):
         """
 
     def save_outcomes(
-        self, updates: Sequence[TaskUpdate] = (), runs: Sequence[RunRecord] = ()
+        self, updates: Sequence[TaskUpdate] = (), runs: Sequence[LedgerRow] = ()
     ) -> frozenset[int]:
         """``save``, and say which fenced updates were refused.
 
@@ -684,14 +709,14 @@ class SharedStore(Store, Protocol):
         """
 
 
-def check_batch(updates: Sequence[TaskUpdate], runs: Sequence[RunRecord]) -> None:
+def check_batch(updates: Sequence[TaskUpdate], runs: Sequence[LedgerRow]) -> None:
     """Raise ``TypeError`` unless ``updates`` and ``runs`` hold what their names say."""
     for update in updates:
         if not isinstance(update, TaskUpdate):
             raise TypeError(f"updates must hold TaskUpdate objects, got {update!r}")
     for record in runs:
-        if not isinstance(record, RunRecord):
-            raise TypeError(f"runs must hold RunRecord objects, got {record!r}")
+        if not isinstance(record, LedgerRow):
+            raise TypeError(f"runs must hold LedgerRow objects, got {record!r}")
 
 
 def check_definitions(tasks: Sequence[TaskDefinition]) -> None:

@@ -40,7 +40,7 @@ from actors.store.lockfile import LockFile, lock_path_of
 from actors.store.protocol import (
     LIVE_STATUS,
     IfExists,
-    RunRecord,
+    LedgerRow,
     Store,
     StoredTask,
     StoreReader,
@@ -109,8 +109,9 @@ _UPDATE_TASK: Final = """
                     paused = coalesce(?11, paused)
      WHERE seq = ?9 AND task_id = ?10"""
 _INSERT_RUN: Final = """
-    INSERT INTO run (task_id, task_seq, run, due, started, finished, outcome, error)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+    INSERT INTO run (task_id, task_seq, run, due, started, finished, outcome, error,
+                     attempt, reason, node, manual, value_json, value_note)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
     ON CONFLICT (task_seq, run) DO NOTHING"""
 _RESERVE_MINTED: Final = """
     UPDATE store_meta SET minted_high_water = minted_high_water + ? WHERE id = 1
@@ -470,7 +471,7 @@ class SQLiteStore(SQLiteReads):
 
         return self._write("cancel", work)
 
-    def save(self, updates: Sequence[TaskUpdate] = (), runs: Sequence[RunRecord] = ()) -> int:
+    def save(self, updates: Sequence[TaskUpdate] = (), runs: Sequence[LedgerRow] = ()) -> int:
         """Apply updates and append ledger rows in one transaction; see ``Store.save``.
 
         Any thread (meant for the scheduler's). Prunes the ledger and the terminal rows in
@@ -517,7 +518,22 @@ class SQLiteStore(SQLiteReads):
                 new = db.executemany(
                     _INSERT_RUN,
                     [
-                        (r.task_id, r.task_seq, r.run, r.due, r.started, r.finished, r.outcome, r.error)
+                        (
+                            r.task_id,
+                            r.task_seq,
+                            r.run,
+                            r.due,
+                            r.started,
+                            r.finished,
+                            r.outcome,
+                            r.error,
+                            r.attempt,
+                            r.reason,
+                            r.node,
+                            r.manual,
+                            r.value_json,
+                            r.value_note,
+                        )
                         for r in runs
                     ],
                 ).rowcount  # executemany sums the rows each insert wrote: 0 for a duplicate

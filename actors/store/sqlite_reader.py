@@ -15,7 +15,7 @@ from types import TracebackType
 from typing import Final, Self, TypeVar
 
 from actors.errors import StoreError
-from actors.store.protocol import RunRecord, StoredTask
+from actors.store.protocol import LedgerRow, StoredTask
 from actors.store.sqlite_rows import get_task, read_high_water, read_live_parts, read_runs, read_tasks
 from actors.store.sqlite_schema import SCHEMA_VERSION, read_version
 
@@ -81,7 +81,7 @@ class SQLiteReads:
         """Return the stored tasks in ``seq`` order, with the kept terminal ones by default."""
         return self._read("tasks", lambda db: read_tasks(db, include_terminal=include_terminal))
 
-    def runs(self, task_id: str | None = None, *, limit: int = 100) -> list[RunRecord]:
+    def runs(self, task_id: str | None = None, *, limit: int = 100) -> list[LedgerRow]:
         """Return up to ``limit`` ledger rows, newest first."""
         return self._read("runs", lambda db: read_runs(db, task_id, limit))
 

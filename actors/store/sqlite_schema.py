@@ -10,6 +10,10 @@ Layouts:
         with stored ones; migrated from v1 by taking the highest ``task-<n>`` stored.
     v3: adds ``task.paused`` (``Scheduler.pause``: a paused task stays paused after a restart);
         migrated from v2 with every task not paused.
+    v4: adds ``task_after``, the edges of a durable ``schedule_after`` not met yet.
+    v5: the ``run`` ledger also keeps each run's ``attempt``, ``reason`` (why it was missed),
+        ``node``, ``manual`` and, for ``keep_result``, ``value_json`` or ``value_note`` (why
+        the value was not kept); old rows read the defaults (attempt 1, not manual).
 
 To change the layout: bump ``SCHEMA_VERSION``, edit ``_CREATE`` to the new layout (fresh
 files are created directly at the newest version), and append a step to ``MIGRATIONS``
@@ -32,7 +36,7 @@ from actors.errors import StoreError
 logger = logging.getLogger(__name__)
 
 APPLICATION_ID: Final = 0x504B5453  # "PKTS": pykka-taskscheduler
-SCHEMA_VERSION: Final = 4
+SCHEMA_VERSION: Final = 5
 TABLES: Final = frozenset({"task", "run", "store_meta", "task_after"})  # what a current file must have
 
 # The newest layout. Terminal rows are pruned newest-kept by ``updated_at``: the partial
@@ -67,6 +71,12 @@ _CREATE: Final = (
         finished REAL NOT NULL,
         outcome TEXT NOT NULL,
         error TEXT,
+        attempt INTEGER NOT NULL DEFAULT 1,
+        reason TEXT,
+        node TEXT,
+        manual INTEGER NOT NULL DEFAULT 0,
+        value_json TEXT,
+        value_note TEXT,
         UNIQUE (task_seq, run)
     )""",
     "CREATE INDEX run_by_task ON run (task_id, id)",
@@ -107,6 +117,23 @@ def _v2_to_v3(db: sqlite3.Connection) -> None:
     db.execute(f"ALTER TABLE task ADD COLUMN {_PAUSED_COLUMN}")
 
 
+# The ledger's columns for history and kept results (v5), as ``_CREATE`` has them.
+LEDGER_COLUMNS_V5: Final = (
+    "attempt INTEGER NOT NULL DEFAULT 1",
+    "reason TEXT",
+    "node TEXT",
+    "manual INTEGER NOT NULL DEFAULT 0",
+    "value_json TEXT",
+    "value_note TEXT",
+)
+
+
+def _v4_to_v5(db: sqlite3.Connection) -> None:
+    # ADD COLUMN with a constant default rewrites nothing: old rows read the defaults.
+    for column in LEDGER_COLUMNS_V5:
+        db.execute(f"ALTER TABLE run ADD COLUMN {column}")
+
+
 @dataclass(frozen=True, slots=True)
 class Migration:
     """One step: brings a file at ``from_version`` to ``from_version + 1``.
@@ -131,6 +158,7 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
     Migration(1, "add store_meta with the minted-id high-water mark", _v1_to_v2),
     Migration(2, "add task.paused, the flag of a paused task", _v2_to_v3),
     Migration(3, "add task_after, the edges of schedule_after", _v3_to_v4),
+    Migration(4, "add the run ledger's attempt, reason, node, manual and kept value", _v4_to_v5),
 )
 # Step i starts from version i + 1, and the last one reaches SCHEMA_VERSION.
 assert [m.from_version for m in MIGRATIONS] == list(range(1, SCHEMA_VERSION))

@@ -6,6 +6,7 @@ import dataclasses
 import math
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any
 
@@ -385,6 +386,15 @@ INSTANCES = [
     EVENT,
     INFO,
     TimerFired("k", 1, "message"),
+    messages.QueryHistory("t"),
+    messages.RunRecord(
+        run=1,
+        due_at=0.0,
+        due_wall=datetime(2026, 1, 1, tzinfo=UTC),
+        started_at=None,
+        ended_at=None,
+        outcome="missed",
+    ),
     SchedulerStats(live_tasks=0, running=0, heap_size=0, workers=1, ticks=0, timer_wakeups=0),
 ]
 

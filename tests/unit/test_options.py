@@ -25,6 +25,7 @@ NON_DEFAULT = {
     "catch_up": "all",
     "max_catch_up": 5,
     "jitter": 1.0,
+    "keep_result": True,
 }
 
 

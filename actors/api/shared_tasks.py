@@ -154,15 +154,20 @@ class SharedTasks:
         if row is None or (seq is not None and row.seq != seq):
             return None
         flight = self._flights().get(row.seq) if row.live else None
-        return info_of(row, flight, wall_offset=self._node.clock.offset)
+        paused = row.live and self._store.is_paused(task_id)
+        return info_of(row, flight, wall_offset=self._node.clock.offset, paused=paused)
 
     def row_infos(self) -> list[TaskInfo]:
         """Snapshots of every live durable task in the store, in ``seq`` order."""
         self._check_open()
         rows: list[StoredTask] = self._store.tasks(include_terminal=False)
         flights = self._flights()
+        paused = self._store.paused_ids()
         offset = self._node.clock.offset
-        return [info_of(row, flights.get(row.seq), wall_offset=offset) for row in rows]
+        return [
+            info_of(row, flights.get(row.seq), wall_offset=offset, paused=row.task_id in paused)
+            for row in rows
+        ]
 
     def _check_open(self) -> None:
         if self.board.closed:

@@ -38,8 +38,13 @@ def name_of(row: StoredTask) -> str:
         return str(row.fn_ref)
 
 
-def info_of(row: StoredTask, flight: RunInFlight | None, *, wall_offset: float) -> TaskInfo:
+def info_of(
+    row: StoredTask, flight: RunInFlight | None, *, wall_offset: float, paused: bool = False
+) -> TaskInfo:
     """The snapshot of a stored task; ``flight`` is its run in flight on some node, if any.
+
+    ``paused``: the row is paused (``TaskStatus.PAUSED`` while live, a run in flight or not,
+    and no next run, as in memory).
 
     ``wall_offset`` is the database's clock (UTC epoch seconds) minus the node's clock, to turn
     stored times into clock times.
@@ -50,6 +55,8 @@ def info_of(row: StoredTask, flight: RunInFlight | None, *, wall_offset: float) 
         flight = None
     if status is TaskStatus.SCHEDULED and flight is not None and flight.started:
         status = TaskStatus.RUNNING
+    if paused and row.live:
+        status = TaskStatus.PAUSED
     next_wall = row.next_due if status is TaskStatus.SCHEDULED else None
     error = None if row.last_error is None else RemoteRunError(row.last_error)
     return TaskInfo(

@@ -16,6 +16,11 @@ Layouts:
         in flight when the task was replaced: that run's outcome keeps the new definition's
         status and due time) and ``interrupt_fence`` (the fence of the claim whose run a cancel
         asked to stop).
+    v3: ``task`` keeps the operations of issue 24: ``paused`` (no claim takes the row's
+        scheduled runs), ``grid_due`` (set by ``run_now``: the due time the extra run did not
+        take, the row's ``next_due`` being that run's) and ``manual_fence`` (the fence of the
+        claim that took the extra run); ``task_free`` leaves paused rows out, so claims and
+        wake-ups never walk past them.
 
 To change the layout: bump ``SCHEMA_VERSION``, edit ``CREATE`` to the new layout (fresh
 schemas are created directly at the newest version), and append a step to ``MIGRATIONS``
@@ -42,9 +47,14 @@ logger = logging.getLogger(__name__)
 Connection = psycopg.Connection[TupleRow]
 
 APPLICATION: Final = "pykka-taskscheduler"
-SCHEMA_VERSION: Final = 2
+SCHEMA_VERSION: Final = 3
 TABLES: Final = frozenset({"task", "run", "store_meta"})  # what a current schema must have
 MIN_SERVER: Final = 130000  # pg_current_xact_id() and pg_current_snapshot(): PostgreSQL 13
+
+# A row a claim may take (task_free's predicate; the claim and the wake-up repeat it word for
+# word, so the planner matches the partial index): live, held by nobody, and not paused, or
+# paused with a run_now run waiting (grid_due set).
+FREE_ROW: Final = "status = 'scheduled' AND owner IS NULL AND (NOT paused OR grid_due IS NOT NULL)"
 
 # The newest layout. Statements run with search_path set to the store's schema alone.
 #
@@ -90,9 +100,12 @@ CREATE: Final[tuple[str, ...]] = (
         sealed_fence bigint,
         replaced_fence bigint,
         interrupt_fence bigint,
+        paused boolean NOT NULL DEFAULT false,
+        grid_due double precision,
+        manual_fence bigint,
         CHECK ((owner IS NULL) = (lease_until IS NULL))
     )""",
-    "CREATE INDEX task_free ON task (next_due, seq) WHERE status = 'scheduled' AND owner IS NULL",
+    f"CREATE INDEX task_free ON task (next_due, seq) WHERE {FREE_ROW}",
     "CREATE INDEX task_owned ON task (lease_until) WHERE owner IS NOT NULL",
     "CREATE INDEX task_terminal ON task (updated_at, seq) WHERE status <> 'scheduled'",
     "CREATE INDEX task_change ON task (change)",
@@ -138,8 +151,20 @@ def _v1_to_v2(db: Connection) -> None:
     )
 
 
+def _operations_step(db: Connection) -> None:
+    # A self-contained step (issue 24): new columns (a constant default is a change of the
+    # catalogue only, no rewrite), and task_free made again without the paused rows.
+    db.execute(
+        "ALTER TABLE task ADD COLUMN paused boolean NOT NULL DEFAULT false, "
+        "ADD COLUMN grid_due double precision, ADD COLUMN manual_fence bigint"
+    )
+    db.execute("DROP INDEX task_free")
+    db.execute(f"CREATE INDEX task_free ON task (next_due, seq) WHERE {FREE_ROW}")
+
+
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     Migration(1, "record started, sealed, replaced and interrupted runs of leased rows", _v1_to_v2),
+    Migration(2, "keep paused tasks and run-now requests (pause, resume, run_now)", _operations_step),
 )
 # Step i starts from version i + 1, and the last one reaches SCHEMA_VERSION.
 assert [m.from_version for m in MIGRATIONS] == list(range(1, SCHEMA_VERSION))

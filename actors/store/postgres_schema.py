@@ -158,7 +158,7 @@ def _operations_step(db: Connection) -> None:
         "ALTER TABLE task ADD COLUMN paused boolean NOT NULL DEFAULT false, "
         "ADD COLUMN grid_due double precision, ADD COLUMN manual_fence bigint"
     )
-    db.execute("DROP INDEX task_free")
+    db.execute("DROP INDEX IF EXISTS task_free")  # (gone already if a column it used was dropped)
     db.execute(f"CREATE INDEX task_free ON task (next_due, seq) WHERE {FREE_ROW}")
 
 

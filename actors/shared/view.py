@@ -57,7 +57,7 @@ def info_of(
         status = TaskStatus.RUNNING
     if paused and row.live:
         status = TaskStatus.PAUSED
-    next_wall = row.next_due if status is TaskStatus.SCHEDULED else None
+    next_wall = row.next_due if status is TaskStatus.SCHEDULED else None  # none while PAUSED
     error = None if row.last_error is None else RemoteRunError(row.last_error)
     return TaskInfo(
         task_id=row.task_id,

@@ -13,6 +13,7 @@ from actors import Scheduler
 from messages import EventKind, FixedRate, TaskStatus
 from tests.operations import tasks
 from tests.operations.conftest import Rig
+from tests.shared import tasks as gates
 
 
 def _kinds(rig: Rig, s: Scheduler, task_id: str) -> list[EventKind]:
@@ -25,7 +26,10 @@ def test_a_paused_task_does_not_run_until_resumed(rig: Rig) -> None:
     s.schedule_at_fixed_rate(tasks.note, rig.interval, rig.interval, task_id="op")
     assert s.pause("op") is True
     assert s.pause("op") is False  # already paused
-    assert s.info("op").status is TaskStatus.PAUSED
+    paused = s.info("op")
+    assert paused.status is TaskStatus.PAUSED
+    assert paused.next_run_at is None  # as in memory
+    assert paused.next_run_wall is None
     rig.slots(s, 3)
     assert tasks.runs("op") == []
     assert s.info("op").status is TaskStatus.PAUSED
@@ -100,8 +104,6 @@ def test_unknown_and_ended_tasks_are_refused(rig: Rig) -> None:
 
 
 def test_run_now_while_a_run_is_in_progress_is_refused(rig: Rig) -> None:
-    from tests.shared import tasks as gates  # noqa: PLC0415 - the gate of the shared tests
-
     gates.reset()
     s = rig.start()
     s.schedule_at_fixed_rate(gates.gate, 1000.0, 0.0, args=("op",), task_id="op")  # due now

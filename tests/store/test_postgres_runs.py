@@ -230,7 +230,8 @@ def test_a_version_2_store_is_migrated_and_a_paused_row_is_not_claimed(pg_schema
         predicate = db.execute(
             "SELECT pg_get_expr(indpred, indrelid) FROM pg_index WHERE indexrelid = 'task_free'::regclass"
         ).fetchone()
-        assert predicate is not None and "paused" in predicate[0]
+        assert predicate is not None
+        assert "paused" in predicate[0]
 
 
 def test_references_names_what_a_node_must_import_to_claim_what_was_written(make_node: Node) -> None:

@@ -287,7 +287,12 @@ class SharedNode:
             logger.warning("run of %r not started: the store failed: %s", run.task_id, error)
             return False
         if started is None:
-            logger.info("run of %r not started: cancelled, or claimed elsewhere, meanwhile", run.task_id)
+            # Not started, and not to be saved: the store has the row as it should stay (cancelled,
+            # paused, or another node's), so its save gives the lease back and writes nothing.
+            self.book.start_failed(seq)
+            logger.info(
+                "run of %r not started: cancelled, paused or claimed elsewhere, meanwhile", run.task_id
+            )
             return False
         self.book.start(seq, started)
         return True

@@ -14,11 +14,13 @@ import sys
 import pytest
 
 from actors import Scheduler
+from actors.store import Lease, PostgresStore
 from messages import EventKind, TaskStatus
 from tests.conftest import EventRecorder
 from tests.operations import tasks
 from tests.operations.conftest import WITNESS, Rig, completed
 from tests.store.helpers import ROOT
+from tests.store.pg import DSN
 
 
 def _both(rig: Rig) -> tuple[Scheduler, Scheduler, EventRecorder]:
@@ -100,3 +102,31 @@ def test_a_paused_task_stays_paused_after_kill_9(rig: Rig) -> None:
         assert s.info("op").run_count == 0
     assert s.resume("op") is True
     assert s.info("op").status is not TaskStatus.PAUSED
+
+
+class _PausingStore(PostgresStore):
+    """A store whose start of a run of "op" is preceded by a pause of it (committed first)."""
+
+    def start(self, lease: Lease, *, seal: bool) -> float | None:
+        if lease.task.task_id == "op":
+            self.pause("op")
+        return super().start(lease, seal=seal)
+
+
+def test_a_claimed_run_paused_before_it_starts_does_not_start_and_the_task_stays(shared: Rig) -> None:
+    s = shared.start("a")
+    s.schedule_at_fixed_rate(tasks.note, shared.interval, 0.0, task_id="op")  # due now
+    pausing = _PausingStore(DSN, schema=shared.schema, node="p", lease=2.0, poll=0.5)
+    p = Scheduler(workers=1, store=pausing)
+    shared.made.append(p)
+    s.shutdown(timeout=10)  # only the pausing node claims from now on
+    seen = EventRecorder()
+    p.subscribe(seen)
+    p.schedule_at_fixed_rate(tasks.noop, shared.interval, shared.interval, task_id=WITNESS)
+    seen.wait_for(lambda _: p.info("op").status is TaskStatus.PAUSED, shared.timeout)
+    _witness_slots(shared, seen, 2)  # the refused claim was given back by now
+    info = p.info("op")
+    assert info.status is TaskStatus.PAUSED  # not cancelled by the run that did not start
+    assert info.run_count == 0
+    assert tasks.runs("op") == []
+    assert not [flight for flight in pausing.runs_in_flight() if flight.task_id == "op"]

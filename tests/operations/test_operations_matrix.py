@@ -130,3 +130,41 @@ def test_a_paused_task_stays_paused_after_a_restart(rig: Rig) -> None:
     assert tasks.runs("op") == []
     assert again.resume("op") is True
     rig.wait_runs(again, "op", 1)
+
+
+def test_a_run_in_progress_finishes_after_a_pause_and_the_task_stays_paused(rig: Rig) -> None:
+    gates.reset()
+    s = rig.start()
+    rig.witness(s)
+    s.schedule_at_fixed_rate(gates.gate, rig.interval, 0.0, args=("op",), task_id="op")  # due now
+    assert gates.entered("op", rig.timeout)
+    try:
+        assert s.pause("op") is True
+    finally:
+        gates.open_gate("op")
+    rig.wait_runs(s, "op", 1)  # it finished, and counted
+    rig.slots(s, 3)
+    info = s.info("op")
+    assert info.status is TaskStatus.PAUSED
+    assert info.run_count == 1
+    gates.reset()
+
+
+def test_a_reschedule_during_a_run_applies_from_its_end(rig: Rig) -> None:
+    gates.reset()
+    s = rig.start()
+    s.schedule_at_fixed_rate(gates.gate, 1000.0, 0.0, args=("op",), task_id="op")  # due now
+    assert gates.entered("op", rig.timeout)
+    try:
+        before = s.clock.wall()
+        assert s.reschedule("op", FixedRate(500.0)) is True
+    finally:
+        gates.open_gate("op")
+    rig.wait_runs(s, "op", 1)
+    rig.events(s).wait_for(lambda _: s.info("op").status is TaskStatus.SCHEDULED, rig.timeout)
+    info = s.info("op")
+    assert info.next_run_wall is not None
+    due = (info.next_run_wall - before).total_seconds()
+    assert 500.0 - rig.tolerance <= due <= 500.0 + rig.tolerance + (0.0 if rig.fake else 5.0)
+    assert info.trigger.interval == 500.0  # type: ignore[union-attr]
+    gates.reset()

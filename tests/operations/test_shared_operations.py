@@ -114,14 +114,12 @@ class _PausingStore(PostgresStore):
 
 
 def test_a_claimed_run_paused_before_it_starts_does_not_start_and_the_task_stays(shared: Rig) -> None:
-    s = shared.start("a")
-    s.schedule_at_fixed_rate(tasks.note, shared.interval, 0.0, task_id="op")  # due now
     pausing = _PausingStore(DSN, schema=shared.schema, node="p", lease=2.0, poll=0.5)
     p = Scheduler(workers=1, store=pausing)
     shared.made.append(p)
-    s.shutdown(timeout=10)  # only the pausing node claims from now on
     seen = EventRecorder()
     p.subscribe(seen)
+    p.schedule_at_fixed_rate(tasks.note, shared.interval, 0.0, task_id="op")  # due now
     p.schedule_at_fixed_rate(tasks.noop, shared.interval, shared.interval, task_id=WITNESS)
     seen.wait_for(lambda _: p.info("op").status is TaskStatus.PAUSED, shared.timeout)
     _witness_slots(shared, seen, 2)  # the refused claim was given back by now

@@ -175,7 +175,9 @@ class Operations:
         if state is CANCELLING or state in FINAL_STATES:
             return False
         self._paused[task_id] = now
-        if state is PENDING:
+        if task_id in self._manual and state in (READY, HANDED):
+            pass  # a run_now run asked for already still runs (as on a paused task); then it rests PAUSED
+        elif state is PENDING:
             self._heap.remove(task)
             move_to(task, PAUSED)
         elif state is READY:

@@ -69,6 +69,7 @@ __all__ = [
     "run_record",
     "stored_batch",
     "task_update",
+    "trigger_json",
 ]
 
 logger = logging.getLogger(__name__)
@@ -488,6 +489,11 @@ def _decode(
     if name is not None and not isinstance(name, str):
         raise _Damage("options_json", options_json, f"has a name that is not a str: {name!r}")
     return spec, name or _column("fn_ref", fn_ref, _reference_name)
+
+
+def trigger_json(spec: TaskSpec, wall_offset: float) -> str:
+    """The ``trigger_json`` column of a task of ``spec`` (a shared store's ``reschedule`` writes it)."""
+    return _trigger_json(spec, wall_offset)
 
 
 def _trigger_json(spec: TaskSpec, wall_offset: float) -> str:

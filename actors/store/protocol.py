@@ -475,6 +475,9 @@ class Lease:
         db_now: The database's clock when the lease was taken or last renewed.
         stop_requested: A cancel with ``interrupt`` asked the run of this lease to stop (known
             from the last renewal).
+        grid_due: Set when the leased run is a ``run_now`` run: the due time (UTC epoch
+            seconds) of the scheduled slot that run does not take (``task.next_due`` is the
+            extra run's). ``None`` for a scheduled run.
     """
 
     task: StoredTask
@@ -483,6 +486,7 @@ class Lease:
     expires: float
     db_now: float
     stop_requested: bool = False
+    grid_due: float | None = None
 
     @property
     def seq(self) -> int:
@@ -548,6 +552,39 @@ class SharedStore(Store, Protocol):
         Raises:
             StoreError: The store failed or is closed.
         """
+
+    def pause(self, task_id: str) -> bool:
+        """Mark a live task paused, committed before it returns; ``False`` if unknown, ended or paused.
+
+        No claim takes a scheduled run of a paused row; a run claimed but not started is refused
+        at ``start``; a run in progress finishes. Raises ``StoreError`` if the store failed.
+        """
+
+    def resume(self, task_id: str, *, delay: float | None = None) -> bool:
+        """Clear a live task's pause, committed before it returns; ``False`` if it was not paused.
+
+        ``delay``: a fixed-delay task's, whose next run is then ``delay`` seconds after now.
+        """
+
+    def run_now(self, task_id: str) -> bool:
+        """Make one extra run of a live task claimable now (paused or not), its grid kept.
+
+        ``False`` if unknown or ended, while a run of it is claimed or in progress, or while an
+        extra run waits already. The lease that takes it has ``grid_due`` set.
+        """
+
+    def reschedule(self, task_id: str, trigger_json: str, next_due: float) -> bool:
+        """Give a live task a new trigger and next due time (UTC epoch seconds), committed.
+
+        A run in flight goes on; its outcome keeps this due time. ``False`` if unknown, ended,
+        or its one-time run has started.
+        """
+
+    def paused_ids(self) -> frozenset[str]:
+        """Return the ids of the live tasks stored as paused (one snapshot)."""
+
+    def is_paused(self, task_id: str) -> bool:
+        """Whether the live task ``task_id`` is stored as paused."""
 
     def claim_due(
         self,

@@ -60,6 +60,7 @@ class Operations(RuleBasedStateMachine):
         self.paused: set[str] = set()  # the model: tasks paused and not ended
         self.run_now_ok = 0  # run_now calls that returned True
         self.manual_handed = 0  # manual runs handed out
+        self.manual_waiting: set[str] = set()  # tasks whose run_now run is not handed out yet
         self.reported: dict[str, int] = {}  # task -> runs reported (completed)
         self.rescheduled: set[str] = set()  # tasks given a trigger other than their first
 
@@ -72,6 +73,7 @@ class Operations(RuleBasedStateMachine):
         for _, run in effects.dispatches:
             if run.manual:
                 self.manual_handed += 1
+                self.manual_waiting.discard(run.task_id)
             else:
                 assert run.task_id not in self.paused, (
                     f"a scheduled run of paused {run.task_id!r} was handed out"
@@ -81,6 +83,26 @@ class Operations(RuleBasedStateMachine):
         for event in effects.events:
             if event.kind.name == "COMPLETED":
                 self.reported[event.task_id] = self.reported.get(event.task_id, 0) + 1
+
+    def _before(self, task_id: str) -> tuple[State | None, bool]:
+        """The task's state, and whether a run_now run of it is outstanding (the core's own record)."""
+        record = self.table.record(task_id)
+        return (None if record is None else record.state), task_id in self.table._manual
+
+    def _dropped_run_now(self, task_id: str, before: tuple[State | None, bool]) -> None:
+        """A reschedule or cancel drops a run_now run that had not started: it is not owed any more."""
+        state, outstanding = before
+        if task_id in self.manual_waiting:  # not handed out yet
+            self.manual_waiting.discard(task_id)
+            self.run_now_ok -= 1
+            return
+        record = self.table.record(task_id)
+        taken_back = (
+            outstanding and state is State.HANDED and record is not None and record.state is not State.HANDED
+        )
+        if taken_back:  # handed out, then taken back before its worker started it
+            self.run_now_ok -= 1
+            self.manual_handed -= 1
 
     # -- rules
 
@@ -134,18 +156,26 @@ class Operations(RuleBasedStateMachine):
         expected = record is not None and record.state in (State.PENDING, State.PAUSED)
         assert self.table.run_now(task_id, now=self.now) is expected
         self.run_now_ok += expected
+        if expected:
+            self.manual_waiting.add(task_id)
         self._take()
 
     @rule(task_id=st.sampled_from(IDS), interval=st.sampled_from([5.0, 10.0, 20.0]), once=st.booleans())
     def reschedule(self, task_id: str, interval: float, once: bool) -> None:
         trigger = Once(self.now + interval) if once else FixedRate(interval)
+        before = self._before(task_id)
         if self.table.reschedule(task_id, trigger, now=self.now):
             self.rescheduled.add(task_id)
+            self._dropped_run_now(
+                task_id, before
+            )  # a new schedule: an extra run not handed out yet is dropped
         self._take()
 
     @rule(task_id=st.sampled_from(IDS))
     def cancel(self, task_id: str) -> None:
-        self.table.cancel(task_id, now=self.now)
+        before = self._before(task_id)
+        if self.table.cancel(task_id, now=self.now):
+            self._dropped_run_now(task_id, before)
         self._take()
 
     @rule()

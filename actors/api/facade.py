@@ -22,6 +22,7 @@ from typing import Final
 
 import pykka
 
+from actors.api.executor_checks import check_executors
 from actors.api.local_tasks import LocalTasks
 from actors.api.messaging import Messaging
 from actors.api.observing import AnyListener, Observing
@@ -34,6 +35,7 @@ from actors.core.task_record import PROCESSES, THREADS, TaskRecord
 from actors.errors import SchedulerStartError
 from actors.runtime.base import stop_quietly
 from actors.runtime.durable import LoadedTasks
+from actors.runtime.executor_protocol import Executor
 from actors.runtime.home import local_home
 from actors.runtime.limits import MAX_PROCESSES, MAX_WORKERS, check_count
 from actors.runtime.minting import IdMint
@@ -80,6 +82,7 @@ class Scheduler(Scheduling, Messaging, Queries, Observing):
         store: Store | str | os.PathLike[str] | None = None,
         hung_grace: float = 5.0,
         listeners: Iterable[AnyListener] = (),
+        executors: Mapping[str, Executor] | None = None,
     ) -> None:
         """Start the scheduler; return once its threads run and its stored tasks are loaded.
 
@@ -103,6 +106,9 @@ class Scheduler(Scheduling, Messaging, Queries, Observing):
                 ``subscribe`` would (and for as long as the scheduler runs): they also see the
                 events of stored tasks that are due at once when they are loaded, which a
                 ``subscribe`` after the constructor may miss.
+            executors: Executors to run tasks on besides the threads and processes, by name
+                (``schedule_*(..., executor=name)``): ``CeleryExecutor``, ``DaskExecutor`` or
+                your own ``Executor`` (``docs/executors.md``). The scheduler closes them when it stops.
 
         Raises:
             ValueError: ``workers`` out of range, ``history < 0``, ``hung_grace`` not a
@@ -118,6 +124,7 @@ class Scheduler(Scheduling, Messaging, Queries, Observing):
         check_count("workers", workers, 1, MAX_WORKERS)
         check_count("history", history, 0)
         self._processes = check_count("processes", processes, 0, MAX_PROCESSES)
+        self._executors = check_executors(executors)
         if require_finite("hung_grace", hung_grace) < 0:
             raise ValueError(f"hung_grace must not be negative, got {hung_grace!r}")
         self._clock: Clock = check_clock(clock) if clock is not None else MonotonicClock()
@@ -130,6 +137,7 @@ class Scheduler(Scheduling, Messaging, Queries, Observing):
                 # A shared store: its database's clock is the wall clock (what is due, run keys).
                 self._clock = DatabaseClock.over(self._clock, self._store)
                 pools = {THREADS: workers, PROCESSES: processes}  # it claims runs only into these
+                pools.update((name, each.max_in_flight) for name, each in self._executors.items())
                 node = SharedNode(self._store, self._clock, workers=pools, history=history)
             loaded = self._load(shared=node is not None)
         except BaseException:
@@ -158,6 +166,7 @@ class Scheduler(Scheduling, Messaging, Queries, Observing):
             clock=self._clock,
             workers=workers,
             processes=processes,
+            executors=self._executors,
             history=history,
             outbox=self._outbox,
             threads=self._threads,

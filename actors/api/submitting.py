@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from actors.api.executor_checks import executor_target
 from actors.api.handles import TaskHandle
 from actors.api.plumbing import Plumbing
 from actors.api.validation import TaskOptions, check_task, process_target, resolve_task_function
@@ -53,7 +54,9 @@ class Submitting(Plumbing):
         args = as_args(args)  # a list is what people write (and what JSON gives back)
         checked = check_task(target, args, kwargs)
         message_task = options.executor == INLINE
-        durable = options.check(self._processes, self._store is not None, message_task=message_task)
+        durable = options.check(
+            self._processes, self._store is not None, message_task=message_task, executors=self._executors
+        )
         coroutine = makes_coroutine(target)
         name = options.name or default_name(target)
         plain = not durable and not coroutine and trigger is None and due_wall is None and not after
@@ -62,6 +65,8 @@ class Submitting(Plumbing):
         runs: Callable[..., object] = target
         if options.executor == PROCESSES:
             runs = process_target(fn, args, checked)
+        elif options.executor in self._executors:
+            runs = executor_target(self._executors[options.executor], fn, target, args, checked)
         row: tuple[str, str, str] | None = None
         if durable:
             fn_ref = fn if isinstance(fn, str) else reference_of(fn)

@@ -6,7 +6,7 @@ because every scheduled task pays for it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from datetime import datetime
 from typing import Any, Final, NamedTuple
 
@@ -104,9 +104,12 @@ class TaskOptions(NamedTuple):
         """Whether every option but the name has its default (the common case, taken fast)."""
         return self[1:] == _DEFAULTS_BUT_NAME
 
-    def check(self, processes: int, has_store: bool, *, message_task: bool = False) -> bool:
+    def check(
+        self, processes: int, has_store: bool, *, message_task: bool = False, executors: Collection[str] = ()
+    ) -> bool:
         """Check the options against the scheduler's means; return whether the task is durable.
 
+        ``executors``: the names of the executors registered besides the built-in ones.
         ``message_task``: the options of a message task (``Scheduler.tell_*``), the only
         tasks with ``executor="inline"``, never durable (an actor ref cannot be stored).
 
@@ -120,8 +123,11 @@ class TaskOptions(NamedTuple):
         if message_task:
             assert self.executor == INLINE
             assert self.durable is False
-        elif self.executor not in (THREADS, PROCESSES):
-            raise ValueError(f'executor must be "thread" or "process", got {self.executor!r}')
+        elif self.executor not in (THREADS, PROCESSES) and self.executor not in executors:
+            registered = "".join(f", {name!r}" for name in executors)
+            raise ValueError(
+                f'executor must be "thread", "process"{registered} (a registered one), got {self.executor!r}'
+            )
         if self.executor == PROCESSES and not processes:
             raise ValueError('executor="process" needs worker processes: Scheduler(processes=N)')
         if self.if_exists not in ("error", "keep", "replace"):

@@ -20,6 +20,7 @@ it has not reported yet (it is running it, or about to), and the others wait the
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Mapping
 from typing import Final
 
 from actors.core.task_record import INLINE, PROCESSES, THREADS, TaskRecord
@@ -35,7 +36,7 @@ INLINE_WORKER: Final = -1
 
 
 class _Pool:
-    """Workers of one kind (threads, or processes) and the due runs that need that kind."""
+    """Workers of one kind (threads, processes, an executor's slots) and the due runs that need that kind."""
 
     __slots__ = ("idle", "ready", "size")
 
@@ -51,18 +52,25 @@ class Dealer:
     There are three pools: ``THREADS`` (workers ``0 .. workers-1``), ``PROCESSES`` (the next
     ``processes`` numbers) and ``INLINE`` (``INLINE_WORKER``: the scheduler itself, which makes
     the runs of message tasks as it hands them out); a task's ``spec.executor`` says which one
-    runs it.
+    runs it. ``executors`` adds one pool per registered executor (Celery, Dask...), the next
+    numbers after the processes, in its order: as many workers as runs it may have in flight.
+    A task naming an executor this dealer has no pool for (loaded from a store) gets an
+    empty pool: its runs are stranded (``deal``).
     """
 
-    def __init__(self, workers: int, processes: int = 0) -> None:
+    def __init__(self, workers: int, processes: int = 0, executors: Mapping[str, int] | None = None) -> None:
         """Start with every worker idle and nothing due."""
         self._pools = {
             THREADS: _Pool(range(workers)),
             PROCESSES: _Pool(range(workers, workers + processes)),
             INLINE: _Pool(range(INLINE_WORKER, INLINE_WORKER + 1)),
         }
+        first = workers + processes
+        for name, in_flight in (executors or {}).items():
+            self._pools[name] = _Pool(range(first, first + in_flight))
+            first += in_flight
         self._pool_of = {worker: pool for pool in self._pools.values() for worker in pool.idle}
-        self._worker_pools = (self._pools[THREADS], self._pools[PROCESSES])
+        self._worker_pools = tuple(pool for name, pool in self._pools.items() if name != INLINE)
         self._inline = self._pools[INLINE]
         self._batches: dict[int, deque[TaskRecord]] = {}  # busy worker -> runs handed, not yet reported
 
@@ -71,7 +79,7 @@ class Dealer:
     def queue(self, task: TaskRecord) -> None:
         """Put a task that has fallen due at the back of its pool's FIFO."""
         move_to(task, READY)
-        self._pools[task.spec.executor].ready.append(task)
+        self._pool(task.spec.executor).ready.append(task)
 
     def deal(
         self,
@@ -121,7 +129,7 @@ class Dealer:
         """Put runs taken back at the front of their pools' FIFOs, in their order."""
         for task in reversed(tasks):
             move_to(task, READY)
-            self._pools[task.spec.executor].ready.appendleft(task)
+            self._pool(task.spec.executor).ready.appendleft(task)
 
     def report(self, worker: int, task_id: TaskId, run: int, *, idle: bool) -> TaskRecord | None:
         """Take the run ``worker`` reports from its batch; ``None`` for a stale report.
@@ -205,10 +213,18 @@ class Dealer:
         return len(self._batches)
 
     def idle_count(self, executor: str) -> int:
-        """Idle workers of ``executor``'s pool (``THREADS`` or ``PROCESSES``)."""
-        return len(self._pools[executor].idle)
+        """Idle workers of ``executor``'s pool (``THREADS``, ``PROCESSES`` or a registered executor's)."""
+        return len(self._pool(executor).idle)
 
     # -- internals --------------------------------------------------------------------------
+
+    def _pool(self, executor: str) -> _Pool:
+        """The pool of ``executor``; an empty one, made now, for an executor not registered here."""
+        pool = self._pools.get(executor)
+        if pool is None:  # rare: a stored task of an executor this scheduler lacks
+            pool = self._pools[executor] = _Pool(range(0))
+            self._worker_pools = (*self._worker_pools, pool)
+        return pool
 
     def _hand_out(
         self,

@@ -27,19 +27,20 @@ Done = Callable[[object, BaseException | None], None]
 """How an executor reports a run's outcome: ``done(value, None)`` or ``done(None, error)``, once."""
 
 
-def run_key(task_id: str, run: int) -> str:
+def run_key(task_id: str, run: int, attempt: int = 1) -> str:
     """The key of run ``run`` of task ``task_id`` on an engine: the same after a scheduler restart.
 
-    A retried run is a new run (its number is the next), so it gets a new key.
+    ``"<task id>:<run>"``; a run's later attempts (its ``Retry``) are new engine tasks, so they
+    get keys of their own: ``"<task id>:<run>:<attempt>"``.
     """
-    return f"{task_id}:{run}"
+    return f"{task_id}:{run}" if attempt == 1 else f"{task_id}:{run}:{attempt}"
 
 
 @dataclass(frozen=True, slots=True)
 class Job:
     """One run, as an executor sees it.
 
-    ``key`` is ``run_key(task_id, run)``: the engine's id for the run (a Celery task id, a Dask
+    ``key`` is ``run_key(task_id, run, attempt)``: the engine's id for the run (a Celery task id, a Dask
     key), so a run re-sent after a scheduler crash is the same engine task, not a second one.
     ``reference`` is the function's ``"module:function"`` (``None`` only when the function has
     none: a local executor may still call ``fn``). ``timeout`` is the task's, in seconds: an

@@ -57,7 +57,7 @@ class ExecutorWorkerActor(WorkerActor):
         """Submit the run to the executor; wait (this thread) for its ``done``; return or raise that."""
         fn = run.fn
         job = Job(
-            run_key(run.task_id, run.run),
+            run_key(run.task_id, run.run, run.attempt),
             run.task_id,
             run.run,
             run.attempt,

@@ -78,9 +78,11 @@ class DaskExecutor:
                 raise TypeError(f"expected a Dask address, Client or cluster, got {address_or_client!r}")
             self.client = Client(address, set_as_default=False)
             self._own = True
+        scheduler = self.client.scheduler
+        self.address: str | None = getattr(scheduler, "address", None)  # None: a client closed already
 
     def __repr__(self) -> str:
-        return f"DaskExecutor({self.client.scheduler.address!r})"
+        return f"DaskExecutor({self.address!r})"
 
     def check_arguments(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> None:
         """Raise ``TypeError`` unless the arguments pickle (caller's thread)."""
@@ -90,7 +92,7 @@ class DaskExecutor:
         """Submit the run (a slot's thread); raise if the client is not connected."""
         status = self.client.status
         if status != "running":
-            raise ConnectionError(f"the Dask client to {self.client.scheduler.address} is {status}")
+            raise ConnectionError(f"the Dask client to {self.address} is {status}")
         if job.reference is None:
             raise ValueError(f"task {job.task_id!r} has no function reference to send")
         future = self.client.submit(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from typing import Any
 
@@ -206,3 +207,35 @@ def test_settle_under_a_fake_clock_waits_for_runs_out_on_the_engine(pool: PoolEx
 def test_the_scheduler_closes_its_executors(pool: PoolExecutor) -> None:
     Scheduler(executors={"pool": pool}).shutdown()
     assert pool.closed
+
+
+def test_a_durable_task_keeps_its_executor_across_a_restart(tmp_path: Path) -> None:
+    store = tmp_path / "tasks.db"
+    clock = FakeClock(start=1000.0)
+    first = Scheduler(workers=1, clock=clock, store=store, executors={"pool": PoolExecutor()})
+    first.schedule_once(f"{__name__}:add", 5.0, args=(1, 2), executor="pool", task_id="kept")
+    first.shutdown()
+    pool = PoolExecutor()
+    again = Scheduler(workers=1, clock=clock, store=store, executors={"pool": pool})
+    try:
+        again.advance(5.0)
+        assert again.info("kept").status is TaskStatus.COMPLETED
+        assert [job.key for job in pool.jobs] == ["kept:1"]  # the same key a run sent before a crash had
+    finally:
+        again.shutdown()
+
+
+def test_a_stored_task_of_an_executor_not_registered_fails_its_run_naming_it(tmp_path: Path) -> None:
+    store = tmp_path / "tasks.db"
+    clock = FakeClock(start=1000.0)
+    first = Scheduler(workers=1, clock=clock, store=store, executors={"pool": PoolExecutor()})
+    first.schedule_once(f"{__name__}:add", 5.0, args=(1, 2), executor="pool", task_id="orphan")
+    first.shutdown()
+    again = Scheduler(workers=1, clock=clock, store=store)
+    try:
+        again.advance(5.0)
+        info = again.info("orphan")
+        assert info.status is TaskStatus.FAILED
+        assert "no such executor" in str(info.last_error) and "'pool'" in str(info.last_error)
+    finally:
+        again.shutdown()

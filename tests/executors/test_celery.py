@@ -7,6 +7,7 @@ import signal
 from collections.abc import Iterator
 from concurrent.futures import CancelledError
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,29 +22,32 @@ JOBS = "tests.executors.jobs"
 
 
 @pytest.fixture
-def app():  # type: ignore[no-untyped-def]
+def app() -> Any:
     from tests.executors.celery_app import app
 
     return app
 
 
 @pytest.fixture
-def scheduler(app, celery_workers: CeleryWorkers) -> Iterator[Scheduler]:  # type: ignore[no-untyped-def]
+def executor(app: Any, celery_workers: CeleryWorkers) -> Any:
     from actors.executors import CeleryExecutor
 
-    queue = celery_workers.start(concurrency=2)
-    scheduler = Scheduler(workers=1, executors={"celery": CeleryExecutor(app, queue=queue, revoke_grace=3.0)})
+    return CeleryExecutor(app, queue=celery_workers.start(concurrency=2), revoke_grace=3.0)
+
+
+@pytest.fixture
+def scheduler(executor: Any) -> Iterator[Scheduler]:
+    scheduler = Scheduler(workers=1, executors={"celery": executor})
     yield scheduler
     scheduler.shutdown()
 
 
 def test_a_run_on_celery_returns_its_value_and_has_the_run_key_as_celery_id(
-    scheduler: Scheduler, app
-) -> None:  # type: ignore[no-untyped-def]
+    scheduler: Scheduler, app: Any, executor: Any
+) -> None:
     handle = scheduler.schedule_once(f"{JOBS}:add", 0.0, args=(2, 3), executor="celery", task_id="sum")
     assert handle.result(timeout=15) == 5
-    executor = scheduler._executors["celery"]
-    assert app.AsyncResult(f"{executor.namespace}:sum:1").get(timeout=5) == 5  # type: ignore[attr-defined]
+    assert app.AsyncResult(f"{executor.namespace}:sum:1").get(timeout=5) == 5
 
 
 def test_a_failed_run_on_celery_fails_with_its_error(scheduler: Scheduler) -> None:
@@ -69,12 +73,15 @@ def test_a_worker_killed_mid_run_fails_the_run_and_its_retry_runs_it_again(
     os.kill(int(wait_for_file(pid_file)), signal.SIGKILL)  # the pool process running it
     assert handle.result(timeout=15) == "second"
     scheduler.settle()
-    assert len(failed) == 1 and isinstance(failed[0], ExecutorWorkerLostError), failed
+    assert len(failed) == 1, failed
+    assert isinstance(failed[0], ExecutorWorkerLostError)
     assert "Celery worker" in str(failed[0])
     assert handle.info().status is TaskStatus.COMPLETED
 
 
-def test_cancel_with_interrupt_revokes_the_celery_task(scheduler: Scheduler, app, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_cancel_with_interrupt_revokes_the_celery_task(
+    scheduler: Scheduler, app: Any, executor: Any, tmp_path: Path
+) -> None:
     pid_file = tmp_path / "pid"
     handle = scheduler.schedule_once(
         f"{JOBS}:hang", 0.0, args=(str(pid_file),), executor="celery", task_id="long"
@@ -84,8 +91,7 @@ def test_cancel_with_interrupt_revokes_the_celery_task(scheduler: Scheduler, app
     with pytest.raises(CancelledError):
         handle.result(timeout=15)
     assert handle.info().status is TaskStatus.CANCELLED
-    executor = scheduler._executors["celery"]
-    assert app.AsyncResult(f"{executor.namespace}:long:1").state == "REVOKED"  # type: ignore[attr-defined]
+    assert app.AsyncResult(f"{executor.namespace}:long:1").state == "REVOKED"
 
 
 def test_a_timeout_stops_the_celery_task(scheduler: Scheduler, tmp_path: Path) -> None:
@@ -122,9 +128,10 @@ def test_runs_of_many_tasks_all_come_back(scheduler: Scheduler) -> None:
     assert [handle.result(timeout=15) for handle in handles] == [i + 1 for i in range(50)]
 
 
-def test_celery_task_registers_the_task_that_calls_a_reference(app) -> None:  # type: ignore[no-untyped-def]
+def test_celery_task_registers_the_task_that_calls_a_reference(app: Any) -> None:
     from actors.executors import TASK_NAME
 
     task = app.tasks[TASK_NAME]
-    assert task.acks_late and not task.reject_on_worker_lost
+    assert task.acks_late
+    assert not task.reject_on_worker_lost
     assert task(f"{JOBS}:add", [4, 5], {}) == 9  # called in place, as a worker would

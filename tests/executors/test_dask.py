@@ -70,7 +70,8 @@ def test_a_worker_killed_mid_run_fails_the_run_and_its_retry_runs_it_again(
     os.kill(int(wait_for_file(pid_file)), signal.SIGKILL)  # the worker process running it
     assert handle.result(timeout=18) == "second"
     scheduler.settle()
-    assert len(failed) == 1 and isinstance(failed[0], ExecutorWorkerLostError), failed
+    assert len(failed) == 1, failed
+    assert isinstance(failed[0], ExecutorWorkerLostError)
     assert "Dask worker" in str(failed[0])
 
 

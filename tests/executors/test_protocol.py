@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -236,6 +236,7 @@ def test_a_stored_task_of_an_executor_not_registered_fails_its_run_naming_it(tmp
         again.advance(5.0)
         info = again.info("orphan")
         assert info.status is TaskStatus.FAILED
-        assert "no such executor" in str(info.last_error) and "'pool'" in str(info.last_error)
+        assert "no such executor" in str(info.last_error)
+        assert "'pool'" in str(info.last_error)
     finally:
         again.shutdown()

@@ -46,6 +46,19 @@ class _Pool:
         self.size = len(workers)  # workers it has, idle or not (0: what it gets can never run)
 
 
+class _Pools(dict[str, _Pool]):
+    """The pools by executor; a missing one (a stored task's executor not registered) is made empty.
+
+    A dict, not a method: looking a pool up is on every run's path, and ``__missing__`` costs
+    nothing until a lookup misses.
+    """
+
+    dealer: Dealer
+
+    def __missing__(self, executor: str) -> _Pool:
+        return self.dealer._no_such_pool(executor)
+
+
 class Dealer:
     """Per pool, the ready FIFO and the idle workers; for every busy worker, its batch.
 
@@ -60,11 +73,14 @@ class Dealer:
 
     def __init__(self, workers: int, processes: int = 0, executors: Mapping[str, int] | None = None) -> None:
         """Start with every worker idle and nothing due."""
-        self._pools = {
-            THREADS: _Pool(range(workers)),
-            PROCESSES: _Pool(range(workers, workers + processes)),
-            INLINE: _Pool(range(INLINE_WORKER, INLINE_WORKER + 1)),
-        }
+        self._pools = _Pools(
+            {
+                THREADS: _Pool(range(workers)),
+                PROCESSES: _Pool(range(workers, workers + processes)),
+                INLINE: _Pool(range(INLINE_WORKER, INLINE_WORKER + 1)),
+            }
+        )
+        self._pools.dealer = self
         first = workers + processes
         for name, in_flight in (executors or {}).items():
             self._pools[name] = _Pool(range(first, first + in_flight))
@@ -79,7 +95,7 @@ class Dealer:
     def queue(self, task: TaskRecord) -> None:
         """Put a task that has fallen due at the back of its pool's FIFO."""
         move_to(task, READY)
-        self._pool(task.spec.executor).ready.append(task)
+        self._pools[task.spec.executor].ready.append(task)
 
     def deal(
         self,
@@ -129,7 +145,7 @@ class Dealer:
         """Put runs taken back at the front of their pools' FIFOs, in their order."""
         for task in reversed(tasks):
             move_to(task, READY)
-            self._pool(task.spec.executor).ready.appendleft(task)
+            self._pools[task.spec.executor].ready.appendleft(task)
 
     def report(self, worker: int, task_id: TaskId, run: int, *, idle: bool) -> TaskRecord | None:
         """Take the run ``worker`` reports from its batch; ``None`` for a stale report.
@@ -214,16 +230,14 @@ class Dealer:
 
     def idle_count(self, executor: str) -> int:
         """Idle workers of ``executor``'s pool (``THREADS``, ``PROCESSES`` or a registered executor's)."""
-        return len(self._pool(executor).idle)
+        return len(self._pools[executor].idle)
 
     # -- internals --------------------------------------------------------------------------
 
-    def _pool(self, executor: str) -> _Pool:
-        """The pool of ``executor``; an empty one, made now, for an executor not registered here."""
-        pool = self._pools.get(executor)
-        if pool is None:  # rare: a stored task of an executor this scheduler lacks
-            pool = self._pools[executor] = _Pool(range(0))
-            self._worker_pools = (*self._worker_pools, pool)
+    def _no_such_pool(self, executor: str) -> _Pool:
+        """An empty pool, made now, for ``executor``, which is not registered here (``_Pools``)."""
+        pool = self._pools[executor] = _Pool(range(0))
+        self._worker_pools = (*self._worker_pools, pool)
         return pool
 
     def _hand_out(

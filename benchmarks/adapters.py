@@ -702,7 +702,7 @@ class OursAdapter(Adapter):
     def start(self) -> None:
         ours = import_ours()
         self._clock = ours.FakeClock() if self._held else None
-        from benchmarks.executors import engine  # noqa: PLC0415  (only the executors workload needs it)
+        from benchmarks.executors import engine  # here: only the executors workload needs it
 
         executors = self._engine.enter_context(engine(self._executor, in_flight=16))
         self._s = ours.Scheduler(

@@ -1,4 +1,4 @@
-"""The Celery app of the ``executors`` workload: its worker runs ``celery -A benchmarks.celery_app worker``."""
+"""The Celery app of the ``executors`` workload (its worker: ``celery -A benchmarks.celery_app worker``)."""
 
 from __future__ import annotations
 

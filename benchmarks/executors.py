@@ -69,7 +69,7 @@ def engine(name: str, in_flight: int) -> Iterator[dict[str, Any]]:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *sys.path])}
         command = [
             sys.executable, "-m", "celery", "-A", "benchmarks.celery_app", "worker", "-Q", queue,
-            "-c", str(ENGINE_PROCESSES), "-P", "prefork", "--without-heartbeat", "--without-mingle",
+            "-c", str(ENGINE_PROCESSES), "-P", "prefork", "-n", f"{queue}@%h", "--without-heartbeat", "--without-mingle",
             "--without-gossip", "-l", "ERROR",
         ]  # fmt: skip
         worker = subprocess.Popen(command, env=env, cwd=ROOT, start_new_session=True)
@@ -97,7 +97,7 @@ def engine(name: str, in_flight: int) -> Iterator[dict[str, Any]]:
         n_workers=ENGINE_PROCESSES,
         threads_per_worker=1,
         processes=True,
-        dashboard_address=None,
+        dashboard_address=":0",
         silence_logs=40,
     ) as cluster:
         yield {"dask": DaskExecutor(cluster, max_in_flight=in_flight)}

@@ -127,7 +127,7 @@ def dask_cluster() -> Iterator[Any]:
 
     with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
         cluster = LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=40
         )
     yield cluster
     cluster.close()

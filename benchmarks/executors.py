@@ -69,8 +69,8 @@ def engine(name: str, in_flight: int) -> Iterator[dict[str, Any]]:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *sys.path])}
         command = [
             sys.executable, "-m", "celery", "-A", "benchmarks.celery_app", "worker", "-Q", queue,
-            "-c", str(ENGINE_PROCESSES), "-P", "prefork", "-n", f"{queue}@%h", "--without-heartbeat", "--without-mingle",
-            "--without-gossip", "-l", "ERROR",
+            "-c", str(ENGINE_PROCESSES), "-P", "prefork", "-n", f"{queue}@%h", "--without-heartbeat",
+            "--without-mingle", "--without-gossip", "-l", "ERROR",
         ]  # fmt: skip
         worker = subprocess.Popen(command, env=env, cwd=ROOT, start_new_session=True)
         from benchmarks.celery_app import app

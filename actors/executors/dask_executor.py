@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from typing import Any
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Final
 
 from actors.errors import ExecutorWorkerLostError, RunCancelled
 from actors.executors.engine_call import call_reference, engine_key
@@ -20,6 +21,9 @@ from actors.references import check_picklable_arguments
 from actors.runtime.executor_protocol import DEFAULT_MAX_IN_FLIGHT, Done, Job
 
 __all__ = ["DaskExecutor"]
+
+FETCHERS: Final = 8
+"""Most threads that fetch finished runs' values from the workers at once."""
 
 
 class _DaskRun:
@@ -47,8 +51,9 @@ class DaskExecutor:
         namespace: Put before each run key to make the Dask key (``None``: a random one per
             executor, so two schedulers never share a key).
 
-    Threads: ``submit`` on the scheduler's slot threads; ``done`` on the Dask client's
-    callback threads; ``close`` on the scheduler's thread.
+    Threads: ``submit`` on the scheduler's slot threads; ``done`` on this executor's fetcher
+    threads (at most ``FETCHERS``), which take each finished run's value from its worker;
+    ``close`` on the scheduler's thread.
     """
 
     remote = True
@@ -67,6 +72,9 @@ class DaskExecutor:
 
         self.max_in_flight = max_in_flight
         self.client: Any
+        self._fetchers = ThreadPoolExecutor(
+            min(max_in_flight, FETCHERS), thread_name_prefix="dask-executor-fetch"
+        )
         self.namespace = uuid.uuid4().hex[:12] if namespace is None else namespace
         if isinstance(address_or_client, Client):
             self.client = address_or_client
@@ -103,11 +111,15 @@ class DaskExecutor:
             key=engine_key(self.namespace, job.key),
             pure=False,
         )
-        future.add_done_callback(lambda ended: _report(ended, done))
+        # The callback runs on the client's one callback thread: fetching the value there would
+        # take the runs' results one round trip at a time, so a fetcher thread takes it.
+        fetchers = self._fetchers
+        future.add_done_callback(lambda ended: fetchers.submit(_report, ended, done))
         return _DaskRun(future)
 
     def close(self) -> None:
         """Close the client if this executor made it (the scheduler's thread)."""
+        self._fetchers.shutdown(wait=True, cancel_futures=True)
         if self._own:
             self.client.close()
 

@@ -689,10 +689,12 @@ class OursAdapter(Adapter):
         durable: bool = False,
         held: bool = False,
         executor: str = "thread",
+        engine_processes: int = 4,
     ) -> None:
         self._s: Any = None
         self._executor = executor  # the executors workload's: its engine starts with the scheduler
         self._engine = contextlib.ExitStack()
+        self._engine_processes = engine_processes
         self._workers = workers
         self._processes = processes
         self._held = held
@@ -704,7 +706,9 @@ class OursAdapter(Adapter):
         self._clock = ours.FakeClock() if self._held else None
         from benchmarks.executors import engine  # here: only the executors workload needs it
 
-        executors = self._engine.enter_context(engine(self._executor, in_flight=16))
+        executors = self._engine.enter_context(
+            engine(self._executor, in_flight=16, processes=self._engine_processes)
+        )
         self._s = ours.Scheduler(
             workers=self._workers,
             processes=self._processes,

@@ -51,7 +51,7 @@ def _reachable(port: int) -> bool:
 
 
 @contextlib.contextmanager
-def engine(name: str, in_flight: int) -> Iterator[dict[str, Any]]:
+def engine(name: str, in_flight: int, processes: int = ENGINE_PROCESSES) -> Iterator[dict[str, Any]]:
     """The ``executors=`` of a scheduler running ``name`` (``thread``/``process``: none), engine started."""
     if name in ("thread", "process"):
         yield {}
@@ -69,7 +69,7 @@ def engine(name: str, in_flight: int) -> Iterator[dict[str, Any]]:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *sys.path])}
         command = [
             sys.executable, "-m", "celery", "-A", "benchmarks.celery_app", "worker", "-Q", queue,
-            "-c", str(ENGINE_PROCESSES), "-P", "prefork", "-n", f"{queue}@%h", "--without-heartbeat",
+            "-c", str(processes), "-P", "prefork", "-n", f"{queue}@%h", "--without-heartbeat",
             "--without-mingle", "--without-gossip", "-l", "ERROR",
         ]  # fmt: skip
         worker = subprocess.Popen(command, env=env, cwd=ROOT, start_new_session=True)
@@ -94,7 +94,7 @@ def engine(name: str, in_flight: int) -> Iterator[dict[str, Any]]:
     from actors.executors import DaskExecutor
 
     with LocalCluster(
-        n_workers=ENGINE_PROCESSES,
+        n_workers=processes,
         threads_per_worker=1,
         processes=True,
         dashboard_address=":0",
@@ -126,8 +126,43 @@ def measure_executor(adapter: Adapter, executor: str, n: int, lead_s: float, tim
     )
 
 
+def measure_cpu(adapter: Adapter, executor: str, n: int, burn_s: float, timeout: float) -> Measurement:
+    """N CPU-bound runs (``burn_s`` of a pure Python loop each) all due now: runs/s."""
+    scheduler = adapter._s  # type: ignore[attr-defined]
+    started = time.perf_counter()
+    handles = [
+        scheduler.schedule_once("benchmarks.cpu:burn", 0.0, args=(burn_s,), executor=executor)
+        for _ in range(n)
+    ]
+    for handle in handles:
+        handle.result(timeout=timeout)
+    return Measurement({"runs_per_s": n / (time.perf_counter() - started)})
+
+
+def _cpu_cases(cfg: Config) -> list[Case]:
+    """CPU-bound runs on the thread pool, then on Dask with 1, 2 and 4 worker processes."""
+    n, burn_s = (4, 0.02) if cfg.quick else (40, 0.1)
+    cases = []
+    for executor, processes in (("thread", 4), ("dask", 1), ("dask", 2), ("dask", 4)):
+        kwargs: dict[str, Any] = {"workers": 4, "executor": executor, "engine_processes": processes}
+        label = "on 4 threads" if executor == "thread" else f"on dask, {processes} worker processes"
+        cases.append(
+            Case(
+                "executors",
+                f"cpu runs ({burn_s * 1000:.0f} ms) {label}",
+                {"n": n, "burn_s": burn_s, **kwargs},
+                pending=n,
+                repeats=1,
+                units={"runs_per_s": "runs/s"},
+                measure=functools.partial(measure_cpu, executor=executor, n=n, burn_s=burn_s, timeout=120.0),
+                adapter_kwargs=kwargs,
+            )
+        )
+    return cases
+
+
 def executors_cases(cfg: Config) -> list[Case]:
-    """One case per executor (only ours takes ``executor=``)."""
+    """One case per executor (only ours takes ``executor=``), then the CPU-bound cases."""
     n = 200 if cfg.quick else 10_000
     units = {"runs_per_s": "runs/s", "p50_ms": "ms", "p99_ms": "ms"}
     cases = []
@@ -149,4 +184,4 @@ def executors_cases(cfg: Config) -> list[Case]:
                 adapter_kwargs=kwargs,
             )
         )
-    return cases
+    return cases + _cpu_cases(cfg)

@@ -126,12 +126,28 @@ def measure_executor(adapter: Adapter, executor: str, n: int, lead_s: float, tim
     )
 
 
+def spin(turns: int) -> int:
+    """The CPU-bound run: a fixed amount of pure Python work (it holds the GIL), not a fixed time."""
+    count = 0
+    for _ in range(turns):
+        count += 1
+    return count
+
+
+def turns_for(seconds: float) -> int:
+    """How many ``spin`` turns take about ``seconds`` of CPU here, alone."""
+    started = time.perf_counter()
+    spin(1_000_000)
+    return max(1, int(1_000_000 * seconds / (time.perf_counter() - started)))
+
+
 def measure_cpu(adapter: Adapter, executor: str, n: int, burn_s: float, timeout: float) -> Measurement:
-    """N CPU-bound runs (``burn_s`` of a pure Python loop each) all due now: runs/s."""
+    """N CPU-bound runs (``burn_s`` of pure Python work each, timed alone) all due now: runs/s."""
     scheduler = adapter._s  # type: ignore[attr-defined]
+    turns = turns_for(burn_s)
     started = time.perf_counter()
     handles = [
-        scheduler.schedule_once("benchmarks.cpu:burn", 0.0, args=(burn_s,), executor=executor)
+        scheduler.schedule_once("benchmarks.executors:spin", 0.0, args=(turns,), executor=executor)
         for _ in range(n)
     ]
     for handle in handles:

@@ -31,6 +31,7 @@ from actors.errors import (
     ProcessDiedError,
     RemoteRunError,
     RemoteTraceback,
+    ResultNotKeptError,
     RunCancelled,
     SchedulerError,
     SchedulerInternalError,
@@ -56,7 +57,10 @@ from actors.runtime.worker import WorkerActor
 from actors.shared.clock import DatabaseClock
 from actors.store import SharedStore, SQLiteStore, Store
 from actors.sync.clock import Clock, FakeClock, MonotonicClock
-from messages import EventKind  # what subscribe(kinds=...) takes: here too, beside Scheduler
+from messages import (
+    EventKind,  # what subscribe(kinds=...) takes: here too, beside Scheduler
+    RunRecord,  # what Scheduler.history returns: here too
+)
 
 if TYPE_CHECKING:
     from actors.store.postgres import PostgresStore
@@ -89,9 +93,11 @@ __all__ = [
     "ProcessWorkerActor",
     "RemoteRunError",
     "RemoteTraceback",
+    "ResultNotKeptError",
     "Retry",
     "RunCancelled",
     "RunContext",
+    "RunRecord",
     "SQLiteStore",
     "Scheduler",
     "SchedulerActor",

@@ -100,6 +100,25 @@ class UnpicklableExceptionError(SchedulerError):
         return type(self), (self.error_type, self.error_message, self.traceback, self.reason)
 
 
+class ResultNotKeptError(SchedulerError, LookupError):
+    """A ``keep_result`` task's run completed on another node, but its value was not kept.
+
+    A value is kept only when it is JSON data of at most 64 KiB (``docs/lifecycle.md``,
+    "History"); ``reason`` says why this one was not (not JSON data, too large, or its run
+    record has left the store's ledger). The run still counts ``COMPLETED``, and the node that
+    ran it returns the value from its handle as usual. Raised by ``TaskHandle.result()`` on the
+    other nodes.
+    """
+
+    def __init__(self, task_id: str, reason: str) -> None:
+        super().__init__(f"task {task_id!r} completed on another node, but its result was not kept: {reason}")
+        self.task_id = task_id
+        self.reason = reason
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return type(self), (self.task_id, self.reason)
+
+
 class UnpicklableResultError(SchedulerError, TypeError):
     """A task in a worker process returned a value that cannot be pickled back to the parent."""
 

@@ -28,7 +28,7 @@ from multiprocessing.synchronize import Barrier
 import psycopg
 from psycopg import sql
 
-from actors.store import Lease, PostgresStore, RunRecord, TaskDefinition, TaskUpdate
+from actors.store import Lease, LedgerRow, PostgresStore, TaskDefinition, TaskUpdate
 
 DSN = os.environ.get("SCHEDULER_TEST_DSN", "postgresql://postgres@127.0.0.1:5432/test")
 BATCH = 64
@@ -54,7 +54,7 @@ def quantiles(samples: list[float]) -> str:
     return f"median {statistics.median(ordered) * 1e6:7.0f} µs   p99 {p99 * 1e6:7.0f} µs"
 
 
-def outcome(held: Lease) -> tuple[TaskUpdate, RunRecord]:
+def outcome(held: Lease) -> tuple[TaskUpdate, LedgerRow]:
     """The fenced update and ledger row a node commits after running ``held``."""
     task, run = held.task, held.task.run_count + 1
     assert task.next_due is not None
@@ -70,7 +70,7 @@ def outcome(held: Lease) -> tuple[TaskUpdate, RunRecord]:
         last_outcome="completed",
         fence=held.fence,
     )
-    ledger = RunRecord(
+    ledger = LedgerRow(
         task_id=task.task_id,
         task_seq=task.seq,
         run=run,

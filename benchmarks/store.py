@@ -22,7 +22,7 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from actors.store import RunRecord, SQLiteStore, StoredTask, TaskDefinition, TaskUpdate
+from actors.store import LedgerRow, SQLiteStore, StoredTask, TaskDefinition, TaskUpdate
 
 NOW = time.time()
 
@@ -123,7 +123,7 @@ def bench_save(directory: Path, batch: int = 64, repeats: int = 200) -> None:
                 for t in tasks
             ]
             runs = [
-                RunRecord(
+                LedgerRow(
                     task_id=t.task_id,
                     task_seq=t.seq,
                     run=round_,

@@ -38,12 +38,15 @@ from messages.events import (
     TaskStatus,
     is_minted_id,
 )
+from messages.history import RUN_OUTCOMES, QueryHistory, RunOutcomeName, RunRecord
+from messages.operations import Pause, Reschedule, Resume, RunNow
 from messages.reports import BusExited, Cancelled, Completed, Failed, Skipped, Started, WorkerExited
 from messages.shared import CancelledInStore, Claimed, RetrySaves
 from messages.timers import TimerFired
 from messages.triggers import Cron, FixedDelay, FixedRate, Once, Trigger
 
 __all__ = [
+    "RUN_OUTCOMES",
     "TERMINAL_STATUSES",
     "AddTask",
     "BusExited",
@@ -62,14 +65,21 @@ __all__ = [
     "Flush",
     "Listener",
     "Once",
+    "Pause",
     "Publish",
+    "QueryHistory",
     "QueryNextDue",
     "QueryStats",
     "QueryTask",
     "QueryTasks",
+    "Reschedule",
+    "Resume",
     "RetrySaves",
     "RunBatch",
     "RunClaim",
+    "RunNow",
+    "RunOutcomeName",
+    "RunRecord",
     "RunTask",
     "Schedule",
     "SchedulerStats",

@@ -346,7 +346,8 @@ class RunTask:
     ``one_time``: the run takes the task's token for good (a one-time task never retried).
     ``announce`` asks the worker to report ``Started`` (someone listens for ``STARTED``, or
     the run has a ``timeout``: its deadline counts from the start). ``attempt`` counts from 1
-    (a retried run's later attempts); ``coroutine``: ``fn`` is ``async def``.
+    (a retried run's later attempts); ``coroutine``: ``fn`` is ``async def``; ``manual``: a run
+    of ``run_now``.
     """
 
     task: TaskToken = field(compare=False, repr=False)
@@ -362,6 +363,7 @@ class RunTask:
     attempt: int = 1
     timeout: float | None = None
     coroutine: bool = False
+    manual: bool = False  # a run of Scheduler.run_now, outside the schedule (RunContext.manual)
 
 
 @final

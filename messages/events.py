@@ -43,12 +43,19 @@ class EventKind(enum.Enum):
     CANCELLED = "cancelled"
     """The task will never run again (cancelled, or pending at shutdown)."""
     MISSED = "missed"
-    """A run would have started later than the task's ``misfire_grace`` allows, so it did not
-    run: a recurring task waits for its next slot, a one-time task ends ``FAILED``."""
+    """A due time did not get its run; ``TaskEvent.reason`` says why: ``"misfire"`` (the run
+    would have started later than the task's ``misfire_grace`` allows: a recurring task waits
+    for its next slot, a one-time task ends ``FAILED``), ``"overlap"`` (it came due while a run
+    was in progress) or ``"catch_up"`` (it passed while nothing ran, and the task's
+    ``catch_up`` policy skips it). ``due_at`` is the due time missed."""
     TIMED_OUT = "timed_out"
     """A run outlived its task's ``timeout``: it was asked to stop. If it is still going
     ``hung_grace`` seconds later, it counts ``FAILED`` (``TaskTimeoutError``) and its worker is
     replaced."""
+    PAUSED = "paused"
+    """The task was paused (``Scheduler.pause``): no new run starts until it is resumed."""
+    RESUMED = "resumed"
+    """The task was resumed (``Scheduler.resume``); ``TaskEvent.due_at`` is not set."""
     CLOCK_JUMPED = "clock_jumped"
     """The wall clock jumped (was stepped by more than a second against the monotonic clock),
     so wall-clock tasks were re-planned. Not about one task: ``task_id`` and ``name`` are
@@ -85,6 +92,8 @@ class TaskStatus(enum.Enum):
     """A worker is running it."""
     WAITING = "waiting"
     """A task of ``schedule_after``: waiting for the tasks it depends on (``TaskInfo.waiting_for``)."""
+    PAUSED = "paused"
+    """Paused (``Scheduler.pause``): no new run starts until it is resumed. Not terminal."""
     COMPLETED = "completed"
     """A one-time task that returned normally."""
     FAILED = "failed"
@@ -132,6 +141,10 @@ class TaskEvent:
         attempt: Which attempt of the run this is about, from 1 (``Retry``).
         retrying: For ``FAILED``: another attempt of the run follows (so it did not count as
             failed yet).
+        reason: For ``MISSED``: why the due time did not get its run: ``"overlap"`` (it came
+            due while a run of the task was in progress), ``"catch_up"`` (it passed while
+            nothing ran, and the task's ``catch_up`` policy skips it) or ``"misfire"`` (its run
+            would have started later than ``misfire_grace``); otherwise ``None``.
     """
 
     kind: EventKind
@@ -147,6 +160,7 @@ class TaskEvent:
     jump: float | None = None
     attempt: int = 1
     retrying: bool = False
+    reason: str | None = None
 
 
 @final
@@ -175,6 +189,8 @@ class TaskInfo:
             running), by its name in the store; ``None`` otherwise.
         wall_offset: Wall-clock time (POSIX seconds) minus clock time when the snapshot was
             taken, to turn the clock times above into wall-clock instants; ``None`` if unknown.
+        missed_count: Due times that did not get their run (each one published as
+            ``MISSED``), counted by this scheduler since it started (not kept in a store).
 
     Clock seconds (``next_run_at``, a trigger's ``first_at`` or ``at``) are monotonic: no
     person can read them. ``repr`` shows each beside its wall-clock instant (aware, UTC) in
@@ -196,6 +212,7 @@ class TaskInfo:
     waiting_for: tuple[TaskId, ...] = ()
     node: str | None = None
     wall_offset: float | None = field(default=None, compare=False)  # a reading, not the task's state
+    missed_count: int = 0
 
     @property
     def done(self) -> bool:

@@ -34,6 +34,10 @@ arguments as JSON (``None`` for a memory-only task)."""
 class TaskDirectory(Protocol):
     """The facade's tasks, wherever they live. Every member: the caller's thread, ``_lock`` not held."""
 
+    runs_stored_tasks: bool
+    """Whether tasks committed to the store are this node's to run (a plain store's: handed to
+    its scheduler) or wait there for whichever node claims them (a shared store's)."""
+
     def submit(
         self,
         task: TaskRecord,
@@ -66,6 +70,13 @@ class TaskDirectory(Protocol):
 
     def handle(self, task_id: TaskId) -> TaskHandle:
         """A handle of the task ``task_id``, live or finished (``UnknownTaskError`` if none)."""
+        ...
+
+    def dependency(self, task_id: TaskId) -> TaskRecord | None:
+        """A record of a task ``schedule_after`` may wait for that the scheduler does not hold, or ``None``.
+
+        A shared store's durable task (read from its row); none otherwise.
+        """
         ...
 
     def info(self, task_id: TaskId) -> TaskInfo:

@@ -23,9 +23,11 @@ from typing import Final
 import pykka
 
 from actors.api.executor_checks import check_executors
+from actors.api.history import HistoryMixin
 from actors.api.local_tasks import LocalTasks
 from actors.api.messaging import Messaging
 from actors.api.observing import AnyListener, Observing
+from actors.api.operations import LiveTaskOperations
 from actors.api.plumbing import FAR_MARGIN, LATEST_DUE
 from actors.api.queries import Queries
 from actors.api.scheduling import Scheduling
@@ -35,6 +37,7 @@ from actors.core.task_record import PROCESSES, THREADS, TaskRecord
 from actors.errors import SchedulerStartError
 from actors.runtime.base import stop_quietly
 from actors.runtime.durable import LoadedTasks
+from actors.runtime.durable_after import read_waits
 from actors.runtime.executor_protocol import Executor
 from actors.runtime.home import local_home
 from actors.runtime.limits import MAX_PROCESSES, MAX_WORKERS, check_count
@@ -42,7 +45,7 @@ from actors.runtime.minting import IdMint
 from actors.runtime.scheduler import OutboxItem, SchedulerActor
 from actors.shared.clock import DatabaseClock
 from actors.shared.node import SharedNode, is_shared
-from actors.store import LoadsInParts, Store, open_store
+from actors.store import KeepsPaused, LoadsInParts, Store, open_store
 from actors.sync.clock import Clock, MonotonicClock
 from actors.sync.outbox import Outbox
 from actors.sync.threads import Role, ThreadRegistry
@@ -60,7 +63,7 @@ STOP_RESERVE: Final = 0.25
 """Of a ``shutdown(timeout=T)``, the part kept to stop by force if the tasks do not finish in time."""
 
 
-class Scheduler(Scheduling, Messaging, Queries, Observing):
+class Scheduler(Scheduling, Messaging, Queries, Observing, LiveTaskOperations, HistoryMixin):
     """Runs one-time and recurring tasks on a pool of worker actors.
 
     Starts a ``SchedulerActor``, which starts ``workers`` ``WorkerActor``s, an ``EventBus`` and
@@ -178,6 +181,7 @@ class Scheduler(Scheduling, Messaging, Queries, Observing):
             loaded=loaded.records,
             parked=loaded.parked,
             due=loaded.due,
+            paused=loaded.paused,
             hung_grace=float(hung_grace),
             subscriptions=subscriptions,
         )
@@ -216,14 +220,17 @@ class Scheduler(Scheduling, Messaging, Queries, Observing):
         ``shared``: the store is shared, and its tasks stay in it (nodes claim their runs): none is read.
         """
         location = "the store" if self._store is None else self._store.location
-        loaded = LoadedTasks(wall_offset=self._wall_offset(), location=location)
         if shared:
-            return loaded
+            return LoadedTasks(wall_offset=self._wall_offset(), location=location)
+        waits = read_waits(self._store)  # schedule_after's edges: their rows load as records
+        loaded = LoadedTasks(wall_offset=self._wall_offset(), location=location, waits=waits)
         store: object = self._store
         if isinstance(store, LoadsInParts):
             store.load_parts(loaded.take)  # a part is taken before the next is read
         elif self._store is not None:
             loaded.take(self._store.load())
+        if isinstance(store, KeepsPaused):
+            loaded.paused = store.paused_ids()  # a paused task stays paused after a restart
         return loaded
 
     # -- properties -------------------------------------------------------------------------

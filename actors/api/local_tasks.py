@@ -33,6 +33,8 @@ __all__ = ["LocalTasks"]
 class LocalTasks:
     """The tasks this node's scheduler actor holds (a ``TaskDirectory``). Every method: any thread."""
 
+    runs_stored_tasks = True  # its store is this scheduler's own
+
     __slots__ = ("_facade", "_live", "_mint", "_store")
 
     def __init__(
@@ -123,6 +125,10 @@ class LocalTasks:
         if not isinstance(task, TaskRecord):
             raise UnknownTaskError(f"no task with id {task_id!r} (neither live nor in the history)")
         return TaskHandle(task, self._facade)
+
+    def dependency(self, task_id: TaskId) -> TaskRecord | None:
+        """None: every task this scheduler has is in its actor (``schedule_after`` asks it there)."""
+        return None
 
     def info(self, task_id: TaskId) -> TaskInfo:
         """The scheduler's snapshot of the task ``task_id`` (``UnknownTaskError`` if none)."""

@@ -60,11 +60,15 @@ class Messaging(Submitting):
         name: str | None = None,
         misfire_grace: float | None = None,
         if_exists: str = "error",
+        catch_up: str = "latest",
+        max_catch_up: int = 100,
+        jitter: float = 0.0,
     ) -> TaskHandle:
         """Tell the actor ``ref`` ``message`` at ``now + initial_delay + k * interval``, k = 0, 1, 2, ...
 
         As ``tell_once`` (sent on the scheduler's thread; a dead actor ends the task
-        ``FAILED``), on the slots of ``schedule_at_fixed_rate``. A tell takes microseconds, so
+        ``FAILED``), on the slots of ``schedule_at_fixed_rate``; ``catch_up``, ``max_catch_up``
+        and ``jitter`` as there. A tell takes microseconds, so
         a slot is missed only when the whole process stalls.
 
         Raises:
@@ -73,7 +77,9 @@ class Messaging(Submitting):
         """
         first_at = self._clock.now() + require_finite("initial_delay", initial_delay)
         trigger = FixedRate(interval, first_at)
-        options = _message_options(ref, message, name, misfire_grace, if_exists)
+        options = _message_options(
+            ref, message, name, misfire_grace, if_exists, (catch_up, max_catch_up, jitter)
+        )
         return self._schedule(ref.tell, (message,), None, first_at, trigger, task_id, options)
 
     def tell_cron(
@@ -87,11 +93,15 @@ class Messaging(Submitting):
         name: str | None = None,
         misfire_grace: float | None = None,
         if_exists: str = "error",
+        catch_up: str = "latest",
+        max_catch_up: int = 100,
+        jitter: float = 0.0,
     ) -> TaskHandle:
         """Tell the actor ``ref`` ``message`` at the wall-clock times the cron expression ``expr`` names.
 
         As ``tell_once`` (sent on the scheduler's thread; a dead actor ends the task
-        ``FAILED``), on the times of ``schedule_cron``.
+        ``FAILED``), on the times of ``schedule_cron``; ``catch_up``, ``max_catch_up`` and
+        ``jitter`` as there.
 
         Raises:
             TypeError, ValueError, DuplicateTaskError, SchedulerShutdownError: as
@@ -101,14 +111,21 @@ class Messaging(Submitting):
         offset = self._wall_offset()
         due_wall = calendar.next_fire(self._clock.now() + offset)
         trigger = Cron(expr, calendar.zone_name)
-        options = _message_options(ref, message, name, misfire_grace, if_exists)
+        options = _message_options(
+            ref, message, name, misfire_grace, if_exists, (catch_up, max_catch_up, jitter)
+        )
         return self._schedule(
             ref.tell, (message,), None, due_wall - offset, trigger, task_id, options, due_wall
         )
 
 
 def _message_options(
-    ref: object, message: object, name: str | None, misfire_grace: float | None, if_exists: str
+    ref: object,
+    message: object,
+    name: str | None,
+    misfire_grace: float | None,
+    if_exists: str,
+    catching: tuple[str, int, float] = ("latest", 100, 0.0),
 ) -> TaskOptions:
     """The options of a message task: run inline, in memory, ended by its first failed tell.
 
@@ -120,4 +137,15 @@ def _message_options(
     if name is None:
         name = f"{type(message).__name__} -> {ref.actor_class.__name__}"
     # A tell fails only when the actor is dead: max_consecutive_failures=1 ends the task then.
-    return TaskOptions(name, 1, INLINE, misfire_grace, if_exists, False)
+    catch_up, max_catch_up, jitter = catching  # a recurring tell's catch_up and jitter
+    return TaskOptions(
+        name,
+        1,
+        INLINE,
+        misfire_grace,
+        if_exists,
+        False,
+        catch_up=catch_up,
+        max_catch_up=max_catch_up,
+        jitter=jitter,
+    )

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, tzinfo
 from typing import Any, Final
 
+from actors.api.bulk import schedule_durable_many
 from actors.api.handles import TaskHandle, record_of
 from actors.api.submitting import Submitting
 from actors.api.validation import (
@@ -21,6 +22,7 @@ from actors.core.parked import Batch, Parcel
 from actors.core.retry import Retry
 from actors.core.task_record import THREADS, TaskRecord, default_name, makes_coroutine, plain_function
 from actors.errors import SchedulerShutdownError, UnknownTaskError
+from actors.runtime.durable_after import durable_after
 from messages import Cron, FindTask, FixedDelay, FixedRate, TaskId
 from messages.commands import EMPTY_KWARGS
 from messages.triggers import require_finite
@@ -52,6 +54,12 @@ class Scheduling(Submitting):
         durable: bool | None = None,
         timeout: float | None = None,
         retry: Retry | None = None,
+        overlap: str = "skip",
+        max_instances: int | None = None,
+        catch_up: str = "latest",
+        max_catch_up: int = 100,
+        jitter: float = 0.0,
+        keep_result: bool = False,
     ) -> TaskHandle:
         """Run ``fn(*args, **kwargs)`` once, ``delay`` seconds from now or at ``at``.
 
@@ -86,6 +94,14 @@ class Scheduling(Submitting):
           (``docs/lifecycle.md``).
         - ``retry``: a ``Retry`` policy: a failed run is tried again, after a growing delay,
           before it counts as failed.
+        - ``overlap``, ``catch_up`` (with ``max_catch_up``) and ``jitter``: a recurring task's
+          policies for slots that come due during a run, for due times missed while nothing ran,
+          and for spreading starts (``docs/lifecycle.md``, "Overlap, catch-up and jitter");
+          off their defaults on a one-time task they are a ``ValueError``. ``max_instances``
+          belongs to ``overlap="allow"``, not supported yet.
+        - ``keep_result``: keep each run's return value with its run record, when it is JSON
+          data of at most 64 KiB: ``history`` shows it, and on a shared store ``result()``
+          returns it on every node (``docs/lifecycle.md``, "History").
         - ``durable``: keep the task in the scheduler's store (the default when it has one;
           ``True`` without a store is a ``ValueError``). A durable task's ``fn`` is stored by
           reference and its arguments as JSON (tuples come back as lists): it returns only
@@ -102,12 +118,23 @@ class Scheduling(Submitting):
                 that does not import; a process or durable task whose ``fn`` has no importable
                 name (a lambda, a nested function, a bound method...: the message says why and
                 what to pass); ``executor="process"`` without worker processes; ``durable=True``
-                without a store; a bad ``if_exists`` or ``misfire_grace``.
+                without a store; a bad ``if_exists`` or ``misfire_grace``; an unknown ``overlap``
+                or ``catch_up``, ``max_catch_up < 1``, a negative ``jitter``, ``max_instances``.
             DuplicateTaskError: ``task_id`` belongs to a live task (and ``if_exists="error"``).
             StoreError: the store could not commit the task.
             SchedulerShutdownError: after ``shutdown``.
         """
-        tail = (executor, misfire_grace, if_exists, durable, timeout, retry)  # KEYWORD_TAIL
+        policy = (overlap, max_instances, catch_up, max_catch_up, jitter)
+        tail = (
+            executor,
+            misfire_grace,
+            if_exists,
+            durable,
+            timeout,
+            retry,
+            *policy,
+            keep_result,
+        )  # KEYWORD_TAIL
         if at is None and type(delay) is float and delay - delay == 0.0:  # the common case, fast
             due_at = self._clock.now() + delay
             if (
@@ -137,8 +164,10 @@ class Scheduling(Submitting):
         kwargs: Mapping[str, Any] | None = None,
         name: str | None = None,
         misfire_grace: float | None = None,
+        durable: bool | None = None,
         timeout: float | None = None,
         retry: Retry | None = None,
+        keep_result: bool = False,
     ) -> list[TaskId]:
         """Run ``fn(*args[i], **kwargs)`` once, ``delays[i]`` seconds from now, for each ``i``; return ids.
 
@@ -151,14 +180,17 @@ class Scheduling(Submitting):
         ``handle`` and ``tasks`` take its id, and events name it. The ids are minted
         (``"task-<n>"``), in the order of ``delays``; ``args`` gives each task its positional
         arguments (default: none), and every task shares ``fn``, ``kwargs``, ``name`` and the
-        options (``misfire_grace``, ``timeout``, ``retry``: as for ``schedule_once``).
+        options (``misfire_grace``, ``timeout``, ``retry``, ``keep_result``: as for ``schedule_once``).
 
         Returns ids, not handles: a million handles would be a million more objects to keep.
         ``handle(task_id)`` gives one. The tasks are kept in memory only, even on a scheduler
-        with a store (as ``schedule_after``'s). The caller's thread checks everything before
+        with a store, unless ``durable=True``. The caller's thread checks everything before
         anything is scheduled, then hands the tasks over in parts of ``PARCEL_SIZE``, waiting
         for the scheduler to take each part before it sends many more (backpressure), without
-        holding up other callers meanwhile.
+        holding up other callers meanwhile. ``durable=True`` (needs a store) commits them all in
+        one transaction before it returns, ids ``"task-<n>"`` of the store, ``fn`` by reference
+        and arguments as JSON, as a durable ``schedule_once`` (``None``, the default, is memory
+        only here, unlike there: docs/persistence.md, "Durable tasks in bulk").
 
         Raises:
             TypeError: ``fn`` is not callable; ``delays`` or ``args`` is not an iterable; a delay
@@ -169,13 +201,22 @@ class Scheduling(Submitting):
                 reference that does not import; a bad option.
             SchedulerShutdownError: the scheduler is shut down (if that happens during the call,
                 the tasks handed over already end ``CANCELLED``, as every pending task does).
+            With ``durable=True`` also, nothing committed: ``ValueError`` without a store or if
+                ``fn`` has no importable name; ``TypeError`` for an argument that does not
+                round-trip through JSON; ``StoreError`` if the commit fails (``bulk.py``).
         """
         target = resolve_task_function(fn) if isinstance(fn, str) else fn
         checked = check_task(target, (), kwargs)
-        options = TaskOptions(name, misfire_grace=misfire_grace, durable=False, timeout=timeout, retry=retry)
-        options.check(self._processes, self._store is not None)
+        durable = False if durable is None else durable  # memory by default: see the docstring
+        options = TaskOptions(
+            name, None, THREADS, misfire_grace, "error", durable, timeout, retry, keep_result=keep_result
+        )
+        durable = options.check(self._processes, self._store is not None)
         due_at, arguments = check_bulk(delays, args, now=self._clock.now())
         spec = self._spec(options, makes_coroutine(target))
+        if durable:  # committed in bulk (actors/api/bulk.py)
+            named = name or default_name(target)
+            return schedule_durable_many(self, fn, target, checked, named, spec, due_at, arguments)
         batch = Batch(target, checked, name or default_name(target), spec)
         ids: list[TaskId] = []
         for start in range(0, len(due_at), PARCEL_SIZE):
@@ -213,6 +254,12 @@ class Scheduling(Submitting):
         durable: bool | None = None,
         timeout: float | None = None,
         retry: Retry | None = None,
+        overlap: str = "skip",
+        max_instances: int | None = None,
+        catch_up: str = "latest",
+        max_catch_up: int = 100,
+        jitter: float = 0.0,
+        keep_result: bool = False,
     ) -> TaskHandle:
         """Run ``fn`` at ``now + initial_delay + k * interval``, k = 0, 1, 2, ...
 
@@ -228,7 +275,17 @@ class Scheduling(Submitting):
         """
         first_at = self._clock.now() + require_finite("initial_delay", initial_delay)
         trigger = FixedRate(interval, first_at)
-        tail = (executor, misfire_grace, if_exists, durable, timeout, retry)  # KEYWORD_TAIL
+        policy = (overlap, max_instances, catch_up, max_catch_up, jitter)
+        tail = (
+            executor,
+            misfire_grace,
+            if_exists,
+            durable,
+            timeout,
+            retry,
+            *policy,
+            keep_result,
+        )  # KEYWORD_TAIL
         options = TaskOptions(name, max_consecutive_failures, *tail)
         return self._schedule(fn, args, kwargs, first_at, trigger, task_id, options)
 
@@ -249,6 +306,12 @@ class Scheduling(Submitting):
         durable: bool | None = None,
         timeout: float | None = None,
         retry: Retry | None = None,
+        overlap: str = "skip",
+        max_instances: int | None = None,
+        catch_up: str = "latest",
+        max_catch_up: int = 100,
+        jitter: float = 0.0,
+        keep_result: bool = False,
     ) -> TaskHandle:
         """Run ``fn`` at ``now + initial_delay``, then ``delay`` seconds after each run finishes.
 
@@ -260,7 +323,17 @@ class Scheduling(Submitting):
         """
         first_at = self._clock.now() + require_finite("initial_delay", initial_delay)
         trigger = FixedDelay(delay, first_at)
-        tail = (executor, misfire_grace, if_exists, durable, timeout, retry)  # KEYWORD_TAIL
+        policy = (overlap, max_instances, catch_up, max_catch_up, jitter)
+        tail = (
+            executor,
+            misfire_grace,
+            if_exists,
+            durable,
+            timeout,
+            retry,
+            *policy,
+            keep_result,
+        )  # KEYWORD_TAIL
         options = TaskOptions(name, max_consecutive_failures, *tail)
         return self._schedule(fn, args, kwargs, first_at, trigger, task_id, options)
 
@@ -281,6 +354,12 @@ class Scheduling(Submitting):
         durable: bool | None = None,
         timeout: float | None = None,
         retry: Retry | None = None,
+        overlap: str = "skip",
+        max_instances: int | None = None,
+        catch_up: str = "latest",
+        max_catch_up: int = 100,
+        jitter: float = 0.0,
+        keep_result: bool = False,
     ) -> TaskHandle:
         """Run ``fn`` at the wall-clock times the cron expression ``expr`` names, read in zone ``tz``.
 
@@ -309,7 +388,17 @@ class Scheduling(Submitting):
         offset = self._wall_offset()
         due_wall = calendar.next_fire(self._clock.now() + offset)
         trigger = Cron(expr, calendar.zone_name)
-        tail = (executor, misfire_grace, if_exists, durable, timeout, retry)  # KEYWORD_TAIL
+        policy = (overlap, max_instances, catch_up, max_catch_up, jitter)
+        tail = (
+            executor,
+            misfire_grace,
+            if_exists,
+            durable,
+            timeout,
+            retry,
+            *policy,
+            keep_result,
+        )  # KEYWORD_TAIL
         options = TaskOptions(name, max_consecutive_failures, *tail)
         return self._schedule(fn, args, kwargs, due_wall - offset, trigger, task_id, options, due_wall)
 
@@ -325,8 +414,10 @@ class Scheduling(Submitting):
         name: str | None = None,
         executor: str = THREADS,
         if_exists: str = "error",
+        durable: bool | None = None,
         timeout: float | None = None,
         retry: Retry | None = None,
+        keep_result: bool = False,
     ) -> TaskHandle:
         """Run ``fn`` once, ``delay`` seconds after every task in ``after`` has completed.
 
@@ -336,19 +427,30 @@ class Scheduling(Submitting):
         counts as done. If one of them ends ``FAILED`` or ``CANCELLED``, this task ends
         ``CANCELLED`` with a ``DependencyFailedError`` naming it (``result()`` raises it), and
         so do the tasks that wait for this one, down the graph. A cycle cannot be made: a task
-        can only wait for tasks that exist already. Such a task lives in memory only (with a
-        store too). Other options as for ``schedule_once``.
+        can only wait for tasks that exist already. ``durable``: ``None`` (the default) keeps
+        it in the store when the scheduler has one and every task in ``after`` is durable
+        (``actors/runtime/durable_after.py``): it then waits across a restart, and on a shared
+        store runs on whichever node claims it once they have committed. Other options as for
+        ``schedule_once``.
 
         Raises:
             UnknownTaskError: an id that is neither live nor in the finished-task history.
             ValueError: a recurring task in ``after``, a handle of another scheduler, an empty
-                ``after``, a bad ``delay``; otherwise as ``schedule_once``.
+                ``after``, a bad ``delay``; ``durable=True`` without a store or with a
+                memory-only task in ``after`` (named); otherwise as ``schedule_once``.
             TypeError, DuplicateTaskError, SchedulerShutdownError: as ``schedule_once``.
         """
         dependencies = self._dependencies(after)
         wait = require_finite("delay", delay)
+        keep = durable_after(durable, self._store, dependencies)
         options = TaskOptions(
-            name, executor=executor, if_exists=if_exists, durable=False, timeout=timeout, retry=retry
+            name,
+            executor=executor,
+            if_exists=if_exists,
+            durable=keep,
+            timeout=timeout,
+            retry=retry,
+            keep_result=keep_result,
         )
         return self._schedule(fn, args, kwargs, wait, None, task_id, options, after=dependencies)
 
@@ -365,11 +467,15 @@ class Scheduling(Submitting):
         for item in items:
             if isinstance(item, TaskHandle):
                 mine = record_of(item, self)
+                if mine is None:  # a durable task of a shared store (any node's handle of it)
+                    mine = self._directory.dependency(item.task_id)
                 if mine is None:
                     raise ValueError(f"{item!r} is a task of another scheduler")
                 record = mine
             elif isinstance(item, str):
                 found = self._live.get(item) or self._query(FindTask(item, finished=True))
+                if not isinstance(found, TaskRecord):  # a durable task of a shared store?
+                    found = self._directory.dependency(item)
                 if not isinstance(found, TaskRecord):
                     raise UnknownTaskError(f"no live or finished task with id {item!r}")
                 record = found

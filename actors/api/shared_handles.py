@@ -6,8 +6,10 @@ Such a task lives in the database and may run on any node, so its handle asks th
 - ``info()``: its row as a ``TaskInfo`` (``RUNNING`` while a node runs it, ``node`` says which);
 - ``result(timeout)``: waits until it ends anywhere (woken by the store's hints, checking at
   least every ``poll`` seconds), then returns what the last run returned if it ran on *this*
-  node, or ``None`` if it ran on another (the store keeps outcomes, not values; as in
-  db-scheduler, a result to keep belongs in your own tables, keyed by ``current_run().key``).
+  node. If it ran on another: with ``keep_result=True`` the value its run record keeps in the
+  store's ledger (``ResultNotKeptError`` if it was not JSON data of at most 64 KiB, or its
+  record has been pruned), else ``None`` (the store keeps outcomes, not values; a large
+  result belongs in your own tables, keyed by ``current_run().key``).
   A failure raises the exception if the run failed here, else ``RemoteRunError`` with the
   stored error text; a cancel raises ``CancelledError``; a scheduler that stopped first raises
   ``SchedulerShutdownError`` (the task lives on in the store), as on SQLite.
@@ -127,7 +129,7 @@ class SharedTaskHandle(TaskHandle):
         return info
 
     def result(self, timeout: float | None = None) -> object:
-        """Wait for the task to end on any node; return its last run's value if it ran here, else ``None``.
+        """Wait for the task to end on any node; return its last run's value (see the module's docstring).
 
         Raises:
             concurrent.futures.CancelledError: the task was cancelled.
@@ -135,6 +137,7 @@ class SharedTaskHandle(TaskHandle):
             WouldDeadlockError: called from inside a run of this very task.
             SchedulerShutdownError: this scheduler stopped first (the task lives on in the store).
             RemoteRunError: its last run failed on another node (the stored error text).
+            ResultNotKeptError: a ``keep_result`` task completed on another node, its value not kept.
             UnknownTaskError: its row is gone, with an outcome this node never saw.
             BaseException: whatever its last run raised, if that run failed on this node.
         """

@@ -14,6 +14,7 @@ Every method runs on the caller's thread and makes one or two short store calls.
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Mapping
 from concurrent.futures import CancelledError
 from typing import TYPE_CHECKING
@@ -23,14 +24,17 @@ from actors.api.handles import TaskHandle
 from actors.api.shared_handles import SharedTaskHandle, StoredTaskRef
 from actors.api.validation import check_task_id
 from actors.core.task_record import TaskRecord
-from actors.errors import RemoteRunError, SchedulerShutdownError, UnknownTaskError
-from actors.runtime.durable import definition
+from actors.core.task_state import State
+from actors.errors import RemoteRunError, ResultNotKeptError, SchedulerShutdownError, UnknownTaskError
+from actors.runtime.durable import definition, kept_result
 from actors.runtime.minting import is_memory_id
 from actors.shared.node import SharedNode
 from actors.shared.outcome_board import OutcomeBoard
-from actors.shared.view import info_of, name_of
-from actors.store.protocol import RunInFlight, StoredTask
+from actors.shared.view import dependency_failed, info_of, name_of
+from actors.store.protocol import KeepsDependencies, RunInFlight, StoredTask
+from actors.store.trigger_json import decode_trigger
 from messages import CancelledInStore, TaskId, TaskInfo
+from messages.commands import EMPTY_KWARGS
 
 if TYPE_CHECKING:
     from actors.api.port import SchedulerPort
@@ -38,11 +42,25 @@ if TYPE_CHECKING:
 __all__ = ["SharedTasks"]
 
 
+_STATE_OF: dict[str, State] = {
+    "scheduled": State.PENDING,
+    "completed": State.COMPLETED,
+    "failed": State.FAILED,
+    "cancelled": State.CANCELLED,
+}
+
+
+def _never_called() -> None:  # the function of a dependency's stand-in record: never run here
+    raise AssertionError("a stand-in record of a stored task is never run")
+
+
 class SharedTasks:
     """The ``TaskDirectory`` of a shared store: its durable tasks, and this node's ``LocalTasks``.
 
     Every method: any thread, no lock of the facade held; one or two short store calls.
     """
+
+    runs_stored_tasks = False  # whichever node claims a run runs it
 
     def __init__(
         self,
@@ -133,6 +151,27 @@ class SharedTasks:
                 )
         return self._local.handle(task_id)
 
+    def dependency(self, task_id: TaskId) -> TaskRecord | None:
+        """A record standing for durable task ``task_id`` for ``schedule_after`` to wait for, or ``None``.
+
+        Its state is its row's status now (the store judges it again as the waiting task is added).
+
+        Raises:
+            ValueError: it is recurring (it never completes).
+        """
+        if is_memory_id(task_id):
+            return None
+        self._check_open()
+        row = self._store.get(task_id)
+        if row is None:
+            return None
+        if decode_trigger(row.trigger_json).kind != "once":
+            raise ValueError(f"task {task_id!r} is recurring: it never completes, so nothing can wait for it")
+        record = TaskRecord(row.task_id, _never_called, (), EMPTY_KWARGS, 0.0, name_of(row))
+        record.store_seq = row.seq
+        record.state = _STATE_OF[row.status]
+        return record
+
     def info(self, task_id: TaskId) -> TaskInfo:
         """The snapshot of the task ``task_id``: its row's if it is durable, else as ``LocalTasks``."""
         info = None if is_memory_id(task_id) else self.row_info(task_id)
@@ -152,7 +191,8 @@ class SharedTasks:
         if row is None or (seq is not None and row.seq != seq):
             return None
         flight = self._flights().get(row.seq) if row.live else None
-        return info_of(row, flight, wall_offset=self._node.clock.offset)
+        waits = self._waits() if row.live and row.next_due is None else {}
+        return info_of(row, flight, wall_offset=self._node.clock.offset, waiting_for=waits.get(row.seq, ()))
 
     def row_infos(self) -> list[TaskInfo]:
         """Snapshots of every live durable task in the store, in ``seq`` order."""
@@ -160,7 +200,20 @@ class SharedTasks:
         rows: list[StoredTask] = self._store.tasks(include_terminal=False)
         flights = self._flights()
         offset = self._node.clock.offset
-        return [info_of(row, flights.get(row.seq), wall_offset=offset) for row in rows]
+        waits = self._waits() if any(row.next_due is None for row in rows) else {}
+        return [
+            info_of(row, flights.get(row.seq), wall_offset=offset, waiting_for=waits.get(row.seq, ()))
+            for row in rows
+        ]
+
+    def _waits(self) -> dict[int, tuple[str, ...]]:
+        """The ids each waiting row (``schedule_after``) still waits for, by its ``seq``."""
+        store: object = self._store
+        waits: dict[int, tuple[str, ...]] = {}
+        if isinstance(store, KeepsDependencies):
+            for edge in store.waiting():
+                waits[edge.waiter] = (*waits.get(edge.waiter, ()), edge.dependency.task_id)
+        return waits
 
     def _check_open(self) -> None:
         if self.board.closed:
@@ -181,6 +234,7 @@ class SharedTasks:
         Raises:
             concurrent.futures.CancelledError: it was cancelled.
             RemoteRunError: its last run failed on another node.
+            ResultNotKeptError: a ``keep_result`` task completed on another node, its value not kept.
             UnknownTaskError: its row is gone and it did not end here.
             BaseException: what its last run raised, if that run failed on this node.
         """
@@ -193,7 +247,7 @@ class SharedTasks:
                 raise UnknownTaskError(f"task {task_id!r} ended and is no longer in the store")
             row = None
         elif row.status == "cancelled":
-            raise CancelledError(f"task {task_id!r} was cancelled")
+            raise dependency_failed(row.last_error) or CancelledError(f"task {task_id!r} was cancelled")
         if kept is not None:
             value, error = kept
             if error is not None:
@@ -202,4 +256,19 @@ class SharedTasks:
                 return True, value
         if row is not None and row.status == "failed":
             raise RemoteRunError(row.last_error or "(no error text)")
+        if row is not None and row.status == "completed" and kept_result(row):
+            return True, self._kept_value(row)
         return True, None
+
+    def _kept_value(self, row: StoredTask) -> object:
+        """The value a ``keep_result`` task's last run left in the ledger (it ran on another node).
+
+        Raises:
+            ResultNotKeptError: the value was not kept (the ledger row says why), or its row is gone.
+        """
+        for run in self._store.runs(row.task_id, limit=1):
+            if run.task_seq == row.seq and run.outcome == "completed":
+                if run.value_json is not None:
+                    return json.loads(run.value_json)
+                raise ResultNotKeptError(row.task_id, run.value_note or "no value was stored")
+        raise ResultNotKeptError(row.task_id, "its run record is no longer in the store's run ledger")

@@ -54,8 +54,14 @@ class Submitting(Plumbing):
         args = as_args(args)  # a list is what people write (and what JSON gives back)
         checked = check_task(target, args, kwargs)
         message_task = options.executor == INLINE
+        recurring = trigger is not None
         durable = options.check(
-            self._processes, self._store is not None, message_task=message_task, executors=self._executors
+            self._processes,
+            self._store is not None,
+            message_task=message_task,
+            recurring=recurring,
+            runs_elsewhere=not self._directory.runs_stored_tasks,
+            executors=self._executors,
         )
         coroutine = makes_coroutine(target)
         name = options.name or default_name(target)
@@ -108,8 +114,10 @@ class Submitting(Plumbing):
             on_wall=on_wall,
             timeout=options.timeout,
             retry=options.retry,
+            keep_result=options.keep_result,
             coroutine=coroutine,
             after=after,
             delay=delay if after else 0.0,
+            policies=options.policies(recurring=trigger is not None),
         )
         return spec.or_plain()

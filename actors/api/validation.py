@@ -10,6 +10,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from datetime import datetime
 from typing import Any, Final, NamedTuple
 
+from actors.core.policies import DEFAULT_POLICIES, Policies, check_policies
 from actors.core.retry import Retry
 from actors.core.task_record import INLINE, PROCESSES, THREADS, plain_function
 from actors.references import LazyReference, check_picklable_arguments, reference_of, resolve_stored
@@ -98,20 +99,54 @@ class TaskOptions(NamedTuple):
     durable: bool | None = None
     timeout: float | None = None
     retry: Retry | None = None
+    overlap: str = "skip"
+    max_instances: int | None = None
+    catch_up: str = "latest"
+    max_catch_up: int = 100
+    jitter: float = 0.0
+    keep_result: bool = False
 
     @property
     def plain(self) -> bool:
         """Whether every option but the name has its default (the common case, taken fast)."""
         return self[1:] == _DEFAULTS_BUT_NAME
 
+    def policies(self, *, recurring: bool) -> Policies:
+        """The checked overlap, catch-up and jitter policies (``actors/core/policies.py`` has the rules).
+
+        Raises:
+            ValueError, TypeError: as ``check_policies``.
+        """
+        if self[_POLICY_FIELDS] == _DEFAULT_POLICY_OPTIONS:
+            return DEFAULT_POLICIES
+        return check_policies(
+            self.overlap,
+            self.max_instances,
+            self.catch_up,
+            self.max_catch_up,
+            self.jitter,
+            recurring=recurring,
+        )
+
     def check(
-        self, processes: int, has_store: bool, *, message_task: bool = False, executors: Collection[str] = ()
+        self,
+        processes: int,
+        has_store: bool,
+        *,
+        message_task: bool = False,
+        recurring: bool = False,
+        runs_elsewhere: bool = False,
+        executors: Collection[str] = (),
     ) -> bool:
         """Check the options against the scheduler's means; return whether the task is durable.
 
         ``executors``: the names of the executors registered besides the built-in ones.
         ``message_task``: the options of a message task (``Scheduler.tell_*``), the only
         tasks with ``executor="inline"``, never durable (an actor ref cannot be stored).
+        ``recurring``: the task has a recurring trigger (the policies are for those only).
+        ``runs_elsewhere``: a durable task is run by whichever node of a shared store claims it,
+        so a process task needs worker processes on some node, not necessarily this one (a node
+        claims runs only into pools it has).
 
         Raises:
             ValueError: an option is out of range or asks for what the scheduler lacks.
@@ -128,7 +163,11 @@ class TaskOptions(NamedTuple):
             raise ValueError(
                 f'executor must be "thread", "process"{registered} (a registered one), got {self.executor!r}'
             )
-        if self.executor == PROCESSES and not processes:
+        if (
+            self.executor == PROCESSES
+            and not processes
+            and not (runs_elsewhere and self.durable is not False)
+        ):
             raise ValueError('executor="process" needs worker processes: Scheduler(processes=N)')
         if self.if_exists not in ("error", "keep", "replace"):
             raise ValueError(f'if_exists must be "error", "keep" or "replace", got {self.if_exists!r}')
@@ -142,13 +181,19 @@ class TaskOptions(NamedTuple):
             require_positive_duration("timeout", self.timeout)
         if self.retry is not None and not isinstance(self.retry, Retry):
             raise TypeError(f"retry must be a Retry, got {self.retry!r}")
+        if self.policies(recurring=recurring).replaces and self.timeout is not None:
+            raise ValueError('overlap="replace" does not combine with a timeout (not supported yet)')
+        if not isinstance(self.keep_result, bool):
+            raise TypeError(f"keep_result must be True or False, got {self.keep_result!r}")
         return has_store if self.durable is None else self.durable
 
 
 _DEFAULTS_BUT_NAME: Final = TaskOptions()[1:]
+_POLICY_FIELDS: Final = slice(8, 13)  # overlap to jitter: what check_policies takes
+_DEFAULT_POLICY_OPTIONS: Final = TaskOptions()[_POLICY_FIELDS]
 
 KEYWORD_TAIL: Final = TaskOptions._fields[2:]
-"""The options every ``schedule_*`` method takes last, in this order (``executor`` to ``retry``)."""
+"""The options every ``schedule_*`` method takes last, in this order (``executor`` to ``keep_result``)."""
 
 PLAIN_TAIL: Final = TaskOptions()[2:]
 """The keyword tail at its defaults: ``schedule_once`` compares its own to this to take the fast path."""

@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Final
@@ -85,6 +85,10 @@ class HoldBackStore(SQLiteStore):
     def add(self, task: TaskDefinition, if_exists: IfExists = "error") -> tuple[StoredTask, bool]:
         """Store ``task`` with its job's fingerprint in its options, in one statement; see ``Store.add``."""
         return super().add(self.stamps.stamp(task), if_exists)
+
+    def add_many(self, tasks: Sequence[TaskDefinition]) -> list[int]:
+        """Store ``tasks``, each with its job's fingerprint, in one transaction; see ``Store.add_many``."""
+        return super().add_many([self.stamps.stamp(task) for task in tasks])
 
     def reconciling(self) -> AbstractContextManager[object]:
         """Nothing to hold: the store's lock file already makes this run the only one on it."""

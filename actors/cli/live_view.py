@@ -29,7 +29,13 @@ _STATUS_STYLES = {
     "failed": "bold red",
     "cancelled": "dim",
 }
-_OUTCOME_STYLES = {"completed": "green", "failed": "red", "missed": "yellow"}
+_OUTCOME_STYLES = {
+    "completed": "green",
+    "failed": "red",
+    "timed_out": "red",
+    "missed": "yellow",
+    "cancelled": "yellow",
+}
 
 
 def render(rows: Sequence[JobRow], now: datetime, title: str, width: int | None = None) -> Table:

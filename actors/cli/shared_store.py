@@ -28,7 +28,7 @@ thread adds; ``claim_due``, ``next_wakeup`` and ``listen`` on the node's lease l
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Final
 
@@ -98,6 +98,10 @@ class SharedJobStore(PostgresStore):
     def add(self, task: TaskDefinition, if_exists: IfExists = "error") -> tuple[StoredTask, bool]:
         """Store ``task`` with its job's fingerprint in its options, in one statement; see ``Store.add``."""
         return super().add(self.stamps.stamp(task), if_exists)
+
+    def add_many(self, tasks: Sequence[TaskDefinition]) -> list[int]:
+        """Store ``tasks``, each with its job's fingerprint, in one transaction; see ``Store.add_many``."""
+        return super().add_many([self.stamps.stamp(task) for task in tasks])
 
     @contextmanager
     def reconciling(self) -> Iterator[None]:

@@ -20,7 +20,7 @@ it has not reported yet (it is running it, or about to), and the others wait the
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from typing import Final
 
 from actors.core.task_record import INLINE, PROCESSES, THREADS, TaskRecord
@@ -89,6 +89,8 @@ class Dealer:
         self._worker_pools = tuple(pool for name, pool in self._pools.items() if name != INLINE)
         self._inline = self._pools[INLINE]
         self._batches: dict[int, deque[TaskRecord]] = {}  # busy worker -> runs handed, not yet reported
+        # Ids of tasks whose next run is a run_now run (the timetable's dict: it adds and removes).
+        self.manual: Container[TaskId] = {}
 
     # -- changes ----------------------------------------------------------------------------
 
@@ -124,6 +126,20 @@ class Dealer:
         inline = self._inline  # made at once, one batch after another: nothing to steal from
         while inline.ready and inline.idle and self._hand_out(inline, handed, announce, now, missed):
             pass
+
+    def unqueue(self, task: TaskRecord) -> None:
+        """Take a ``READY`` task off its pool's FIFO (paused, or rescheduled); its state is the caller's.
+
+        O(length of the FIFO): only operations on a live task call it, never the hot path.
+        """
+        ready = self._pools[task.spec.executor].ready
+        if task in ready:
+            ready.remove(task)
+            return
+        for pool in self._pools.values():  # its spec was replaced while it waited: another pool's
+            if task in pool.ready:
+                pool.ready.remove(task)
+                return
 
     def take_back(self, task: TaskRecord) -> bool:
         """Take back a handed run before its worker starts it; whether that worked.
@@ -267,13 +283,14 @@ class Dealer:
                         task = None
                         continue
                     grace = task.spec.misfire_grace
-                    if grace is None or missed is None or now - task.due_at <= grace:
+                    if grace is None or missed is None or now - task.due_at <= grace + spec_jitter(task):
                         break
                     missed.append(task)  # too late: a run starting now would be later than its grace
                     task = None
                 if task is None:
                     break
                 batch.append(task)
+        manual = self.manual  # empty but for a run_now: a plain run pays one test
         for worker, batch in zip(workers, batches, strict=True):
             if not batch:
                 idle.append(worker)
@@ -296,8 +313,8 @@ class Dealer:
                     spec.trigger is None,
                     announce,
                 )
-                if not spec.plain_run:  # rare: a run with more to say (kept off the common path)
-                    run = _detailed(run, task)
+                if not spec.plain_run or manual:  # rare: a run with more to say (off the common path)
+                    run = _detailed(run, task, task.task_id in manual)
                 runs.append(run)
             handed.append((worker, runs))
         return True
@@ -325,8 +342,11 @@ class Dealer:
         return bool(stolen)
 
 
-def _detailed(run: RunTask, task: TaskRecord) -> RunTask:
-    """``run`` with what a task with options adds: its token rule, attempt, timeout, coroutine."""
+def _detailed(run: RunTask, task: TaskRecord, manual: bool = False) -> RunTask:
+    """``run`` with what a task with options adds: its token rule, attempt, timeout, coroutine.
+
+    ``manual``: a run of ``run_now`` (``RunContext.manual``).
+    """
     spec = task.spec
     failures = task.failures
     return RunTask(
@@ -339,11 +359,18 @@ def _detailed(run: RunTask, task: TaskRecord) -> RunTask:
         run.kwargs,
         run.claim,
         spec.single_start,
-        run.announce or spec.timeout is not None,  # the deadline counts from the reported start
+        # A deadline counts from the reported start; a replacing task's next slot is watched from it.
+        run.announce or spec.timeout is not None or spec.policies.replaces,
         failures.attempt if failures is not None else 1,
         spec.timeout,
         spec.coroutine,
+        manual,
     )
+
+
+def spec_jitter(task: TaskRecord) -> float:
+    """The jitter a run's start may add to its lateness (a grace counts from the jittered start)."""
+    return task.spec.policies.jitter
 
 
 def _take_claim(task: TaskRecord) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from actors.core.run_log import RunEntry
 from actors.core.task_record import TaskRecord
 from messages import RunTask, TaskEvent
 
@@ -15,18 +16,13 @@ __all__ = ["Effects", "RunOutcome"]
 
 
 class RunOutcome(NamedTuple):
-    """How one run of a durable task ended, for the store's run ledger.
+    """How one run of a durable task ended, for the store's run ledger (``entry``; clock times).
 
-    Times are clock times; the owner turns them into wall-clock times.
+    The owner turns the clock times into wall-clock times.
     """
 
     task: TaskRecord
-    run: int
-    due_wall: float
-    started_at: float | None
-    finished_at: float
-    outcome: str  # "completed", "failed" or "missed"
-    error: str | None
+    entry: RunEntry
 
 
 @dataclass(slots=True)
@@ -36,7 +32,8 @@ class Effects:
     Attributes:
         saves: Durable tasks whose state changed: write them to the store (with ``ledger``),
             before anything below makes the change visible.
-        ledger: How runs of durable tasks ended, for the store's run ledger.
+        ledger: How runs of durable tasks ended, for the store's run ledger (every task's
+            runs are also kept on its record, ``TaskRecord.runs``).
         events: Events to publish (only the kinds in ``Timetable.wanted``).
         batches: ``(worker, runs)``: hand each idle worker its batch, in order.
         finished: ``(task, outcome)``: publish each task's end (``task.finish(outcome)``).

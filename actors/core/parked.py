@@ -92,19 +92,28 @@ class Batch:
 class Parcel:
     """Part of a ``schedule_many`` batch on its way to the core (an outbox item).
 
-    ``args`` is ``None`` when every task of the parcel takes none.
+    ``args`` is ``None`` when every task of the parcel takes none. ``stored``: the tasks are
+    committed to the store already (``durable=True``), and wait parked as a loaded store's
+    do: ``args`` is then their JSON text, and ``stored`` is their rows' ``seq``, their due
+    times on the wall clock and the batch's ``kwargs_json`` (its ``batch`` decodes them).
     """
 
-    __slots__ = ("args", "batch", "due_at", "task_ids")
+    __slots__ = ("args", "batch", "due_at", "stored", "task_ids")
 
     def __init__(
-        self, batch: Batch, task_ids: list[str], due_at: list[float], args: list[tuple[Any, ...]] | None
+        self,
+        batch: Batch,
+        task_ids: list[str],
+        due_at: list[float],
+        args: list[Any] | None,
+        stored: tuple[list[int], list[float], str] | None = None,
     ) -> None:
         """Pack ``task_ids[i]`` due at ``due_at[i]`` with ``args[i]``; the lists are the parcel's own."""
         self.batch = batch
         self.task_ids = task_ids
         self.due_at = due_at
         self.args = args
+        self.stored = stored
 
 
 class ParkedTasks:
@@ -149,9 +158,17 @@ class ParkedTasks:
         """Park the tasks of ``parcel``, whose heap entries carry ``seqs`` (the ids are new)."""
         batch = parcel.batch
         number = self.register(batch)
-        args = parcel.args if parcel.args is not None else itertools.repeat(())
-        entries = zip(seqs, itertools.repeat(number), parcel.due_at, args, strict=False)
-        self.entries.update(zip(parcel.task_ids, entries, strict=True))
+        if parcel.stored is None:
+            args = parcel.args if parcel.args is not None else itertools.repeat(())
+            entries = zip(seqs, itertools.repeat(number), parcel.due_at, args, strict=False)
+            self.entries.update(zip(parcel.task_ids, entries, strict=True))
+        else:  # entries as the loader makes them: never run yet (run count 0, no last outcome)
+            assert parcel.args is not None  # their JSON text
+            store_seqs, due_walls, kwargs_json = parcel.stored
+            rows = zip(parcel.task_ids, seqs, parcel.due_at, parcel.args, store_seqs, due_walls, strict=True)
+            for task_id, seq, due_at, args_json, store_seq, due_wall in rows:
+                entry = (seq, number, due_at, args_json, store_seq, due_wall, 0, None, kwargs_json)
+                self.entries[task_id] = entry
         batch.parked += len(parcel.task_ids)
 
     def take(self, task_id: str, *, waiting: bool) -> TaskRecord | None:

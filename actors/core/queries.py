@@ -13,9 +13,10 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from actors.core.run_log import as_record, entries, last_runs
 from actors.core.task_record import TaskRecord
 from actors.errors import UnknownTaskError
-from messages import TaskId, TaskInfo
+from messages import RunRecord, TaskId, TaskInfo
 
 if TYPE_CHECKING:
     from actors.core.dealer import Dealer
@@ -36,7 +37,9 @@ class Queries:
         _dealer: Dealer
         _history: OrderedDict[TaskId, TaskRecord]
         hold: float | None
+        _paused: dict[TaskId, float]
 
+        def _shown(self, info: TaskInfo) -> TaskInfo: ...
         def _unpark(self, task_id: TaskId, *, waiting: bool) -> TaskRecord | None: ...
         def _due_by(self, now: float) -> float: ...
 
@@ -80,12 +83,26 @@ class Queries:
         """Return what ``info`` returns, or ``None`` instead of raising."""
         task = self._tasks.get(task_id)
         if task is not None:
-            return task.snapshot(running=self._dealer.is_current(task), wall_offset=wall_offset)
+            info = task.snapshot(running=self._dealer.is_current(task), wall_offset=wall_offset)
+            return self._shown(info) if self._paused else info
         task = self._parked.peek(task_id)
         if task is not None:
             return task.snapshot(wall_offset=wall_offset)
         task = self._history.get(task_id)
         return task.snapshot(wall_offset=wall_offset) if task is not None else None
+
+    def runs(self, task_id: TaskId, limit: int, *, wall_offset: float) -> list[RunRecord] | None:
+        """Return up to ``limit`` of a memory task's last runs, newest first (``actors/core/run_log.py``).
+
+        ``None`` if the task is neither live nor in the history, or is durable (its store's
+        run ledger has its runs). A parked task has never run: ``[]``, and it stays parked.
+        """
+        task = self._tasks.get(task_id) or self._history.get(task_id) or self._parked.peek(task_id)
+        if task is None or task.store_seq is not None:
+            return None
+        due_wall = task.due_wall if task.due_wall is not None else task.due_at + wall_offset
+        kept = entries(task.runs, task.due_at, due_wall)
+        return [as_record(entry, wall_offset) for entry in last_runs(kept, limit)]
 
     def infos(self, *, wall_offset: float | None = None) -> list[TaskInfo]:
         """Return a snapshot of every live task, in scheduling order (parked tasks last, in theirs)."""
@@ -93,6 +110,8 @@ class Queries:
         infos = [
             task.snapshot(running=is_current(task), wall_offset=wall_offset) for task in self._tasks.values()
         ]
+        if self._paused:
+            infos = [self._shown(info) for info in infos]
         infos.extend(task.snapshot(wall_offset=wall_offset) for task in self._parked.peek_all())
         return infos
 

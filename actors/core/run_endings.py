@@ -12,8 +12,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from actors.core.effects import RunOutcome
+from actors.core.policies import REASON_MISFIRE
+from actors.core.policy_runs import PolicyRuns
 from actors.core.recurrence import next_cron, next_fixed_delay, next_fixed_rate
-from actors.core.task_record import Failures, TaskRecord
+from actors.core.run_log import RunEntry, keep_run, keep_value
+from actors.core.task_record import Failures, TaskRecord, TaskSpec
 from actors.core.task_state import (
     CANCELLED,
     CANCELLING,
@@ -26,9 +29,9 @@ from actors.core.task_state import (
     move_to,
 )
 from actors.errors import MissedRunError, RunCancelled, TaskTimeoutError
-from actors.sync.claim import INTERRUPTED, NOT_STOPPED, TIMED_OUT, Claim
+from actors.sync.claim import INTERRUPTED, NOT_STOPPED, REPLACED, TIMED_OUT, Claim
 from actors.sync.token import TAKEN, request_stop
-from messages import Completed, EventKind, Failed, FixedDelay, FixedRate, Skipped, Started, TaskEvent
+from messages import Completed, EventKind, Failed, FixedDelay, FixedRate, Skipped, Started, TaskEvent, TaskId
 
 if TYPE_CHECKING:
     from actors.core.dealer import Dealer
@@ -38,7 +41,7 @@ if TYPE_CHECKING:
 __all__ = ["RunEndings"]
 
 
-class RunEndings:
+class RunEndings(PolicyRuns):
     """The half of the ``Timetable`` that takes runs' ends (a mixin: the state is the timetable's)."""
 
     if TYPE_CHECKING:  # the timetable's state and methods this half uses
@@ -60,6 +63,12 @@ class RunEndings:
         def _release(self, now: float) -> None: ...
         def _finish(self, task: TaskRecord, state: State, at: float, outcome: object) -> None: ...
         def _detach(self, task: TaskRecord) -> bool: ...
+        def _rest(self, task: TaskRecord) -> None: ...
+        def _plan_operated(self, task: TaskRecord, after: float) -> bool: ...
+
+        _paused: dict[TaskId, float]
+        _manual: dict[TaskId, tuple[float, float | None]]
+        _respec: dict[TaskId, tuple[TaskSpec, float, float | None]]
 
     def _emit(
         self,
@@ -74,6 +83,7 @@ class RunEndings:
         final: bool = False,
         retrying: bool = False,
         attempt: int | None = None,
+        reason: str | None = None,
     ) -> None:
         """Publish ``kind`` for ``task`` as an effect (both halves of the timetable publish)."""
         if (
@@ -95,6 +105,7 @@ class RunEndings:
                 final=final,
                 attempt=attempt,
                 retrying=retrying,
+                reason=reason,
             )
         )
 
@@ -113,8 +124,19 @@ class RunEndings:
         self.activity += 1
         task.run_count += 1
         attempt = 1 if task.failures is None else self._succeeded(task)
-        if task.store_seq is not None:
-            self._record_run(task, report.run, report.started_at, report.finished_at, "completed", None)
+        if task.spec.plain and task.store_seq is None:  # the plain path: its report is its run record
+            task.runs = report
+        else:
+            self._record_run(
+                task,
+                report.run,
+                report.started_at,
+                report.finished_at,
+                "completed",
+                None,
+                attempt,
+                report.value,
+            )
         if task.spec.trigger is None and task.state is HANDED:  # the common case: it just ends
             # Interrupted, it returned anyway: the run counts, the task ends CANCELLED.
             interrupted = claim is not None and bool(task.stop_reasons(claim) & INTERRUPTED)
@@ -158,7 +180,7 @@ class RunEndings:
                 value=report.value,
                 attempt=attempt,
             )
-        self._after_run(task, report.finished_at)
+        self._after_run(task, report.finished_at, report.started_at)
 
     def failed(self, report: Failed, *, now: float) -> None:
         """Record that a worker finished a run by raising.
@@ -171,7 +193,11 @@ class RunEndings:
         if task is not None and task.state not in FINAL_STATES:
             error = report.error
             if stop & INTERRUPTED and isinstance(error, RunCancelled):
-                self._end_interrupted(task, report.finished_at)  # its timeout may have come too
+                self._end_interrupted(
+                    task, report.finished_at, report.started_at
+                )  # its timeout may have come too
+            elif stop & REPLACED and isinstance(error, RunCancelled):
+                self._made_way(task, report)
             else:
                 if stop & TIMED_OUT and isinstance(error, RunCancelled):
                     error = _timeout_error(task, report.run, self._hung_grace, abandoned=False)
@@ -185,6 +211,15 @@ class RunEndings:
                     interrupted=interrupted,
                 )
         self._release(now)  # the report freed its worker
+
+    def _made_way(self, task: TaskRecord, report: Failed) -> None:
+        """A run asked to stop for its task's next slot (``overlap="replace"``) did: it counts, unfailed."""
+        self.activity += 1
+        task.run_count += 1
+        if task.store_seq is not None:
+            self._record_run(task, report.run, report.started_at, report.finished_at, "cancelled", None)
+        task.run_reported()
+        self._after_run(task, report.finished_at, report.started_at)
 
     def skipped(self, report: Skipped, *, now: float) -> None:
         """Record that a worker did not start a run: the task's token said it was cancelled."""
@@ -205,6 +240,8 @@ class RunEndings:
         if timeout is not None and task.heap_seq is None:
             # The heap holds only waiting tasks' due times; a running task's entry is its deadline.
             self._heap.push(task, report.started_at + timeout)
+        elif task.spec.policies.replaces:  # (no timeout: the two do not combine)
+            self._watch_for_replacement(task)
 
     def worker_lost(self, worker: int, error: BaseException, *, now: float) -> None:
         """Forget ``worker`` until ``add_worker``.
@@ -258,6 +295,9 @@ class RunEndings:
         if claim is None or worker is None:
             return  # cannot happen: a report removes the deadline
         self.activity += 1
+        if task.spec.policies.replaces:  # not a deadline: its next slot (a replacing task has no timeout)
+            self._replace(task)
+            return
         if request_stop(claim, TIMED_OUT):  # the first deadline
             if self._want_timed_out:
                 self._emit(EventKind.TIMED_OUT, task, now, task.run_count + 1)
@@ -270,12 +310,13 @@ class RunEndings:
         self._effects.abandoned.append(worker)
         self._lose(worker, _timeout_error(task, task.run_count + 1, self._hung_grace, abandoned=True), now)
 
-    def _end_interrupted(self, task: TaskRecord, finished_at: float) -> None:
+    def _end_interrupted(self, task: TaskRecord, finished_at: float, started_at: float | None = None) -> None:
         """A run asked to stop by ``cancel(interrupt=True)`` raised ``RunCancelled``: the task ends."""
         self.activity += 1
         if task.spec.trigger is not None or not task.spec.single_start:
             task.run_reported()
-        self._end_attempts(task)
+        attempt = self._end_attempts(task)
+        self._record_run(task, task.run_count + 1, started_at, finished_at, "cancelled", None, attempt)
         self._finish(task, CANCELLED, finished_at, None)
 
     def _end_attempts(self, task: TaskRecord) -> int:
@@ -314,7 +355,7 @@ class RunEndings:
         task.due_at = finished_at + wait
         if task.due_wall is not None:
             task.due_wall = task.due_at + self.wall_offset
-        self._heap.push(task, task.due_at)
+        self._rest(task)  # a paused task's next attempt waits for the resume
         return True
 
     def _fail_run(
@@ -336,8 +377,10 @@ class RunEndings:
             attempt = self._end_attempts(task)
         run = task.run_count = task.run_count + 1
         task.count_failure(error, traceback)
-        if task.store_seq is not None:
-            self._record_run(task, run, started_at, finished_at, "failed", f"{type(error).__name__}: {error}")
+        outcome = "timed_out" if isinstance(error, TaskTimeoutError) else "failed"
+        self._record_run(
+            task, run, started_at, finished_at, outcome, f"{type(error).__name__}: {error}", attempt
+        )
         if not task.spec.single_start:
             task.run_reported()
         if task.state is CANCELLING or interrupted:
@@ -364,21 +407,21 @@ class RunEndings:
                 attempt=attempt,
             )
         if ending is None:
-            self._reschedule(task, finished_at)
+            self._reschedule(task, finished_at, started_at)
         else:
             self._finish(task, ending, finished_at, None)
 
-    def _after_run(self, task: TaskRecord, finished_at: float) -> None:
+    def _after_run(self, task: TaskRecord, finished_at: float, started_at: float | None = None) -> None:
         """A recurring run (or a cancelled one) returned: end the task or schedule its next run."""
         if task.state is CANCELLING:
             self._finish(task, CANCELLED, finished_at, None)  # cancelled mid-run
         elif task.spec.trigger is None:
             self._finish(task, COMPLETED, finished_at, None)
         else:
-            self._reschedule(task, finished_at)
+            self._reschedule(task, finished_at, started_at)
 
-    def _reschedule(self, task: TaskRecord, finished_at: float) -> None:
-        if not self._plan_next(task, finished_at):
+    def _reschedule(self, task: TaskRecord, finished_at: float, started_at: float | None = None) -> None:
+        if not self._plan_next(task, finished_at, started_at):
             self._finish(task, COMPLETED, finished_at, None)  # a calendar that fires no more
             return
         move_to(task, PENDING)
@@ -389,25 +432,40 @@ class RunEndings:
             if not (task.store_seq is not None and self._detach(task)):
                 self._finish(task, CANCELLED, finished_at, None)
             return
-        self._heap.push(task, task.due_at)
+        if self._paused:
+            self._rest(task)  # PAUSED if it was paused during its run
+        else:
+            self._push_slot(task)
 
-    def _plan_next(self, task: TaskRecord, after: float) -> bool:
+    def _plan_next(self, task: TaskRecord, after: float, started_at: float | None = None) -> bool:
         """Set a recurring task's next due time, counted from its last slot and ``after`` (clock time).
 
+        The slots skipped on the way are missed (or one of them queued: ``_overran``);
+        ``started_at`` is when the run that ended started (``None``: it did not start).
         Returns ``False``, changing nothing, if its calendar fires no more.
         """
+        if (self._manual or self._respec) and self._plan_operated(task, after):
+            return True  # after a run_now run, or a reschedule's new trigger
         trigger = task.spec.trigger
         calendar = task.spec.calendar
+        ran_at = task.due_at
         if calendar is not None:
             ran_wall = task.due_wall if task.due_wall is not None else task.due_at + self.wall_offset
             due_wall = next_cron(calendar, ran_wall, after + self.wall_offset)
             if due_wall is None:
                 return False
             task.due_at, task.due_wall = due_wall - self.wall_offset, due_wall
+            self._overran(task, ran_at, started_at, after)
             return True
         if isinstance(trigger, FixedRate):
             assert trigger.first_at is not None  # resolved when the task was made
             due_at = next_fixed_rate(trigger.first_at, trigger.interval, task.due_at, after)
+            if due_at - ran_at > 1.5 * trigger.interval:  # slots were skipped (rare: a late run)
+                task.due_at = due_at
+                if task.store_seq is not None:
+                    task.due_wall = due_at + self.wall_offset
+                self._overran(task, ran_at, started_at, after)
+                return True
         else:
             assert isinstance(trigger, FixedDelay)
             due_at = next_fixed_delay(trigger.delay, after)
@@ -425,11 +483,25 @@ class RunEndings:
         finished_at: float,
         outcome: str,
         error: str | None,
+        attempt: int = 1,
+        value: object = None,
+        *,
+        reason: str | None = None,
     ) -> None:
-        """Note how a durable task's run ended, for the store's run ledger."""
+        """Note how a run ended: on its record (``history``), and for a durable task the store's ledger."""
         due_wall = task.due_wall if task.due_wall is not None else task.due_at + self.wall_offset
-        task.last_outcome = outcome
-        self._effects.ledger.append(RunOutcome(task, run, due_wall, started_at, finished_at, outcome, error))
+        value_json = value_note = None
+        if task.spec.keep_result and outcome == "completed":
+            value_json, value_note = keep_value(value)
+        entry = RunEntry(
+            run, task.due_at, due_wall, started_at, finished_at, outcome,
+            error, attempt, reason, False, value_json, value_note,
+        )  # fmt: skip
+        runs = task.runs  # (a plain task's report is its last run: it runs no more)
+        task.runs = keep_run(runs if isinstance(runs, list) else None, entry)
+        if task.store_seq is not None:
+            task.last_outcome = outcome
+            self._effects.ledger.append(RunOutcome(task, entry))
 
     def _missed(self, task: TaskRecord, now: float) -> None:
         """A run of a ``READY`` task would start later than its ``misfire_grace`` allows: skip it.
@@ -446,10 +518,10 @@ class RunEndings:
         )
         trigger = task.spec.trigger
         ends = trigger is None and task.take()  # a one-time task ends (unless a cancel won its token)
+        task.count_missed()
         if self._want_missed:
-            self._emit(EventKind.MISSED, task, now, run, error=error, final=ends)
-        if task.store_seq is not None:
-            self._record_run(task, run, None, now, "missed", str(error))
+            self._emit(EventKind.MISSED, task, now, run, error=error, final=ends, reason=REASON_MISFIRE)
+        self._record_run(task, run, None, now, "missed", str(error), reason=REASON_MISFIRE)
         if trigger is None:
             if ends:
                 task.count_failure(error, "")
@@ -457,7 +529,7 @@ class RunEndings:
             else:  # a caller cancelled it meanwhile: its Cancelled report would find it gone
                 self._finish(task, CANCELLED, now, None)
             return
-        if not self._plan_next(task, now):
+        if not self._plan_next(task, now, now):
             self._finish(task, COMPLETED, now, None)  # a calendar that fires no more
             return
         move_to(task, PENDING)
@@ -467,7 +539,7 @@ class RunEndings:
                 if not self._detach(task):
                     self._finish(task, CANCELLED, now, None)  # a cancel won its token meanwhile
                 return
-        self._heap.push(task, task.due_at)
+        self._rest(task)
 
 
 def _timeout_error(task: TaskRecord, run: int, hung_grace: float, *, abandoned: bool) -> TaskTimeoutError:

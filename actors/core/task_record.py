@@ -28,8 +28,10 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from actors.core.cron import CronSchedule
+from actors.core.policies import DEFAULT_POLICIES, Policies
 from actors.core.recurrence import first_due_at
 from actors.core.retry import Retry
+from actors.core.run_log import RunEntry
 from actors.core.task_state import (
     CANCELLED,
     COMPLETED,
@@ -42,7 +44,7 @@ from actors.core.task_state import (
 from actors.errors import DependencyFailedError
 from actors.sync.claim import INTERRUPTED, Claim
 from actors.sync.token import FREE, Token, request_stop
-from messages import Cron, FixedDelay, FixedRate, Once, Schedule, TaskInfo, TaskStatus
+from messages import Completed, Cron, FixedDelay, FixedRate, Once, Schedule, TaskInfo, TaskStatus
 
 __all__ = [
     "INLINE",
@@ -94,7 +96,7 @@ def makes_coroutine(fn: object) -> bool:
 
 
 class Failures:
-    """A task's failure counters: made only for tasks that fail or have a failure limit.
+    """A task's failure counters: made only for tasks that fail, miss a run or have a failure limit.
 
     A run being retried keeps its state here too: ``attempt`` (the attempt that runs next,
     from 1) and ``slot_due_at``/``slot_due_wall``, the run's own due time (its retries are
@@ -107,12 +109,14 @@ class Failures:
         "count",
         "last_error",
         "last_traceback",
+        "missed",
         "slot_due_at",
         "slot_due_wall",
     )
 
     def __init__(self) -> None:
         self.count = 0
+        self.missed = 0  # due times that did not get their run (kept here: most tasks never miss one)
         self.consecutive = 0
         self.last_error: BaseException | None = None
         self.last_traceback: str | None = None
@@ -160,10 +164,12 @@ class TaskSpec:
         "delay",
         "executor",
         "failure_limit",
+        "keep_result",
         "misfire_grace",
         "on_wall",
         "plain",
         "plain_run",
+        "policies",
         "retry",
         "single_start",
         "timeout",
@@ -183,6 +189,8 @@ class TaskSpec:
         coroutine: bool = False,
         after: tuple[TaskRecord, ...] = (),
         delay: float = 0.0,
+        policies: Policies = DEFAULT_POLICIES,
+        keep_result: bool = False,
     ) -> None:
         """Describe a task; a ``Cron`` trigger is checked here (``ValueError`` naming the field or zone)."""
         self.trigger = trigger
@@ -196,8 +204,10 @@ class TaskSpec:
         self.coroutine = coroutine
         self.after = after
         self.delay = delay
+        self.policies = policies  # overlap, catch-up, jitter (actors/core/policies.py)
+        self.keep_result = keep_result  # each run's value is kept with its run record (as JSON)
         # Whether a run needs no more than the common RunTask (the dealer builds a fuller one).
-        self.plain_run = retry is None and timeout is None and not coroutine
+        self.plain_run = retry is None and timeout is None and not coroutine and not policies.replaces
         # Whether a run takes the task's token for good as it starts (a one-time task never retried).
         self.single_start = trigger is None and retry is None
         # Whether it asks for nothing beyond one run on a thread (PLAIN can stand for it).
@@ -211,6 +221,8 @@ class TaskSpec:
             and self.retry is None
             and not self.coroutine
             and not self.after
+            and policies is DEFAULT_POLICIES
+            and not self.keep_result
         )
 
     def or_plain(self) -> TaskSpec:
@@ -221,7 +233,9 @@ class TaskSpec:
         return (
             f"TaskSpec({self.trigger!r}, failure_limit={self.failure_limit!r}, "
             f"executor={self.executor!r}, misfire_grace={self.misfire_grace!r}, on_wall={self.on_wall!r}, "
-            f"timeout={self.timeout!r}, retry={self.retry!r}, coroutine={self.coroutine!r})"
+            f"timeout={self.timeout!r}, retry={self.retry!r}, coroutine={self.coroutine!r}, "
+            f"policies={self.policies!r}, "
+            f"keep_result={self.keep_result!r})"
         )
 
 
@@ -245,6 +259,7 @@ class TaskRecord(Token):
         "last_outcome",
         "name",
         "run_count",
+        "runs",
         "spec",
         "state",
         "store_seq",
@@ -288,6 +303,9 @@ class TaskRecord(Token):
         # When an interval task's next due time was counted from (clock time: the end of its
         # last run here); None until it has one. A replaced definition counts from it too.
         self.counted_from: float | None = None
+        # How its last runs ended, oldest first (actors/core/run_log.py); None before the first.
+        # A plain task's one completed run is kept as its worker's report (no allocation).
+        self.runs: list[RunEntry] | Completed | None = None
 
     @classmethod
     def from_schedule(cls, cmd: Schedule, task_id: str, *, now: float, wall_offset: float) -> TaskRecord:
@@ -345,6 +363,13 @@ class TaskRecord(Token):
     def label(self) -> str:
         """Return the task's name: the one it was given, else its function's qualified name."""
         return self.name
+
+    def count_missed(self, count: int = 1) -> None:
+        """Count ``count`` due times that did not get their run (core's thread)."""
+        failures = self.failures
+        if failures is None:
+            failures = self.failures = Failures()
+        failures.missed += count
 
     def count_failure(self, error: BaseException, traceback: str) -> Failures:
         """Count one failed run (core's thread); return the counters."""
@@ -418,6 +443,7 @@ class TaskRecord(Token):
             end_reason=self.end_reason(),
             waiting_for=self.waiting_for() if status is TaskStatus.WAITING else (),
             wall_offset=wall_offset,
+            missed_count=failures.missed if failures else 0,
         )
 
     def waiting_for(self) -> tuple[str, ...]:

@@ -31,10 +31,12 @@ The diagram (``TRANSITIONS`` below is the same, as data)::
     HANDED --run reported--> COMPLETED | FAILED;  PENDING | READY | HANDED --cancelled--> CANCELLED
     READY --missed its run (misfire_grace)--> PENDING (recurring) | FAILED (one-time)
     READY --no worker of its kind exists (a process task, no processes)--> PENDING | FAILED, as above
-    PENDING | READY | HANDED --the scheduler stopped, the task lives on in its store--> DETACHED
+    PENDING | READY | HANDED | WAITING --the scheduler stopped, the task lives on in its store--> DETACHED
     HANDED --a run failed, and its Retry allows another attempt--> PENDING
     WAITING --every task it depends on completed--> PENDING
     WAITING --one of them failed or was cancelled, or it was cancelled--> CANCELLED
+    PENDING | READY | HANDED (taken back, or its run reported) | WAITING (released) --paused--> PAUSED
+    PAUSED --resumed--> PENDING;  PAUSED --run now--> READY;  PAUSED --> CANCELLED | DETACHED
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ from messages.events import StoredStatus
 __all__ = [
     "FINAL_STATES",
     "FINAL_STATUS",
+    "PAUSED",
     "STATUS",
     "STORED_FOR_STATUS",
     "STORED_STATUS",
@@ -82,12 +85,15 @@ class State(enum.IntEnum):
     """The scheduler stopped; the task lives on in its store (final for this process)."""
     WAITING = 8
     """A task of ``schedule_after``, waiting for the tasks it depends on to complete."""
+    PAUSED = 9
+    """Paused (``Scheduler.pause``): out of the heap; ``due_at`` is the due time it missed or will
+    have, which ``resume`` hands to its catch-up policy (``actors/core/operations.py``)."""
 
 
-PENDING, READY, HANDED, CANCELLING, COMPLETED, FAILED, CANCELLED, DETACHED, WAITING = State
+PENDING, READY, HANDED, CANCELLING, COMPLETED, FAILED, CANCELLED, DETACHED, WAITING, PAUSED = State
 
 _LEGAL: Final[dict[State, frozenset[State]]] = {
-    PENDING: frozenset({READY, CANCELLED, DETACHED}),  # due; or cancelled, shut down, detached
+    PENDING: frozenset({READY, CANCELLED, DETACHED, PAUSED}),  # due; cancelled, shut down, detached; paused
     READY: frozenset(
         {
             HANDED,  # dealt to a worker
@@ -95,6 +101,7 @@ _LEGAL: Final[dict[State, frozenset[State]]] = {
             PENDING,  # a recurring task that missed its slot (misfire_grace) waits for the next
             FAILED,  # a one-time task that missed its run
             DETACHED,
+            PAUSED,  # paused while it waited for a worker
         }
     ),
     HANDED: frozenset(
@@ -106,10 +113,20 @@ _LEGAL: Final[dict[State, frozenset[State]]] = {
             FAILED,
             CANCELLED,  # taken back and cancelled, or its worker skipped it
             DETACHED,  # taken back at shutdown, or its run reported after shutdown
+            PAUSED,  # taken back as it was paused, or a paused task's run (or attempt) reported
         }
     ),
     CANCELLING: frozenset({CANCELLED}),  # its worker reported (ran it, or skipped it)
-    WAITING: frozenset({PENDING, CANCELLED}),  # its dependencies completed; or one did not, or cancelled
+    # its dependencies completed; one did not; paused while it waited; stored at shutdown
+    WAITING: frozenset({PENDING, CANCELLED, PAUSED, DETACHED}),
+    PAUSED: frozenset(
+        {
+            PENDING,  # resumed
+            READY,  # run now (it stays paused: the run's end brings it back here)
+            CANCELLED,
+            DETACHED,  # the scheduler stopped; it stays paused in its store
+        }
+    ),
     COMPLETED: frozenset(),
     FAILED: frozenset(),
     CANCELLED: frozenset(),
@@ -132,6 +149,7 @@ STATUS: Final[Mapping[State, TaskStatus]] = MappingProxyType(
         CANCELLED: TaskStatus.CANCELLED,
         DETACHED: TaskStatus.SCHEDULED,  # still scheduled, in the store
         WAITING: TaskStatus.WAITING,
+        PAUSED: TaskStatus.PAUSED,
     }
 )
 """``state -> the status a snapshot shows``; ``status_of`` adds the one case a state alone cannot
@@ -147,6 +165,7 @@ STORED_FOR_STATUS: Final[Mapping[TaskStatus, StoredStatus]] = MappingProxyType(
         TaskStatus.SCHEDULED: "scheduled",
         TaskStatus.RUNNING: "scheduled",  # a run in flight is not stored: live after a restart
         TaskStatus.WAITING: "scheduled",
+        TaskStatus.PAUSED: "scheduled",  # live; the store keeps the paused flag beside it
         TaskStatus.COMPLETED: "completed",
         TaskStatus.FAILED: "failed",
         TaskStatus.CANCELLED: "cancelled",

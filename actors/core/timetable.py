@@ -32,7 +32,9 @@ from actors.core.dealer import Dealer
 from actors.core.dependencies import Blocked, Dependencies
 from actors.core.due_heap import DueHeap
 from actors.core.effects import Effects
+from actors.core.operations import Operations
 from actors.core.parked import Parcel, ParkedTasks
+from actors.core.policies import DEFAULT_POLICIES
 from actors.core.stopping import Stopping
 from actors.core.task_record import PROCESSES, Failures, TaskRecord, TaskSpec
 from actors.core.task_state import (
@@ -63,7 +65,7 @@ from messages import (
 )
 
 
-class Timetable(Stopping):
+class Timetable(Operations, Stopping):
     """Every task's schedule and state, and which worker holds what.
 
     Mutators take ``now`` (clock seconds) and record what should happen; ``take_effects``
@@ -72,7 +74,8 @@ class Timetable(Stopping):
     This class holds the state, the commands and the release of due tasks to the workers;
     its parts hold the rest: ``RunEndings`` (how a run ends, ``actors/core/run_endings.py``),
     ``Stopping`` (shutting down and abandoning, ``actors/core/stopping.py``) and ``Queries``
-    (what it answers about its tasks, ``actors/core/queries.py``).
+    (what it answers about its tasks, ``actors/core/queries.py``) and ``Operations`` (pause,
+    resume, run now, reschedule, ``actors/core/operations.py``).
     """
 
     def __init__(
@@ -136,6 +139,13 @@ class Timetable(Stopping):
         self.durable_runs_once = False
         self._wall_tasks = WallTasks()  # the live tasks due at a wall-clock instant
         self._dependencies = Dependencies()  # who waits for whom (schedule_after)
+        # What pause, run_now and reschedule keep per task (actors/core/operations.py says why).
+        self._paused: dict[TaskId, float] = {}
+        self._manual: dict[TaskId, tuple[float, float | None]] = {}
+        self._respec: dict[TaskId, tuple[TaskSpec, float, float | None]] = {}
+        self._dealer.manual = self._manual  # the dealer marks their runs manual
+        # Tasks with catch_up="all" running their missed slots in turn: the last slot to run.
+        self._catching_up: dict[TaskId, float] = {}
 
     @property
     def wanted(self) -> frozenset[EventKind]:
@@ -194,7 +204,10 @@ class Timetable(Stopping):
         else:
             if task.spec.on_wall:
                 self._plan_on_wall(task)
-            self._heap.push(task, task.due_at)
+            if task.spec.policies is DEFAULT_POLICIES:
+                self._heap.push(task, task.due_at)
+            else:
+                self._push_slot(task)
         if task.due_at <= now and task.state is PENDING and not self._deferred:
             self._release(now)
 
@@ -215,11 +228,25 @@ class Timetable(Stopping):
         ):
             raise DuplicateTaskError("loaded tasks repeat an id, or have the id of a live task")
         live = self._tasks
+        policed: list[TaskRecord] = []  # with a catch_up policy of their own
+        waiting: list[TaskRecord] = []  # schedule_after's, stored waiting (actors/runtime/durable_after.py)
         for task in tasks:
             live[task.task_id] = task
-            if task.spec.on_wall:
+            if task.spec.after:
+                waiting.append(task)
+            elif task.spec.on_wall:
                 self._plan_on_wall(task)
+            if task.spec.policies is not DEFAULT_POLICIES:
+                policed.append(task)
+        for task in policed:  # due times that passed while the scheduler was down: their catch_up
+            if task.due_at < now:
+                self._caught_up(task, now, restart=True)
+        if waiting:
+            tasks = [task for task in tasks if not task.spec.after]
         self._heap.push_many(tasks, [task.due_at for task in tasks])  # type: ignore[arg-type]
+        for task in waiting:  # in load order: what a task waits for is in the table already
+            if task.task_id in live:  # (not ended by a dependency that was blocked just before)
+                self._wait_for(task, now)
         self._release(now)
 
     def park(self, parcel: Parcel, *, now: float) -> None:
@@ -432,6 +459,9 @@ class Timetable(Stopping):
             if task.state is HANDED or task.state is CANCELLING:
                 self._overdue(task, now)  # not a due time: a running task's deadline
                 continue
+            if task.spec.policies is not DEFAULT_POLICIES and self._caught_up(task, now, restart=False):
+                self._push_slot(task)  # its catch_up skipped what passed: it waits for a later slot
+                continue
             queue(task)
             self.activity += 1
             if want_due:
@@ -484,7 +514,10 @@ class Timetable(Stopping):
         """Every task a waiting task depends on has completed: it is due ``delay`` from now."""
         move_to(task, PENDING)
         task.due_at = now + task.spec.delay
-        self._heap.push(task, task.due_at)
+        if task.store_seq is not None:  # a durable one: its store learns when it is due
+            task.due_wall = task.due_at + self.wall_offset
+            self._effects.saves.append(task)
+        self._rest(task)  # in the heap, or PAUSED if it was paused while it waited
 
     def _end_blocked(self, blocked: Blocked, at: float) -> None:
         """A task a waiting task depends on did not complete: the waiting one ends ``CANCELLED``."""
@@ -510,9 +543,13 @@ class Timetable(Stopping):
     def _finish(self, task: TaskRecord, state: State, at: float, outcome: object) -> None:
         move_to(task, state)
         del self._tasks[task.task_id]
+        if self._catching_up:
+            self._catching_up.pop(task.task_id, None)
         if task.spec.on_wall:
             self._wall_tasks.forget(task)
         self.activity += 1
+        if self._paused or self._manual or self._respec:
+            self._forget_operated(task.task_id)
         if task.store_seq is not None:
             self._effects.saves.append(task)
         if state is CANCELLED and self._want_cancelled:
@@ -585,4 +622,5 @@ def _put_off(task: TaskRecord, due_at: float) -> None:
             coroutine=spec.coroutine,
             after=spec.after,
             delay=spec.delay,
+            policies=spec.policies,
         )

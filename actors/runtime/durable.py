@@ -14,7 +14,8 @@ a migration):
   ``{"rate": <interval>, "anchor": <wall time of its first slot>}``, ``{"delay": <delay>}``,
   or ``{"cron": <expression>, "tz": <zone name>}``;
 - options: only what differs from the defaults: ``{"name": ..., "max_consecutive_failures":
-  ..., "misfire_grace": ..., "executor": "process"}``. Keys it does not know are ignored:
+  ..., "misfire_grace": ..., "executor": "process", "overlap": ..., "catch_up": ...,
+  "max_catch_up": ..., "jitter": ...}``. Keys it does not know are ignored:
   the command line keeps ``"job_fingerprint"`` there (``actors/cli/fingerprints.py``).
 
 Nothing here reads a clock, and loading never runs user code: a reference is imported (that
@@ -35,6 +36,7 @@ from typing import Any, Final
 from actors.core.cron import CronSchedule
 from actors.core.effects import RunOutcome
 from actors.core.parked import Batch, ParkedTasks, StandIn
+from actors.core.policies import DEFAULT_POLICIES, Policies, check_policies
 from actors.core.retry import Retry
 from actors.core.task_record import (
     INLINE,
@@ -49,7 +51,8 @@ from actors.core.task_record import (
 from actors.core.task_state import STORED_STATUS
 from actors.errors import StoreError
 from actors.references import LazyReference, parse_reference, resolve_stored
-from actors.store.protocol import RunRecord, StoredTask, TaskDefinition, TaskUpdate
+from actors.runtime import durable_after
+from actors.store.protocol import LedgerRow, StoredTask, TaskDefinition, TaskUpdate
 from actors.store.trigger_json import StoredTrigger, decode_trigger
 from messages import Cron, FixedDelay, FixedRate
 from messages.commands import EMPTY_KWARGS
@@ -62,7 +65,9 @@ __all__ = [
     "damage_of",
     "definition",
     "load",
+    "one_time_columns",
     "run_record",
+    "stored_batch",
     "task_update",
 ]
 
@@ -76,8 +81,12 @@ _SHOWN_TEXT: Final = 80  # characters of a damaged column's text an error quotes
 def definition(
     task: TaskRecord, fn_ref: str, args_json: str, kwargs_json: str, *, wall_offset: float
 ) -> TaskDefinition:
-    """What the store keeps of a new durable task (its due time as a wall-clock instant)."""
+    """What the store keeps of a new durable task (its due time as a wall-clock instant).
+
+    A task that waits (``schedule_after``) is kept with its edges and no due time (``durable_after``).
+    """
     due_wall = task.due_wall if task.due_wall is not None else task.due_at + wall_offset
+    after = durable_after.edges(task) if task.spec.after else ()
     return TaskDefinition(
         task_id=task.task_id,
         fn_ref=fn_ref,
@@ -85,12 +94,33 @@ def definition(
         kwargs_json=kwargs_json,
         trigger_json=_trigger_json(task.spec, wall_offset),
         options_json=_options_json(task.name, fn_ref, task.spec),
-        next_due=due_wall,
+        next_due=None if after else due_wall,
+        after=after,
     )
 
 
-def task_update(task: TaskRecord) -> TaskUpdate:
-    """The state of a durable task to write after a run or at its end (core's state, as it is now)."""
+def one_time_columns(name: str, fn_ref: str, spec: TaskSpec) -> tuple[str, str]:
+    """The ``trigger_json`` and ``options_json`` of stored one-time tasks (a ``schedule_many`` batch's)."""
+    assert spec.trigger is None  # one-time,
+    assert not spec.on_wall  # due at a clock time: no wall-clock offset goes in
+    return _trigger_json(spec, 0.0), _options_json(name, fn_ref, spec)
+
+
+def stored_batch(fn: Callable[..., object], name: str, spec: TaskSpec, location: str) -> Batch:
+    """The batch of stored one-time tasks sharing ``fn``, ``name``, ``spec``, parked as the loader parks.
+
+    Their arguments stay JSON text until each gets its record; text that does not decode
+    makes a stand-in whose runs fail with a ``StoreError`` naming ``location``.
+    """
+    decode = functools.partial(_parked_arguments, location, _stand_in_spec(spec))
+    return Batch(fn, EMPTY_KWARGS, name, spec, decode)
+
+
+def task_update(task: TaskRecord, *, paused: bool | None = None) -> TaskUpdate:
+    """The state of a durable task to write after a run or at its end (core's state, as it is now).
+
+    ``paused``: whether the task is paused (``None``: leave the stored flag as it is).
+    """
     assert task.store_seq is not None
     status = STORED_STATUS[task.state]
     failures = task.failures or Failures()
@@ -108,24 +138,43 @@ def task_update(task: TaskRecord) -> TaskUpdate:
         consecutive_failures=failures.consecutive,
         last_error=error_text,
         last_outcome=task.last_outcome,
+        paused=paused,
     )
 
 
-def run_record(outcome: RunOutcome, *, wall_offset: float) -> RunRecord:
+def run_record(outcome: RunOutcome, *, wall_offset: float) -> LedgerRow:
     """The run ledger's row for one finished (or missed) run of a durable task."""
-    task = outcome.task
+    task, entry = outcome
     assert task.store_seq is not None
-    started = None if outcome.started_at is None else outcome.started_at + wall_offset
-    return RunRecord(
+    started = None if entry.started_at is None else entry.started_at + wall_offset
+    return LedgerRow(
         task_id=task.task_id,
         task_seq=task.store_seq,
-        run=outcome.run,
-        due=outcome.due_wall,
+        run=entry.run,
+        due=entry.due_wall,
         started=started,
-        finished=outcome.finished_at + wall_offset,
-        outcome=outcome.outcome,
-        error=outcome.error,
+        finished=entry.finished_at + wall_offset,
+        outcome=entry.ending,
+        error=entry.error,
+        attempt=entry.attempt,
+        reason=entry.reason,
+        manual=entry.manual,
+        value_json=entry.value_json,
+        value_note=entry.value_note,
     )
+
+
+def kept_result(row: StoredTask) -> bool:
+    """Whether a stored task was scheduled with ``keep_result`` (its values are in the ledger)."""
+    return '"keep_result"' in row.options_json and _options(row.options_json).get("keep_result") is True
+
+
+def _options(options_json: str) -> dict[str, Any]:
+    try:
+        options = json.loads(options_json)
+    except ValueError:
+        return {}
+    return options if isinstance(options, dict) else {}
 
 
 class LoadedTasks:
@@ -144,14 +193,24 @@ class LoadedTasks:
     the column (``load``); the other tasks load and run.
     """
 
-    def __init__(self, *, wall_offset: float, location: str = "the store") -> None:
+    def __init__(
+        self,
+        *,
+        wall_offset: float,
+        location: str = "the store",
+        waits: durable_after.Waits | None = None,
+    ) -> None:
         """Read back on the clock whose wall-clock offset (wall time minus clock time) is ``wall_offset``.
 
         ``location`` names the store in the errors of damaged rows (its file, or its server).
+        ``waits``: the store's unmet ``schedule_after`` edges (``durable_after``): a row that
+        waits, or that one waits for, comes back as a record, never parked.
         """
+        self._waits = waits or durable_after.Waits([])
         self.records: list[TaskRecord] = []
         self.parked = ParkedTasks()
         self.due: list[tuple[float, int, str]] = []  # the parked tasks' heap entries (a heap), seq = count
+        self.paused: frozenset[str] = frozenset()  # the ids stored as paused (a store that KeepsPaused)
         self._wall_offset = wall_offset
         self._location = location
         self._functions: dict[str, tuple[Callable[..., object], bool]] = {}
@@ -163,7 +222,13 @@ class LoadedTasks:
         offset = self._wall_offset
         due = self.due
         put = self.parked.put
+        waits = self._waits if self._waits else None
         for row in rows:
+            if waits is not None and waits.must_load(row.seq):
+                record = load(row, wall_offset=offset, functions=self._functions, location=self._location)
+                waits.took(record)
+                self.records.append(record)
+                continue
             batch = self._batch_of(row)
             next_due = row.next_due
             if (
@@ -201,8 +266,7 @@ class LoadedTasks:
             pass  # not parked: load() makes its stand-in, and says why
         else:
             if spec.trigger is None and not spec.on_wall:
-                decode = functools.partial(_parked_arguments, self._location, _stand_in_spec(spec))
-                batch = Batch(fn, EMPTY_KWARGS, name, spec, decode)
+                batch = stored_batch(fn, name, spec, self._location)
                 self.parked.register(batch)
         self._batches[key] = batch
         return batch
@@ -450,6 +514,8 @@ def _options_json(name: str, fn_ref: str, spec: TaskSpec) -> str:
         options["executor"] = spec.executor
     if spec.timeout is not None:
         options["timeout"] = spec.timeout
+    if spec.keep_result:
+        options["keep_result"] = True
     retry = spec.retry
     if retry is not None:
         options["retry"] = {
@@ -460,7 +526,25 @@ def _options_json(name: str, fn_ref: str, spec: TaskSpec) -> str:
             "jitter": retry.jitter,
             "on": [f"{kind.__module__}:{kind.__qualname__}" for kind in retry.on],
         }
+    policies = spec.policies
+    if policies is not DEFAULT_POLICIES:
+        for key, value, default in zip(_POLICY_KEYS, policies.key(), DEFAULT_POLICIES.key(), strict=True):
+            if value != default:
+                options[key] = value
     return json.dumps(options) if options else "{}"
+
+
+_POLICY_KEYS: Final = ("overlap", "max_instances", "catch_up", "max_catch_up", "jitter")
+
+
+def _policies(options: dict[str, Any], recurring: bool) -> Policies:
+    """A stored task's policies (checked by the rules a call is checked by)."""
+    if not any(key in options for key in _POLICY_KEYS):
+        return DEFAULT_POLICIES
+    values = [
+        options.get(key, default) for key, default in zip(_POLICY_KEYS, DEFAULT_POLICIES.key(), strict=True)
+    ]
+    return check_policies(*values, recurring=recurring)
 
 
 def _recurrence(trigger: StoredTrigger, wall_offset: float) -> Recurrence | None:
@@ -491,6 +575,9 @@ def _spec(recurring: Recurrence | None, on_wall: bool, options: dict[str, Any], 
     timeout = options.get("timeout")
     if timeout is not None:
         require_positive_duration("timeout", timeout)
+    keep_result = options.get("keep_result", False)
+    if not isinstance(keep_result, bool):
+        raise TypeError(f"has keep_result {keep_result!r}, not a bool")
     spec = TaskSpec(
         recurring,
         failure_limit,
@@ -500,6 +587,8 @@ def _spec(recurring: Recurrence | None, on_wall: bool, options: dict[str, Any], 
         timeout=timeout,
         retry=_retry(options.get("retry")),
         coroutine=coroutine,
+        policies=_policies(options, recurring is not None),
+        keep_result=keep_result,
     )
     return spec.or_plain()
 

@@ -152,7 +152,8 @@ class StoreHome(MemoryHome):
     def save(self, effects: Effects, core: Timetable) -> None:
         """Write what changed of durable tasks, and their runs' outcomes, in one transaction."""
         offset = core.wall_offset
-        updates = [task_update(task) for task in dict.fromkeys(effects.saves)]  # each task once
+        paused = core.is_paused  # the flag a store that KeepsPaused keeps (others ignore it)
+        updates = [task_update(task, paused=paused(task.task_id)) for task in dict.fromkeys(effects.saves)]
         runs = [run_record(outcome, wall_offset=offset) for outcome in effects.ledger]
         try:
             self.store.save(updates, runs)

@@ -58,6 +58,26 @@ class IdMint:
                 number = next(self._numbers)
         return f"task-{number}"
 
+    def many(self, count: int) -> list[str]:
+        """Return ``count`` new ids for tasks kept in the store: at most one reservation, of what is missing.
+
+        For ``schedule_many(..., durable=True)``: 30,000 ids are one transaction, not 30.
+
+        Raises:
+            StoreError: Numbers had to be reserved, and the store failed (none is handed out).
+        """
+        if self._reserve is None:
+            return [f"task-{number}" for number in itertools.islice(self._numbers, count)]
+        with self._lock:
+            numbers = list(itertools.islice(self._numbers, count))
+            if len(numbers) < count:
+                try:
+                    numbers.extend(self._reserve(count - len(numbers)))
+                except BaseException:
+                    self._numbers = itertools.chain(numbers, self._numbers)  # not lost: handed out later
+                    raise
+        return [f"task-{number}" for number in numbers]
+
     def memory(self) -> str:
         """Return a new id for a memory-only task: never asks the store."""
         if self._reserve is None:

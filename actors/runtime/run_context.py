@@ -39,6 +39,8 @@ class RunContext:
             idempotent on this key).
         attempt: Which attempt this is, from 1 (see ``Retry``).
         deadline: When the run's ``timeout`` runs out (clock seconds), or ``None``.
+        manual: Whether this is an extra run of ``Scheduler.run_now`` (``False`` for every
+            scheduled run).
     """
 
     task_id: TaskId
@@ -48,6 +50,7 @@ class RunContext:
     key: str
     attempt: int = 1
     deadline: float | None = None
+    manual: bool = False
     _claim: RunClaim | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -90,7 +93,9 @@ def current_run() -> RunContext:
         due_wall = due_at + (clock.wall().timestamp() - clock.now())
     deadline = None if run.timeout is None else started_at + run.timeout
     key = f"{run.task_id}@{_iso(due_wall)}"
-    return RunContext(run.task_id, run.run, due_at, started_at, key, run.attempt, deadline, run.claim)
+    return RunContext(
+        run.task_id, run.run, due_at, started_at, key, run.attempt, deadline, run.manual, run.claim
+    )
 
 
 def _iso(stamp: float) -> str:

@@ -34,6 +34,7 @@ from actors.runtime.executor_worker import ExecutorWorkerActor, close_executors
 from actors.runtime.home import Home, MemoryHome
 from actors.runtime.limits import MAX_PROCESSES, MAX_WORKERS, check_count
 from actors.runtime.minting import IdMint
+from actors.runtime.operations import OPERATIONS, operate
 from actors.runtime.process_worker import ProcessWorkerActor
 from actors.runtime.timer import TimerThread
 from actors.runtime.worker import Report, WorkerActor, run_batch
@@ -54,13 +55,18 @@ from messages import (
     Failed,
     FindTask,
     Flush,
+    Pause,
     Publish,
+    QueryHistory,
     QueryNextDue,
     QueryStats,
     QueryTask,
     QueryTasks,
+    Reschedule,
+    Resume,
     RetrySaves,
     RunBatch,
+    RunNow,
     RunTask,
     Schedule,
     SchedulerStats,
@@ -78,7 +84,18 @@ from messages import (
 
 logger = logging.getLogger(__name__)
 
-_ANSWERED: Final = (AddTask, Cancel, FindTask, QueryNextDue, QueryStats, QueryTask, QueryTasks, Schedule)
+_ANSWERED: Final = (
+    AddTask,
+    Cancel,
+    FindTask,
+    QueryHistory,
+    QueryNextDue,
+    QueryStats,
+    QueryTask,
+    QueryTasks,
+    Schedule,
+    *OPERATIONS,
+)
 """The messages whose reply someone reads: a handler that fails replies a ``SchedulerInternalError``."""
 
 OutboxItem = TaskRecord | Parcel | Cancelled | Report
@@ -97,7 +114,8 @@ class SchedulerActor(LibraryActor):
     ``False`` if refused (the id is live, or the scheduler is shutting down; logged);
     ``Cancel`` -> ``bool``; ``QueryTask`` -> ``TaskInfo | None``; ``QueryTasks`` ->
     ``list[TaskInfo]``; ``QueryNextDue`` -> ``float | None``; ``QueryStats`` ->
-    ``SchedulerStats``. It never raises out of a handler, so a bad ``tell`` cannot kill it. It
+    ``SchedulerStats``; ``QueryHistory`` -> ``list[RunRecord] | None``. It never raises out
+    of a handler, so a bad ``tell`` cannot kill it. It
     only ever *tells* the workers and the bus, so no actor can deadlock on it. It starts the
     workers, the timer, (unless given one) the event bus and its home's threads in
     ``on_start``, on its own thread, and replaces any of them that dies but the home's.
@@ -124,6 +142,7 @@ class SchedulerActor(LibraryActor):
         home: Home | None = None,
         loaded: list[TaskRecord] | None = None,
         parked: ParkedTasks | None = None,
+        paused: frozenset[str] = frozenset(),
         due: list[tuple[float, int, str]] | None = None,
         hung_grace: float = 5.0,
         subscriptions: list[Subscribe] | None = None,
@@ -155,6 +174,7 @@ class SchedulerActor(LibraryActor):
                 it, and closes it when it stops.
             loaded: The live tasks read from the store, to own from the start.
             parked: The one-time tasks read from the store and kept parked (``actors/core/parked.py``).
+            paused: The ids of the tasks read from the store that are paused (they stay paused).
             due: The heap entries of ``parked`` (``Timetable.adopt_parked``).
             hung_grace: Seconds a run past its ``timeout`` gets, once asked to stop, before its
                 worker is abandoned (and replaced).
@@ -195,6 +215,7 @@ class SchedulerActor(LibraryActor):
         self._stopped = stopped
         self._home: Home = home if home is not None else MemoryHome()
         self._loaded = loaded or []
+        self._paused = paused
         self._due = due or []
         # A shared store's leased task goes back to the store after its run.
         self._core.durable_runs_once = self._home.durable_runs_once
@@ -265,6 +286,8 @@ class SchedulerActor(LibraryActor):
                     self._core.adopt_parked(self._due, now=now)  # before any other push
                 if self._loaded:
                     self._core.add_many(self._loaded, now=now)
+                if self._paused:
+                    self._core.restore_paused(self._paused, now=now)  # before anything is released
         except Exception as error:
             logger.exception("scheduler could not take the tasks loaded from its store")
             if self._started is not None:
@@ -355,12 +378,16 @@ class SchedulerActor(LibraryActor):
                 return core.record(task_id, finished=finished)
             case Cancel(task_id, interrupt):
                 return self._cancel(task_id, interrupt)
+            case Pause() | Resume() | RunNow() | Reschedule():
+                return operate(core, message, self._clock.now())  # actors/runtime/operations.py
             case QueryTask(task_id):
                 return core.find(task_id, wall_offset=self._wall_offset())
             case QueryTasks():
                 return core.infos(wall_offset=self._wall_offset())
             case QueryNextDue():
                 return core.next_due()
+            case QueryHistory(task_id, limit):  # Scheduler.history (actors/api/history.py)
+                return core.runs(task_id, limit, wall_offset=self._wall_offset() or 0.0)
             case QueryStats():
                 return self._stats()
             case Settle(waiter, until):

@@ -53,7 +53,7 @@ from actors.shared.lease_keeper import LeaseKeeper
 from actors.shared.lease_loop import LeaseLoop
 from actors.shared.outcome_board import OutcomeBoard
 from actors.shared.plan import local_due, on_grid
-from actors.store.protocol import IfExists, Lease, RunRecord, SharedStore, Store, TaskDefinition, TaskUpdate
+from actors.store.protocol import IfExists, Lease, LedgerRow, SharedStore, Store, TaskDefinition, TaskUpdate
 from actors.store.trigger_json import decode_trigger
 from actors.sync.threads import ThreadRegistry
 from messages import CancelledInStore, Claimed, EventKind, RetrySaves, RunTask, TaskEvent
@@ -82,7 +82,7 @@ class _Unsaved:
     """Outcomes the store could not take yet, and what waits for them."""
 
     updates: list[TaskUpdate]
-    runs: list[RunRecord]
+    runs: list[LedgerRow]
     events: list[TaskEvent]
     ended: list[tuple[TaskRecord, object]]
     retried: bool = False  # an attempt failed: maybe at its commit, which may have committed it
@@ -322,11 +322,11 @@ class SharedNode:
         published = set() if refused is None else {id(e) for e in waiting if e.task_id not in refused}
         effects.events[:] = [e for e in effects.events if e.task_id not in leased or id(e) in published]
 
-    def _run_record(self, outcome: RunOutcome, core: Timetable) -> RunRecord | None:
+    def _run_record(self, outcome: RunOutcome, core: Timetable) -> LedgerRow | None:
         task = outcome.task
         if task.store_seq is None:
             return None
-        record = run_record(outcome, wall_offset=core.wall_offset)
+        record = dataclasses.replace(run_record(outcome, wall_offset=core.wall_offset), node=self.store.node)
         held = self.book.get(task.store_seq)
         if held is not None and held.started is not None and record.started is not None:
             record = dataclasses.replace(record, started=held.started)  # the database's clock

@@ -10,21 +10,36 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from datetime import UTC, datetime
 from typing import Any
 
-from actors.errors import RemoteRunError
+from actors.errors import DependencyFailedError, RemoteRunError
 from actors.references import parse_reference
 from actors.store.protocol import RunInFlight, StoredTask
 from actors.store.trigger_json import StoredTrigger, decode_trigger
 from messages import Cron, FixedDelay, FixedRate, Once, TaskInfo, TaskStatus, Trigger
 
-__all__ = ["info_of", "name_of"]
+__all__ = ["dependency_failed", "info_of", "name_of"]
+
+# The stored text of a DependencyFailedError (the store's, or the core's: the same words).
+_DEPENDENCY_FAILED = re.compile(
+    r"DependencyFailedError: task .* was cancelled: task '(.*)', which it waited for"
+)
 
 
 # What decoding a column edited by hand into something no scheduler writes raises (a damaged
 # row: actors/runtime/durable.py). A snapshot shows such a row as well as it can, never raises.
 _DAMAGE = (ValueError, TypeError, KeyError, AttributeError, RecursionError)
+
+
+def dependency_failed(last_error: str | None) -> DependencyFailedError | None:
+    """The ``DependencyFailedError`` a cancelled row's stored error text is, or ``None`` if it is not one."""
+    found = _DEPENDENCY_FAILED.match(last_error or "")
+    if found is None:
+        return None
+    assert last_error is not None
+    return DependencyFailedError(last_error.removeprefix("DependencyFailedError: "), found.group(1))
 
 
 def name_of(row: StoredTask) -> str:
@@ -38,11 +53,14 @@ def name_of(row: StoredTask) -> str:
         return str(row.fn_ref)
 
 
-def info_of(row: StoredTask, flight: RunInFlight | None, *, wall_offset: float) -> TaskInfo:
+def info_of(
+    row: StoredTask, flight: RunInFlight | None, *, wall_offset: float, waiting_for: tuple[str, ...] = ()
+) -> TaskInfo:
     """The snapshot of a stored task; ``flight`` is its run in flight on some node, if any.
 
     ``wall_offset`` is the database's clock (UTC epoch seconds) minus the node's clock, to turn
-    stored times into clock times.
+    stored times into clock times. ``waiting_for``: the ids a ``schedule_after`` row still
+    waits for (its status is then ``WAITING``).
     """
     options = _options(row)
     status = TaskStatus(row.status)  # a stored status is a TaskStatus's value
@@ -50,8 +68,12 @@ def info_of(row: StoredTask, flight: RunInFlight | None, *, wall_offset: float) 
         flight = None
     if status is TaskStatus.SCHEDULED and flight is not None and flight.started:
         status = TaskStatus.RUNNING
+    elif status is TaskStatus.SCHEDULED and waiting_for:
+        status = TaskStatus.WAITING
     next_wall = row.next_due if status is TaskStatus.SCHEDULED else None
-    error = None if row.last_error is None else RemoteRunError(row.last_error)
+    error: BaseException | None = None
+    if row.last_error is not None:
+        error = dependency_failed(row.last_error) or RemoteRunError(row.last_error)
     return TaskInfo(
         task_id=row.task_id,
         name=name_of(row),
@@ -66,6 +88,7 @@ def info_of(row: StoredTask, flight: RunInFlight | None, *, wall_offset: float) 
         last_traceback=row.last_error,
         end_reason=_end_reason(row, options),
         node=None if flight is None else flight.owner,
+        waiting_for=waiting_for if status is TaskStatus.WAITING else (),
     )
 
 

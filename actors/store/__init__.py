@@ -1,7 +1,7 @@
 """Durable stores for the scheduler: the ``Store`` protocol, on SQLite and on PostgreSQL.
 
 ``Store`` (and its read-only half ``StoreReader``) is the contract; ``StoredTask``,
-``TaskDefinition``, ``TaskUpdate`` and ``RunRecord`` are the plain data it trades in.
+``TaskDefinition``, ``TaskUpdate`` and ``LedgerRow`` are the plain data it trades in.
 ``SQLiteStore`` keeps one scheduler's tasks in one SQLite file; ``SQLiteStore.inspect``
 reads one without disturbing the scheduler that holds it. ``PostgresStore`` keeps them in a
 PostgreSQL schema that several schedulers may share: it is also a ``SharedStore``, whose
@@ -21,11 +21,14 @@ from actors.store.protocol import (
     LIVE_STATUS,
     STATUSES,
     TERMINAL_STATUSES,
+    Dependency,
     IfExists,
+    KeepsDependencies,
+    KeepsPaused,
     Lease,
+    LedgerRow,
     LoadsInParts,
     RunInFlight,
-    RunRecord,
     SharedStore,
     Store,
     StoredStatus,
@@ -33,6 +36,7 @@ from actors.store.protocol import (
     StoreReader,
     TaskDefinition,
     TaskUpdate,
+    Waiting,
 )
 from actors.store.sqlite import SQLiteReader, SQLiteStore
 
@@ -73,13 +77,16 @@ __all__ = [
     "LIVE_STATUS",
     "STATUSES",
     "TERMINAL_STATUSES",
+    "Dependency",
     "DuplicateTaskError",
     "IfExists",
+    "KeepsDependencies",
+    "KeepsPaused",
     "Lease",
+    "LedgerRow",
     "LoadsInParts",
     "PostgresStore",
     "RunInFlight",
-    "RunRecord",
     "SQLiteReader",
     "SQLiteStore",
     "SharedStore",
@@ -91,6 +98,7 @@ __all__ = [
     "StoredTask",
     "TaskDefinition",
     "TaskUpdate",
+    "Waiting",
     "open_store",
 ]
 

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Final, Self, TypeVar
 import psycopg
 
 from actors.errors import StoreError
+from actors.store import postgres_after
 from actors.store import postgres_sql as q
 from actors.store import postgres_writes as writes
 from actors.store.postgres_connections import Bounds, Connection, OwnConnection, PostgresConnections, redact
@@ -50,13 +51,15 @@ from actors.store.postgres_schema import APPLICATION, lock_key, prepare
 from actors.store.protocol import (
     IfExists,
     Lease,
+    LedgerRow,
     RunInFlight,
-    RunRecord,
     SharedStore,
     StoredTask,
     TaskDefinition,
     TaskUpdate,
+    Waiting,
     check_batch,
+    check_definitions,
     check_if_exists,
 )
 
@@ -302,6 +305,20 @@ class PostgresStore:
         check_if_exists(if_exists)
         return self._write("add", lambda db: writes.add(db, task, if_exists, self._channel))
 
+    def add_many(self, tasks: Sequence[TaskDefinition]) -> list[int]:
+        """Store new tasks in one transaction (their rows by ``COPY``); see ``Store.add_many``.
+
+        Any thread. Sends one hint for the whole batch: any node's claim finds them all.
+        """
+        check_definitions(tasks)
+        if not tasks:
+            return []
+        return self._write("add_many", lambda db: writes.add_many(db, tasks, self._channel))
+
+    def waiting(self) -> list[Waiting]:
+        """Return the edges of ``schedule_after`` not met yet; see ``KeepsDependencies``. Any thread."""
+        return self._read("waiting", postgres_after.waiting)
+
     def cancel(self, task_id: str, *, interrupt: bool = False) -> bool:
         """Mark a live task cancelled, committed before it returns; see ``SharedStore.cancel``. Any thread.
 
@@ -316,7 +333,7 @@ class PostgresStore:
                 self._terminal_since_prune += 1
         return cancelled
 
-    def save(self, updates: Sequence[TaskUpdate] = (), runs: Sequence[RunRecord] = ()) -> int:
+    def save(self, updates: Sequence[TaskUpdate] = (), runs: Sequence[LedgerRow] = ()) -> int:
         """Apply updates and append ledger rows in one transaction; see ``Store.save``.
 
         Any thread (meant for the scheduler's). Fenced updates (``TaskUpdate.fence``) apply
@@ -328,7 +345,7 @@ class PostgresStore:
         return self._save(updates, runs).new_runs
 
     def save_outcomes(
-        self, updates: Sequence[TaskUpdate] = (), runs: Sequence[RunRecord] = ()
+        self, updates: Sequence[TaskUpdate] = (), runs: Sequence[LedgerRow] = ()
     ) -> frozenset[int]:
         """``save``, returning the rows whose fenced updates were refused; see ``SharedStore``. Any thread."""
         check_batch(updates, runs)
@@ -337,7 +354,7 @@ class PostgresStore:
             return frozenset()
         return self._save(updates, runs).fenced_out
 
-    def _save(self, updates: Sequence[TaskUpdate], runs: Sequence[RunRecord]) -> writes.Saved:
+    def _save(self, updates: Sequence[TaskUpdate], runs: Sequence[LedgerRow]) -> writes.Saved:
         saved = self._write("save", lambda db: writes.save(db, updates, runs, self._node, self._channel))
         with self._counts_lock:
             self._runs_since_prune += saved.new_runs
@@ -380,7 +397,7 @@ class PostgresStore:
             "tasks", lambda db: q.read_tasks(db, include_terminal=include_terminal), begin=_READ_ONLY
         )
 
-    def runs(self, task_id: str | None = None, *, limit: int = 100) -> list[RunRecord]:
+    def runs(self, task_id: str | None = None, *, limit: int = 100) -> list[LedgerRow]:
         """Return up to ``limit`` ledger rows, newest first. Any thread."""
         return self._read("runs", lambda db: q.read_runs(db, task_id, limit))
 

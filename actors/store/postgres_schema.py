@@ -16,6 +16,10 @@ Layouts:
         in flight when the task was replaced: that run's outcome keeps the new definition's
         status and due time) and ``interrupt_fence`` (the fence of the claim whose run a cancel
         asked to stop).
+    v3: ``task_after``: the edges of ``schedule_after`` not met yet (a waiting row's
+        dependencies, by ``seq``; ``actors/store/postgres_after.py``); empty when migrated.
+    v4: ``run`` also keeps each run's ``attempt``, ``reason``, ``node`` (which node ran it),
+        ``manual`` and, for ``keep_result``, ``value_json`` or ``value_note`` (as SQLite's v3).
 
 To change the layout: bump ``SCHEMA_VERSION``, edit ``CREATE`` to the new layout (fresh
 schemas are created directly at the newest version), and append a step to ``MIGRATIONS``
@@ -42,8 +46,8 @@ logger = logging.getLogger(__name__)
 Connection = psycopg.Connection[TupleRow]
 
 APPLICATION: Final = "pykka-taskscheduler"
-SCHEMA_VERSION: Final = 2
-TABLES: Final = frozenset({"task", "run", "store_meta"})  # what a current schema must have
+SCHEMA_VERSION: Final = 4
+TABLES: Final = frozenset({"task", "run", "store_meta", "task_after"})  # what a current schema must have
 MIN_SERVER: Final = 130000  # pg_current_xact_id() and pg_current_snapshot(): PostgreSQL 13
 
 # The newest layout. Statements run with search_path set to the store's schema alone.
@@ -106,9 +110,24 @@ CREATE: Final[tuple[str, ...]] = (
         finished double precision NOT NULL,
         outcome text NOT NULL,
         error text,
+        attempt bigint NOT NULL DEFAULT 1,
+        reason text,
+        node text,
+        manual boolean NOT NULL DEFAULT false,
+        value_json text,
+        value_note text,
         UNIQUE (task_seq, run)
     )""",
     "CREATE INDEX run_by_task ON run (task_id, id)",
+    # Keyed by the dependency first: an outcome looks up its waiters (postgres_after.settle).
+    """CREATE TABLE task_after (
+        dependency_seq bigint NOT NULL,
+        waiter_seq bigint NOT NULL,
+        dependency_id text NOT NULL,
+        delay double precision NOT NULL,
+        PRIMARY KEY (dependency_seq, waiter_seq)
+    )""",
+    "CREATE INDEX task_after_waiter ON task_after (waiter_seq)",
 )
 _MARK: Final = (
     "INSERT INTO store_meta (id, application, schema_version, minted_high_water) VALUES (1, %s, %s, 0)"
@@ -138,8 +157,24 @@ def _v1_to_v2(db: Connection) -> None:
     )
 
 
+def _v2_to_v3(db: Connection) -> None:
+    db.execute(CREATE[-2])  # task_after and its index, as a fresh schema has them
+    db.execute(CREATE[-1])
+
+
+def _v3_to_v4(db: Connection) -> None:
+    # Constant defaults and nullable columns: a change of the catalogue only, no table rewrite.
+    db.execute(
+        "ALTER TABLE run ADD COLUMN attempt bigint NOT NULL DEFAULT 1, ADD COLUMN reason text, "
+        "ADD COLUMN node text, ADD COLUMN manual boolean NOT NULL DEFAULT false, "
+        "ADD COLUMN value_json text, ADD COLUMN value_note text"
+    )
+
+
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     Migration(1, "record started, sealed, replaced and interrupted runs of leased rows", _v1_to_v2),
+    Migration(2, "add task_after, the edges of schedule_after", _v2_to_v3),
+    Migration(3, "add the run ledger's attempt, reason, node, manual and kept value", _v3_to_v4),
 )
 # Step i starts from version i + 1, and the last one reaches SCHEMA_VERSION.
 assert [m.from_version for m in MIGRATIONS] == list(range(1, SCHEMA_VERSION))
@@ -197,7 +232,7 @@ def read_version(db: Connection, location: str, schema: str) -> int:
             f"{location}: schema {schema!r} has store schema version {version}, newer than this "
             f"version of {APPLICATION} understands ({SCHEMA_VERSION}); upgrade {APPLICATION}"
         )
-    expected = TABLES  # an older version's tables go here when there is one
+    expected = TABLES if version >= 3 else TABLES - {"task_after"}
     missing = sorted(expected - relations.keys())
     if version < 1 or missing:
         raise StoreError(

@@ -19,7 +19,7 @@ from typing import Final
 import psycopg
 from psycopg.rows import TupleRow
 
-from actors.store.protocol import RunRecord, StoredTask
+from actors.store.protocol import LedgerRow, StoredTask
 
 # The row-building helpers are backend-neutral (a tuple in TASK_COLUMNS order in, a
 # StoredTask out, repeated text shared); they live with the SQLite store, which came first.
@@ -28,7 +28,7 @@ from actors.store.sqlite_rows import (
     TASK_COLUMNS,
     check_limit,
     collect_tasks,
-    run_records,
+    ledger_rows,
     task_from_row,
 )
 
@@ -61,6 +61,15 @@ REPLACE_TASK: Final = f"""
          WHERE seq = %(seq)s
         RETURNING {TASK_COLUMNS})
     SELECT {TASK_COLUMNS}, pg_notify(%(channel)s, task_id) FROM replaced"""
+# add_many: the rows come by COPY (the counters at their defaults); the
+# rows a transaction wrote are those whose change is its id (task_change is indexed).
+COPY_TASKS: Final = """
+    COPY task (task_id, fn_ref, args_json, kwargs_json, trigger_json, options_json, status,
+               next_due, updated_at)
+    FROM STDIN"""
+ADDED_RANGE: Final = f"SELECT min(seq), max(seq), count(*) FROM task WHERE change = {XID}"
+ADDED_SEQS: Final = f"SELECT task_id, seq FROM task WHERE change = {XID}"
+NOTIFY: Final = "SELECT pg_notify(%s, %s)"
 LOCK_TASK: Final = f"SELECT {TASK_COLUMNS} FROM task WHERE task_id = %s FOR UPDATE"
 # A replace of a row whose run is in flight (owned) records that claim's fence: the owner
 # runs the definition it claimed, and its outcome lands on the counters and the ledger, but
@@ -118,12 +127,17 @@ UPDATE_TASKS: Final = (
 # One statement for the whole batch, in the given order (identity ids follow it), so the
 # newest-first ledger lists a batch's rows last first, as the SQLite store does.
 INSERT_RUNS: Final = """
-    INSERT INTO run (task_id, task_seq, run, due, started, finished, outcome, error)
-    SELECT task_id, task_seq, run, due, started, finished, outcome, error
+    INSERT INTO run (task_id, task_seq, run, due, started, finished, outcome, error,
+                     attempt, reason, node, manual, value_json, value_note)
+    SELECT task_id, task_seq, run, due, started, finished, outcome, error,
+           attempt, reason, node, manual, value_json, value_note
       FROM unnest(%(task_id)s::text[], %(task_seq)s::bigint[], %(run)s::bigint[],
                   %(due)s::float8[], %(started)s::float8[], %(finished)s::float8[],
-                  %(outcome)s::text[], %(error)s::text[])
-           WITH ORDINALITY AS given (task_id, task_seq, run, due, started, finished, outcome, error, n)
+                  %(outcome)s::text[], %(error)s::text[], %(attempt)s::bigint[],
+                  %(reason)s::text[], %(run_node)s::text[], %(manual)s::boolean[],
+                  %(value_json)s::text[], %(value_note)s::text[])
+           WITH ORDINALITY AS given (task_id, task_seq, run, due, started, finished, outcome, error,
+                                     attempt, reason, node, manual, value_json, value_note, n)
      ORDER BY n
     ON CONFLICT (task_seq, run) DO NOTHING"""
 # A whole save in one statement (one round trip), for a batch that updates each row at most
@@ -142,12 +156,17 @@ SAVE_ONE_ROUND: Final = (
            AND NOT EXISTS (SELECT 1 FROM applied WHERE applied.seq = given.seq)
            AND EXISTS (SELECT 1 FROM task WHERE task.seq = given.seq)),
     inserted AS (
-        INSERT INTO run (task_id, task_seq, run, due, started, finished, outcome, error)
-        SELECT task_id, task_seq, run, due, started, finished, outcome, error
+        INSERT INTO run (task_id, task_seq, run, due, started, finished, outcome, error,
+                         attempt, reason, node, manual, value_json, value_note)
+        SELECT task_id, task_seq, run, due, started, finished, outcome, error,
+               attempt, reason, node, manual, value_json, value_note
           FROM unnest(%(run_task_id)s::text[], %(run_task_seq)s::bigint[], %(run_run)s::bigint[],
                       %(run_due)s::float8[], %(run_started)s::float8[], %(run_finished)s::float8[],
-                      %(run_outcome)s::text[], %(run_error)s::text[])
-               WITH ORDINALITY AS ran (task_id, task_seq, run, due, started, finished, outcome, error, n)
+                      %(run_outcome)s::text[], %(run_error)s::text[], %(run_attempt)s::bigint[],
+                      %(run_reason)s::text[], %(run_node)s::text[], %(run_manual)s::boolean[],
+                      %(run_value_json)s::text[], %(run_value_note)s::text[])
+               WITH ORDINALITY AS ran (task_id, task_seq, run, due, started, finished, outcome, error,
+                                       attempt, reason, node, manual, value_json, value_note, n)
          WHERE ran.task_seq NOT IN (SELECT seq FROM refused)
          ORDER BY n
         ON CONFLICT (task_seq, run) DO NOTHING
@@ -353,12 +372,12 @@ def read_tasks(db: Connection, *, include_terminal: bool) -> list[StoredTask]:
         return collect_tasks(cursor)
 
 
-def read_runs(db: Connection, task_id: str | None, limit: int) -> list[RunRecord]:
+def read_runs(db: Connection, task_id: str | None, limit: int) -> list[LedgerRow]:
     """Return up to ``limit`` ledger rows, newest first, of ``task_id`` or of every task."""
     check_limit(limit)
     if task_id is None:
-        return run_records(db.execute(_RUNS, (limit,)).fetchall())
-    return run_records(db.execute(_RUNS_OF_TASK, (task_id, limit)).fetchall())
+        return ledger_rows(db.execute(_RUNS, (limit,)).fetchall())
+    return ledger_rows(db.execute(_RUNS_OF_TASK, (task_id, limit)).fetchall())
 
 
 def read_high_water(db: Connection) -> int:

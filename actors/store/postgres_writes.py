@@ -12,15 +12,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+import psycopg
+
 from actors.errors import DuplicateTaskError, StoreError
+from actors.store import postgres_after
 from actors.store import postgres_sql as q
 from actors.store.postgres_connections import Connection
 from actors.store.protocol import (
     LIVE_STATUS,
     IfExists,
     Lease,
+    LedgerRow,
     RunInFlight,
-    RunRecord,
     StoredTask,
     TaskDefinition,
     TaskUpdate,
@@ -54,7 +57,10 @@ def add(db: Connection, task: TaskDefinition, if_exists: IfExists, channel: str)
     for _ in range(_ADD_ATTEMPTS):
         row = db.execute(q.INSERT_TASK, params).fetchone()
         if row is not None:
-            return q.task_from_row(row[:_TASK_FIELDS]), True
+            added = q.task_from_row(row[:_TASK_FIELDS])
+            if task.after:
+                postgres_after.write(db, added.seq, task.after, channel)
+            return added, True
         # The id is taken: lock its row, so no other node changes it until we commit.
         locked = db.execute(q.LOCK_TASK, (task.task_id,)).fetchone()
         if locked is None:
@@ -67,25 +73,82 @@ def add(db: Connection, task: TaskDefinition, if_exists: IfExists, channel: str)
                 raise DuplicateTaskError(f"a live task already has the id {task.task_id!r}")
             row = db.execute(q.REPLACE_TASK, {**params, "seq": stored.seq}).fetchone()
             assert row is not None  # the row is locked by this transaction
+            postgres_after.write(db, stored.seq, task.after, channel)
             return q.task_from_row(row[:_TASK_FIELDS]), True
         db.execute(q.DELETE_TASK, (stored.seq,))  # terminal: a new task with an old id starts afresh
     raise StoreError(f"add of {task.task_id!r} lost {_ADD_ATTEMPTS} races with other nodes adding it")
 
 
+def add_many(db: Connection, tasks: Sequence[TaskDefinition], channel: str) -> list[int]:
+    """Insert fresh rows for ``tasks`` as ``Store.add_many`` says, inside the caller's transaction.
+
+    ``COPY``, the fastest way in: measured at 30,000 rows, about three times faster than one
+    ``INSERT ... SELECT FROM unnest`` of the same rows (arrays are sent and parsed as text).
+    COPY knows no ``ON CONFLICT``: an id taken makes it fail, and the transaction with it.
+    """
+    row = db.execute(q.DB_NOW).fetchone()
+    assert row is not None
+    now = row[0]  # the transaction's now(), as the other writes stamp updated_at
+    try:
+        with db.cursor().copy(q.COPY_TASKS) as copy:
+            write = copy.write_row
+            for t in tasks:
+                due = t.next_due
+                write(
+                    (
+                        t.task_id,
+                        t.fn_ref,
+                        t.args_json,
+                        t.kwargs_json,
+                        t.trigger_json,
+                        t.options_json,
+                        LIVE_STATUS,
+                        due,
+                        now,
+                    )
+                )
+    except psycopg.errors.UniqueViolation:  # the caller's transaction rolls back: nothing is kept
+        raise DuplicateTaskError(
+            f"some of the {len(tasks)} task ids are stored already, or given twice"
+        ) from None
+    first, last, count = db.execute(q.ADDED_RANGE).fetchone() or (None, None, 0)
+    if count != len(tasks):
+        raise StoreError(f"add_many wrote {count} rows of {len(tasks)}")
+    if last - first + 1 == count:  # one after another (no other session took a seq between): in order
+        seqs = list(range(first, last + 1))
+    else:
+        by_id: dict[str, int] = dict(db.execute(q.ADDED_SEQS).fetchall())
+        seqs = [by_id[t.task_id] for t in tasks]
+    db.execute(q.NOTIFY, (channel, tasks[0].task_id))  # one hint for the batch: delivered at commit
+    return seqs
+
+
 def cancel(db: Connection, task_id: str, channel: str, interrupt: bool = False) -> bool:
     """Cancel ``task_id`` if it is live; say whether it was."""
     params = {"task_id": task_id, "channel": channel, "interrupt": interrupt}
-    return len(db.execute(q.CANCEL_TASK, params).fetchall()) == 1
+    cancelled = len(db.execute(q.CANCEL_TASK, params).fetchall()) == 1
+    if cancelled:  # what waits for it ends too, in this transaction
+        postgres_after.settle_cancel(db, task_id, channel)
+    return cancelled
 
 
 def save(
-    db: Connection, updates: Sequence[TaskUpdate], runs: Sequence[RunRecord], node: str, channel: str
+    db: Connection, updates: Sequence[TaskUpdate], runs: Sequence[LedgerRow], node: str, channel: str
 ) -> Saved:
     """Apply ``updates`` in order, then insert the ledger rows their fences allow.
 
     A fenced update that does not apply (the lease was lost) drops the ledger rows of its
     ``seq``, unless another update of the same ``seq`` in the batch applied.
     """
+    saved = _save(db, updates, runs, node, channel)
+    # schedule_after: the waiters of rows this save ended, released or cancelled in its transaction.
+    postgres_after.settle(db, [u.seq for u in updates if u.status != LIVE_STATUS], channel)
+    return saved
+
+
+def _save(
+    db: Connection, updates: Sequence[TaskUpdate], runs: Sequence[LedgerRow], node: str, channel: str
+) -> Saved:
     rounds = _rounds(updates)
     if len(rounds) <= 1:  # each row updated once at most (nearly always): one statement
         return _save_one_round(db, updates, runs, node, channel)
@@ -132,6 +195,12 @@ def save(
                 "finished": [r.finished for r in kept],
                 "outcome": [r.outcome for r in kept],
                 "error": [r.error for r in kept],
+                "attempt": [r.attempt for r in kept],
+                "reason": [r.reason for r in kept],
+                "run_node": [r.node for r in kept],
+                "manual": [r.manual for r in kept],
+                "value_json": [r.value_json for r in kept],
+                "value_note": [r.value_note for r in kept],
             },
         ).rowcount
     # Counts updates that end a task; one that finds its row terminal already is counted too,
@@ -141,7 +210,7 @@ def save(
 
 
 def _save_one_round(
-    db: Connection, updates: Sequence[TaskUpdate], runs: Sequence[RunRecord], node: str, channel: str
+    db: Connection, updates: Sequence[TaskUpdate], runs: Sequence[LedgerRow], node: str, channel: str
 ) -> Saved:
     row = db.execute(
         q.SAVE_ONE_ROUND,
@@ -155,6 +224,12 @@ def _save_one_round(
             "run_finished": [r.finished for r in runs],
             "run_outcome": [r.outcome for r in runs],
             "run_error": [r.error for r in runs],
+            "run_attempt": [r.attempt for r in runs],
+            "run_reason": [r.reason for r in runs],
+            "run_node": [r.node for r in runs],
+            "run_manual": [r.manual for r in runs],
+            "run_value_json": [r.value_json for r in runs],
+            "run_value_note": [r.value_note for r in runs],
             "node": node,
             "channel": channel,
         },

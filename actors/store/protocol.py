@@ -26,6 +26,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal, Protocol, final, get_args, runtime_checkable
 
+from actors.store.edges import Dependency, KeepsDependencies, Waiting
 from messages.events import TERMINAL_STATUSES as TERMINAL_TASK_STATUSES
 from messages.events import StoredStatus
 
@@ -33,11 +34,14 @@ __all__ = [
     "LIVE_STATUS",
     "STATUSES",
     "TERMINAL_STATUSES",
+    "Dependency",
     "IfExists",
+    "KeepsDependencies",
+    "KeepsPaused",
     "Lease",
+    "LedgerRow",
     "LoadsInParts",
     "RunInFlight",
-    "RunRecord",
     "SharedStore",
     "Store",
     "StoreReader",
@@ -45,6 +49,7 @@ __all__ = [
     "StoredTask",
     "TaskDefinition",
     "TaskUpdate",
+    "Waiting",
 ]
 
 STATUSES: Final[frozenset[str]] = frozenset(get_args(StoredStatus))
@@ -98,7 +103,10 @@ class TaskDefinition:
         kwargs_json: The keyword arguments, as JSON text.
         trigger_json: The trigger, as JSON text.
         options_json: Everything else the scheduler needs to rebuild the task, as JSON text.
-        next_due: When the next run is due (UTC epoch seconds); ``None`` if not known.
+        next_due: When the next run is due (UTC epoch seconds); ``None`` if not known, and
+            for a task that waits (``after``): the store sets it when they have completed.
+        after: The stored tasks it waits for (``schedule_after``), not completed yet: ``add``
+            keeps one edge each, in the same transaction as the row (``KeepsDependencies``).
     """
 
     task_id: str
@@ -108,13 +116,29 @@ class TaskDefinition:
     trigger_json: str
     options_json: str
     next_due: float | None
+    after: tuple[Dependency, ...] = ()
 
     def __post_init__(self) -> None:
+        due = self.next_due
+        if (  # the common case in one expression (add_many builds thousands): exact types, finite due
+            type(self.task_id) is str
+            and self.task_id
+            and type(self.fn_ref) is str
+            and type(self.args_json) is str
+            and type(self.kwargs_json) is str
+            and type(self.trigger_json) is str
+            and type(self.options_json) is str
+            and (due is None or (type(due) is float and due - due == 0.0))
+            and self.after == ()
+        ):
+            return
         if not isinstance(self.task_id, str) or not self.task_id:
             raise TypeError(f"task_id must be a non-empty str, got {self.task_id!r}")
         for name in ("fn_ref", "args_json", "kwargs_json", "trigger_json", "options_json"):
             _check_text(name, getattr(self, name))
         _check_time("next_due", self.next_due, optional=True)
+        if not isinstance(self.after, tuple) or not all(isinstance(d, Dependency) for d in self.after):
+            raise TypeError(f"after must be a tuple of Dependency, got {self.after!r}")
 
 
 @final
@@ -188,6 +212,8 @@ class TaskUpdate:
             fence, and applying it gives the row up (the lease ends); if it is fenced out,
             the ledger rows of the same ``save`` for its ``seq`` are dropped too. ``None``:
             applied whoever owns the row (a backend without leases ignores the field).
+        paused: Whether the task is paused (``Scheduler.pause``); ``None`` leaves the stored
+            flag as it is. Kept by a store that ``KeepsPaused``; others ignore it.
     """
 
     task_id: str
@@ -200,9 +226,12 @@ class TaskUpdate:
     last_error: str | None
     last_outcome: str | None
     fence: int | None = None
+    paused: bool | None = None
 
     def __post_init__(self) -> None:
         _check_text("task_id", self.task_id)
+        if self.paused is not None and not isinstance(self.paused, bool):
+            raise TypeError(f"paused must be a bool or None, got {self.paused!r}")
         _check_count("seq", self.seq)
         if self.status not in STATUSES:
             raise ValueError(f"status must be one of {sorted(STATUSES)}, got {self.status!r}")
@@ -220,7 +249,7 @@ class TaskUpdate:
 
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RunRecord:
+class LedgerRow:
     """One finished run, as kept in the run ledger. Unique per ``(task_seq, run)``.
 
     Attributes:
@@ -234,6 +263,17 @@ class RunRecord:
         outcome: ``"completed"``, ``"failed"``, ``"missed"``, ... (the store keeps any
             non-empty text, so new outcomes need no schema change).
         error: The error text of a failed run, if any.
+        attempt: Which attempt of the run this outcome ended (``Retry``), from 1.
+        reason: Why a missed run was missed (``"misfire"``, ...), else ``None``.
+        node: The node that ran it, on a shared store (``SharedStore.node``); else ``None``.
+        manual: Whether it was an extra run outside the schedule (``run_now``).
+        value_json: The run's return value as JSON text, for a task with ``keep_result``
+            whose value is JSON data of at most 64 KiB (``actors.core.run_log``); else ``None``.
+        value_note: Why a ``keep_result`` run's value was not kept (not JSON data, too
+            large), else ``None``.
+
+    The public face of a row is ``actors.RunRecord`` (clock times and aware datetimes, the
+    value decoded): this is the store's own row, in UTC epoch seconds and JSON text.
     """
 
     task_id: str
@@ -244,6 +284,12 @@ class RunRecord:
     finished: float
     outcome: str
     error: str | None
+    attempt: int = 1
+    reason: str | None = None
+    node: str | None = None
+    manual: bool = False
+    value_json: str | None = None
+    value_note: str | None = None
 
     def __post_init__(self) -> None:
         _check_text("task_id", self.task_id)
@@ -256,6 +302,14 @@ class RunRecord:
         if not isinstance(self.outcome, str) or not self.outcome:
             raise ValueError(f"outcome must be a non-empty str, got {self.outcome!r}")
         _check_text("error", self.error, optional=True)
+        if isinstance(self.attempt, bool) or not isinstance(self.attempt, int) or self.attempt < 1:
+            raise ValueError(f"attempt must be an int >= 1, got {self.attempt!r}")
+        _check_text("reason", self.reason, optional=True)
+        _check_text("node", self.node, optional=True)
+        if not isinstance(self.manual, bool):
+            raise TypeError(f"manual must be a bool, got {self.manual!r}")
+        _check_text("value_json", self.value_json, optional=True)
+        _check_text("value_note", self.value_note, optional=True)
 
 
 class StoreReader(Protocol):
@@ -283,7 +337,7 @@ class StoreReader(Protocol):
     def tasks(self, *, include_terminal: bool = True) -> list[StoredTask]:
         """Return the stored tasks in ``seq`` order, with the kept terminal ones by default."""
 
-    def runs(self, task_id: str | None = None, *, limit: int = 100) -> list[RunRecord]:
+    def runs(self, task_id: str | None = None, *, limit: int = 100) -> list[LedgerRow]:
         """Return up to ``limit`` ledger rows, newest first, of one task id or of all."""
 
     def minted_high_water(self) -> int:
@@ -291,6 +345,18 @@ class StoreReader(Protocol):
 
     def close(self) -> None:
         """Release what the reader holds. Idempotent."""
+
+
+@runtime_checkable
+class KeepsPaused(Protocol):
+    """A store that keeps whether each live task is paused (optional; ``SQLiteStore`` does).
+
+    It writes ``TaskUpdate.paused`` with the rest of a ``save``; a scheduler starting on it
+    reads the paused ids back, so a paused task stays paused after a restart (a kill -9 too).
+    """
+
+    def paused_ids(self) -> frozenset[str]:
+        """Return the ids of the live tasks stored as paused (caller's thread, one snapshot)."""
 
 
 @runtime_checkable
@@ -343,6 +409,19 @@ class Store(StoreReader, Protocol):
             StoreError: The store failed or is closed.
         """
 
+    def add_many(self, tasks: Sequence[TaskDefinition]) -> list[int]:
+        """Store new tasks in one transaction, committed before it returns; return their ``seq``, in order.
+
+        The bulk form of ``add`` for ids no row has (``Scheduler.schedule_many(...,
+        durable=True)`` mints them): each row is written fresh (counters at zero), or none is.
+
+        Raises:
+            DuplicateTaskError: An id is stored already (live or terminal) or given twice;
+                nothing was written.
+            TypeError: An element is not a ``TaskDefinition``.
+            StoreError: The store failed or is closed; nothing was written.
+        """
+
     def cancel(self, task_id: str) -> bool:
         """Mark a live task cancelled; ``False`` if ``task_id`` has no live row.
 
@@ -350,7 +429,7 @@ class Store(StoreReader, Protocol):
             StoreError: The store failed or is closed.
         """
 
-    def save(self, updates: Sequence[TaskUpdate] = (), runs: Sequence[RunRecord] = ()) -> int:
+    def save(self, updates: Sequence[TaskUpdate] = (), runs: Sequence[LedgerRow] = ()) -> int:
         """Apply task updates and append ledger rows in one transaction.
 
         An update whose ``(task_id, seq)`` is not stored is ignored (a late report for an
@@ -547,7 +626,7 @@ class SharedStore(Store, Protocol):
         """
 
     def save_outcomes(
-        self, updates: Sequence[TaskUpdate] = (), runs: Sequence[RunRecord] = ()
+        self, updates: Sequence[TaskUpdate] = (), runs: Sequence[LedgerRow] = ()
     ) -> frozenset[int]:
         """``save``, and say which fenced updates were refused.
 
@@ -630,11 +709,18 @@ class SharedStore(Store, Protocol):
         """
 
 
-def check_batch(updates: Sequence[TaskUpdate], runs: Sequence[RunRecord]) -> None:
+def check_batch(updates: Sequence[TaskUpdate], runs: Sequence[LedgerRow]) -> None:
     """Raise ``TypeError`` unless ``updates`` and ``runs`` hold what their names say."""
     for update in updates:
         if not isinstance(update, TaskUpdate):
             raise TypeError(f"updates must hold TaskUpdate objects, got {update!r}")
     for record in runs:
-        if not isinstance(record, RunRecord):
-            raise TypeError(f"runs must hold RunRecord objects, got {record!r}")
+        if not isinstance(record, LedgerRow):
+            raise TypeError(f"runs must hold LedgerRow objects, got {record!r}")
+
+
+def check_definitions(tasks: Sequence[TaskDefinition]) -> None:
+    """Raise ``TypeError`` unless ``tasks`` holds ``TaskDefinition`` objects only (``add_many``)."""
+    for task in tasks:
+        if not isinstance(task, TaskDefinition):
+            raise TypeError(f"tasks must hold TaskDefinition objects, got {task!r}")

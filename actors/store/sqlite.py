@@ -34,18 +34,21 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Final, Literal, Self, TypeVar
 
 from actors.errors import DuplicateTaskError, StoreError
+from actors.store import sqlite_after
 from actors.store.fair_lock import FairLock
 from actors.store.lockfile import LockFile, lock_path_of
 from actors.store.protocol import (
     LIVE_STATUS,
     IfExists,
-    RunRecord,
+    LedgerRow,
     Store,
     StoredTask,
     StoreReader,
     TaskDefinition,
     TaskUpdate,
+    Waiting,
     check_batch,
+    check_definitions,
     check_if_exists,
 )
 from actors.store.sqlite_checkpoint import Checkpointer
@@ -82,21 +85,33 @@ _REPLACE_TASK: Final = f"""
                     options_json = ?, next_due = ?, updated_at = ?
      WHERE seq = ?
     RETURNING {TASK_COLUMNS}"""
+# add_many: no RETURNING (executemany cannot return rows); a taken id writes nothing, which
+# the row count shows.
+_INSERT_TASKS: Final = """
+    INSERT INTO task (task_id, fn_ref, args_json, kwargs_json, trigger_json, options_json,
+                      status, next_due, updated_at)
+    VALUES (?, ?, ?, ?, ?, ?, 'scheduled', ?, ?)
+    ON CONFLICT (task_id) DO NOTHING"""
+_LAST_SEQ: Final = "SELECT coalesce(max(seq), 0) FROM task"
+_SEQS_AFTER: Final = "SELECT seq FROM task WHERE seq > ? ORDER BY seq"
 _DELETE_TASK: Final = "DELETE FROM task WHERE seq = ?"
 _CANCEL_TASK: Final = """
     UPDATE task SET status = 'cancelled', next_due = NULL, updated_at = ?
-     WHERE task_id = ? AND status = 'scheduled'"""
+     WHERE task_id = ? AND status = 'scheduled'
+    RETURNING seq"""
 # In SET, "status" is the row's status before this update: a terminal row keeps its status
 # (no update undoes a committed cancel) and takes the counters.
 _UPDATE_TASK: Final = """
     UPDATE task SET status = iif(status = 'scheduled', ?1, status),
                     next_due = iif(status = 'scheduled', ?2, NULL),
                     run_count = ?3, failure_count = ?4, consecutive_failures = ?5,
-                    last_error = ?6, last_outcome = ?7, updated_at = ?8
+                    last_error = ?6, last_outcome = ?7, updated_at = ?8,
+                    paused = coalesce(?11, paused)
      WHERE seq = ?9 AND task_id = ?10"""
 _INSERT_RUN: Final = """
-    INSERT INTO run (task_id, task_seq, run, due, started, finished, outcome, error)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+    INSERT INTO run (task_id, task_seq, run, due, started, finished, outcome, error,
+                     attempt, reason, node, manual, value_json, value_note)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
     ON CONFLICT (task_seq, run) DO NOTHING"""
 _RESERVE_MINTED: Final = """
     UPDATE store_meta SET minted_high_water = minted_high_water + ? WHERE id = 1
@@ -394,27 +409,69 @@ class SQLiteStore(SQLiteReads):
                     if if_exists == "error":
                         raise DuplicateTaskError(f"a live task already has the id {task.task_id!r}")
                     row = db.execute(_REPLACE_TASK, (*fields[1:], stored.seq)).fetchone()
+                    sqlite_after.write(db, stored.seq, task.after, now)
                     return task_from_row(row), True
                 if stored is not None:  # terminal: a new task with an old id starts afresh
                     db.execute(_DELETE_TASK, (stored.seq,))
                 inserted = db.execute(_INSERT_TASK, fields).fetchone()
+            if task.after:
+                sqlite_after.write(db, inserted[0], task.after, now)
             counters = (0, 0, 0, None, None)  # run, failure, consecutive counts; last error, outcome
             row = (task.task_id, inserted[0], *fields[1:6], LIVE_STATUS, task.next_due, *counters, now)
             return task_from_row(row), True
 
         return self._write("add", work)
 
+    def add_many(self, tasks: Sequence[TaskDefinition]) -> list[int]:
+        """Store new tasks in one transaction (one ``executemany``); see ``Store.add_many``. Any thread."""
+        check_definitions(tasks)
+        if not tasks:
+            return []
+
+        def work(db: sqlite3.Connection) -> list[int]:
+            now = time.time()
+            # Under BEGIN IMMEDIATE no one else inserts, and AUTOINCREMENT hands out seqs above
+            # every stored one, in insertion order: the rows above the last seq are these.
+            last: int = db.execute(_LAST_SEQ).fetchone()[0]
+            written = db.executemany(
+                _INSERT_TASKS,
+                [
+                    (
+                        t.task_id,
+                        t.fn_ref,
+                        t.args_json,
+                        t.kwargs_json,
+                        t.trigger_json,
+                        t.options_json,
+                        t.next_due,
+                        now,
+                    )
+                    for t in tasks
+                ],
+            ).rowcount
+            if written != len(tasks):  # rolled back by _write: nothing is kept
+                raise DuplicateTaskError(
+                    f"{len(tasks) - written} of the {len(tasks)} task ids are stored already, or given twice"
+                )
+            return [seq for (seq,) in db.execute(_SEQS_AFTER, (last,))]
+
+        return self._write("add_many", work, rows=len(tasks))
+
     def cancel(self, task_id: str) -> bool:
         """Mark a live task cancelled, committed before it returns; see ``Store.cancel``. Any thread."""
 
         def work(db: sqlite3.Connection) -> bool:
-            cancelled = db.execute(_CANCEL_TASK, (time.time(), task_id)).rowcount == 1
-            self._terminal_since_prune += cancelled
-            return cancelled
+            now = time.time()
+            seq = db.execute(_CANCEL_TASK, (now, task_id)).fetchone()
+            if seq is None:
+                return False
+            sqlite_after.cancel_down(db, seq, now)  # what waits for it ends too (sqlite_after)
+            self._terminal_since_prune += 1
+            return True
 
         return self._write("cancel", work)
 
-    def save(self, updates: Sequence[TaskUpdate] = (), runs: Sequence[RunRecord] = ()) -> int:
+    def save(self, updates: Sequence[TaskUpdate] = (), runs: Sequence[LedgerRow] = ()) -> int:
         """Apply updates and append ledger rows in one transaction; see ``Store.save``.
 
         Any thread (meant for the scheduler's). Prunes the ledger and the terminal rows in
@@ -441,6 +498,7 @@ class SQLiteStore(SQLiteReads):
                             now,
                             u.seq,
                             u.task_id,
+                            None if u.paused is None else int(u.paused),
                         )
                         for u in updates
                     ],
@@ -448,12 +506,34 @@ class SQLiteStore(SQLiteReads):
                 # Counts updates that end a task; one that finds its row terminal already is
                 # counted too, which only makes a prune come a little early.
                 self._terminal_since_prune += sum(u.status != LIVE_STATUS for u in updates)
+                # schedule_after's edges, in the outcome's transaction (sqlite_after says how).
+                sqlite_after.settle(
+                    db,
+                    [u.seq for u in updates if u.status == "completed"],
+                    [u.seq for u in updates if u.status != LIVE_STATUS],
+                    now,
+                )
             new = 0
             if runs:
                 new = db.executemany(
                     _INSERT_RUN,
                     [
-                        (r.task_id, r.task_seq, r.run, r.due, r.started, r.finished, r.outcome, r.error)
+                        (
+                            r.task_id,
+                            r.task_seq,
+                            r.run,
+                            r.due,
+                            r.started,
+                            r.finished,
+                            r.outcome,
+                            r.error,
+                            r.attempt,
+                            r.reason,
+                            r.node,
+                            r.manual,
+                            r.value_json,
+                            r.value_note,
+                        )
                         for r in runs
                     ],
                 ).rowcount  # executemany sums the rows each insert wrote: 0 for a duplicate
@@ -462,6 +542,10 @@ class SQLiteStore(SQLiteReads):
             return new
 
         return self._write("save", work, rows=len(updates) + len(runs))
+
+    def waiting(self) -> list[Waiting]:
+        """Return the edges of ``schedule_after`` not met yet; see ``KeepsDependencies``. Any thread."""
+        return self._read("waiting", sqlite_after.waiting)
 
     def reserve_minted(self, count: int) -> range:
         """Reserve ``count`` numbers for minted ids; see ``Store.reserve_minted``. Any thread."""

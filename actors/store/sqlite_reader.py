@@ -15,7 +15,7 @@ from types import TracebackType
 from typing import Final, Self, TypeVar
 
 from actors.errors import StoreError
-from actors.store.protocol import RunRecord, StoredTask
+from actors.store.protocol import LedgerRow, StoredTask
 from actors.store.sqlite_rows import get_task, read_high_water, read_live_parts, read_runs, read_tasks
 from actors.store.sqlite_schema import SCHEMA_VERSION, read_version
 
@@ -81,13 +81,17 @@ class SQLiteReads:
         """Return the stored tasks in ``seq`` order, with the kept terminal ones by default."""
         return self._read("tasks", lambda db: read_tasks(db, include_terminal=include_terminal))
 
-    def runs(self, task_id: str | None = None, *, limit: int = 100) -> list[RunRecord]:
+    def runs(self, task_id: str | None = None, *, limit: int = 100) -> list[LedgerRow]:
         """Return up to ``limit`` ledger rows, newest first."""
         return self._read("runs", lambda db: read_runs(db, task_id, limit))
 
     def minted_high_water(self) -> int:
         """Return the highest number reserved for minted ids."""
         return self._read("minted_high_water", read_high_water)
+
+    def paused_ids(self) -> frozenset[str]:
+        """Return the ids of the live tasks stored as paused (``KeepsPaused``)."""
+        return self._read("paused_ids", _read_paused)
 
 
 class SQLiteReader(SQLiteReads):
@@ -156,3 +160,10 @@ class SQLiteReader(SQLiteReads):
     ) -> None:
         """Close the reader."""
         self.close()
+
+
+_PAUSED_IDS = "SELECT task_id FROM task WHERE paused = 1 AND status = 'scheduled'"
+
+
+def _read_paused(db: sqlite3.Connection) -> frozenset[str]:
+    return frozenset(task_id for (task_id,) in db.execute(_PAUSED_IDS))

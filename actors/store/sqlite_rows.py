@@ -1,7 +1,7 @@
 """The SQLite store's reads: its queries and the conversion of rows to plain data.
 
 Shared by the store and the read-only inspector, and the conversions (``collect_tasks``,
-``run_records``) by the PostgreSQL store, whose rows have the same columns. Each function runs
+``ledger_rows``) by the PostgreSQL store, whose rows have the same columns. Each function runs
 on the connection it is given, on the caller's thread; a query sees the data committed when
 it started.
 """
@@ -12,7 +12,7 @@ import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Final, Protocol
 
-from actors.store.protocol import RunRecord, StoredTask
+from actors.store.protocol import LedgerRow, StoredTask
 from messages.frozen import slot_setters
 
 # Column order of every task query: the field order of StoredTask.
@@ -20,7 +20,10 @@ TASK_COLUMNS: Final = (
     "task_id, seq, fn_ref, args_json, kwargs_json, trigger_json, options_json, status, "
     "next_due, run_count, failure_count, consecutive_failures, last_error, last_outcome, updated_at"
 )
-RUN_COLUMNS: Final = "task_id, task_seq, run, due, started, finished, outcome, error"
+RUN_COLUMNS: Final = (
+    "task_id, task_seq, run, due, started, finished, outcome, error, "
+    "attempt, reason, node, manual, value_json, value_note"
+)
 
 _TASK_BY_ID: Final = f"SELECT {TASK_COLUMNS} FROM task WHERE task_id = ?"
 _LIVE_TASKS: Final = f"SELECT {TASK_COLUMNS} FROM task WHERE status = 'scheduled' ORDER BY seq"
@@ -155,12 +158,12 @@ def task_parts(cursor: RowCursor, size: int = _FETCH_ROWS) -> Iterator[list[Stor
         yield [_build_task(row, share) for row in rows]
 
 
-def read_runs(db: sqlite3.Connection, task_id: str | None, limit: int) -> list[RunRecord]:
+def read_runs(db: sqlite3.Connection, task_id: str | None, limit: int) -> list[LedgerRow]:
     """Return up to ``limit`` ledger rows, newest first, of ``task_id`` or of every task."""
     check_limit(limit)
     if task_id is None:
-        return run_records(db.execute(_RUNS, (limit,)).fetchall())
-    return run_records(db.execute(_RUNS_OF_TASK, (task_id, limit)).fetchall())
+        return ledger_rows(db.execute(_RUNS, (limit,)).fetchall())
+    return ledger_rows(db.execute(_RUNS_OF_TASK, (task_id, limit)).fetchall())
 
 
 def check_limit(limit: object) -> None:
@@ -169,21 +172,53 @@ def check_limit(limit: object) -> None:
         raise ValueError(f"limit must be an int >= 0, got {limit!r}")
 
 
-def run_records(rows: Iterable[Sequence[Any]]) -> list[RunRecord]:
-    """The ledger rows (in ``RUN_COLUMNS`` order) as ``RunRecord``s."""
-    return [
-        RunRecord(
-            task_id=of_task,
-            task_seq=task_seq,
-            run=run,
-            due=due,
-            started=started,
-            finished=finished,
-            outcome=outcome,
-            error=error,
-        )
-        for of_task, task_seq, run, due, started, finished, outcome, error in rows
-    ]
+(
+    _SET_RUN_TASK_ID,
+    _SET_TASK_SEQ,
+    _SET_RUN,
+    _SET_DUE,
+    _SET_STARTED,
+    _SET_FINISHED,
+    _SET_OUTCOME,
+    _SET_ERROR,
+    _SET_ATTEMPT,
+    _SET_REASON,
+    _SET_NODE,
+    _SET_MANUAL,
+    _SET_VALUE_JSON,
+    _SET_VALUE_NOTE,
+) = slot_setters(LedgerRow)
+
+
+def ledger_rows(rows: Iterable[Sequence[Any]]) -> list[LedgerRow]:
+    """The ledger rows (in ``RUN_COLUMNS`` order) as ``LedgerRow``s (trusted: our own rows).
+
+    The slots are set directly, as for tasks: ``history`` reads up to ``limit`` rows at a
+    time, and every row was checked when it was written.
+    """
+    built: list[LedgerRow] = []
+    append = built.append
+    for (
+        task_id, task_seq, run, due, started, finished, outcome, error,
+        attempt, reason, node, manual, value_json, value_note,
+    ) in rows:  # fmt: skip
+        row: LedgerRow = _new(LedgerRow)
+        _SET_RUN_TASK_ID(row, task_id)
+        _SET_TASK_SEQ(row, task_seq)
+        _SET_RUN(row, run)
+        _SET_DUE(row, due)
+        _SET_STARTED(row, started)
+        _SET_FINISHED(row, finished)
+        _SET_OUTCOME(row, outcome)
+        _SET_ERROR(row, error)
+        _SET_ATTEMPT(row, attempt)
+        _SET_REASON(row, reason)
+        _SET_NODE(row, node)
+        _SET_MANUAL(row, bool(manual))  # SQLite keeps it as 0 or 1
+        _SET_VALUE_JSON(row, value_json)
+        _SET_VALUE_NOTE(row, value_note)
+        append(row)
+    return built
 
 
 def read_high_water(db: sqlite3.Connection) -> int:

@@ -8,6 +8,12 @@ Layouts:
     v1: ``task`` and ``run`` (the first layout).
     v2: adds ``store_meta`` with the minted-id high-water mark, so minted ids never collide
         with stored ones; migrated from v1 by taking the highest ``task-<n>`` stored.
+    v3: adds ``task.paused`` (``Scheduler.pause``: a paused task stays paused after a restart);
+        migrated from v2 with every task not paused.
+    v4: adds ``task_after``, the edges of a durable ``schedule_after`` not met yet.
+    v5: the ``run`` ledger also keeps each run's ``attempt``, ``reason`` (why it was missed),
+        ``node``, ``manual`` and, for ``keep_result``, ``value_json`` or ``value_note`` (why
+        the value was not kept); old rows read the defaults (attempt 1, not manual).
 
 To change the layout: bump ``SCHEMA_VERSION``, edit ``_CREATE`` to the new layout (fresh
 files are created directly at the newest version), and append a step to ``MIGRATIONS``
@@ -30,8 +36,8 @@ from actors.errors import StoreError
 logger = logging.getLogger(__name__)
 
 APPLICATION_ID: Final = 0x504B5453  # "PKTS": pykka-taskscheduler
-SCHEMA_VERSION: Final = 2
-TABLES: Final = frozenset({"task", "run", "store_meta"})  # what a current file must have
+SCHEMA_VERSION: Final = 5
+TABLES: Final = frozenset({"task", "run", "store_meta", "task_after"})  # what a current file must have
 
 # The newest layout. Terminal rows are pruned newest-kept by ``updated_at``: the partial
 # index holds only them, so pruning walks the few thousand terminal rows, never the live
@@ -53,7 +59,7 @@ _CREATE: Final = (
         last_error TEXT,
         last_outcome TEXT,
         updated_at REAL NOT NULL
-    )""",
+    , paused INTEGER NOT NULL DEFAULT 0 CHECK (paused IN (0, 1)))""",  # as v2 -> v3's ALTER leaves it
     "CREATE INDEX task_terminal ON task (updated_at, seq) WHERE status <> 'scheduled'",
     """CREATE TABLE run (
         id INTEGER PRIMARY KEY,
@@ -65,6 +71,12 @@ _CREATE: Final = (
         finished REAL NOT NULL,
         outcome TEXT NOT NULL,
         error TEXT,
+        attempt INTEGER NOT NULL DEFAULT 1,
+        reason TEXT,
+        node TEXT,
+        manual INTEGER NOT NULL DEFAULT 0,
+        value_json TEXT,
+        value_note TEXT,
         UNIQUE (task_seq, run)
     )""",
     "CREATE INDEX run_by_task ON run (task_id, id)",
@@ -73,6 +85,16 @@ _CREATE: Final = (
         minted_high_water INTEGER NOT NULL CHECK (minted_high_water >= 0)
     )""",
     "INSERT INTO store_meta (id, minted_high_water) VALUES (1, 0)",
+    # One row per dependency a waiting task still waits for (actors/store/sqlite_after.py).
+    # Keyed by the dependency first: a completion looks up its waiters.
+    """CREATE TABLE task_after (
+        dependency_seq INTEGER NOT NULL,
+        waiter_seq INTEGER NOT NULL,
+        dependency_id TEXT NOT NULL,
+        delay REAL NOT NULL,
+        PRIMARY KEY (dependency_seq, waiter_seq)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX task_after_waiter ON task_after (waiter_seq)",
 )
 
 
@@ -86,6 +108,30 @@ def _v1_to_v2(db: sqlite3.Connection) -> None:
                SELECT task_id FROM task UNION ALL SELECT task_id FROM run)
             WHERE task_id GLOB 'task-[0-9]*' AND substr(task_id, 6) NOT GLOB '*[^0-9]*'"""
     )
+
+
+_PAUSED_COLUMN: Final = "paused INTEGER NOT NULL DEFAULT 0 CHECK (paused IN (0, 1))"
+
+
+def _v2_to_v3(db: sqlite3.Connection) -> None:
+    db.execute(f"ALTER TABLE task ADD COLUMN {_PAUSED_COLUMN}")
+
+
+# The ledger's columns for history and kept results (v5), as ``_CREATE`` has them.
+LEDGER_COLUMNS_V5: Final = (
+    "attempt INTEGER NOT NULL DEFAULT 1",
+    "reason TEXT",
+    "node TEXT",
+    "manual INTEGER NOT NULL DEFAULT 0",
+    "value_json TEXT",
+    "value_note TEXT",
+)
+
+
+def _v4_to_v5(db: sqlite3.Connection) -> None:
+    # ADD COLUMN with a constant default rewrites nothing: old rows read the defaults.
+    for column in LEDGER_COLUMNS_V5:
+        db.execute(f"ALTER TABLE run ADD COLUMN {column}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,8 +149,16 @@ class Migration:
     apply: Callable[[sqlite3.Connection], None]
 
 
+def _v3_to_v4(db: sqlite3.Connection) -> None:
+    db.execute(_CREATE[6])  # task_after and its index, as a fresh file has them
+    db.execute(_CREATE[7])
+
+
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     Migration(1, "add store_meta with the minted-id high-water mark", _v1_to_v2),
+    Migration(2, "add task.paused, the flag of a paused task", _v2_to_v3),
+    Migration(3, "add task_after, the edges of schedule_after", _v3_to_v4),
+    Migration(4, "add the run ledger's attempt, reason, node, manual and kept value", _v4_to_v5),
 )
 # Step i starts from version i + 1, and the last one reaches SCHEMA_VERSION.
 assert [m.from_version for m in MIGRATIONS] == list(range(1, SCHEMA_VERSION))
@@ -141,7 +195,7 @@ def read_version(db: sqlite3.Connection, location: str) -> int:
             f"{location} has store schema version {version}, newer than this version of "
             f"pykka-taskscheduler understands ({SCHEMA_VERSION}); upgrade pykka-taskscheduler"
         )
-    expected = {"task", "run"} if version == 1 else TABLES
+    expected = {"task", "run"} if version == 1 else {"task", "run", "store_meta"} if version == 2 else TABLES
     if version < 1 or not expected <= names:
         missing = ", ".join(sorted(expected - names)) or "none"
         raise StoreError(

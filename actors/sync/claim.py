@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
-__all__ = ["ABANDONED", "INTERRUPTED", "NOT_STOPPED", "TIMED_OUT", "UNTAKEN", "Claim"]
+__all__ = ["ABANDONED", "INTERRUPTED", "NOT_STOPPED", "REPLACED", "TIMED_OUT", "UNTAKEN", "Claim"]
 
 
 UNTAKEN: Final = b"\x01"
@@ -43,6 +43,8 @@ TIMED_OUT: Final = 2
 """The run outlived its task's ``timeout`` (a bit of ``Claim.stop``)."""
 ABANDONED: Final = 4
 """The run outlived ``timeout + hung_grace``: the scheduler counted it failed and left its worker."""
+REPLACED: Final = 8
+"""The task's next slot came due during the run, and its ``overlap="replace"`` asks the run to make way."""
 
 
 class Claim(bytearray):

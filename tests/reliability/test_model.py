@@ -261,7 +261,19 @@ class Model:
             if isinstance(trigger, FixedRate):
                 slot = task.slot + 1
                 while trigger.first_at + slot * trigger.interval < self.now:
-                    slot += 1  # missed slots are skipped
+                    skipped = trigger.first_at + slot * trigger.interval  # missed: published MISSED
+                    self.events.append(
+                        (
+                            EventKind.MISSED,
+                            task.task_id,
+                            task.name,
+                            self.now,
+                            task.run_count + 1,
+                            skipped,
+                            None,
+                        )
+                    )
+                    slot += 1
                 task.slot = slot
                 task.due_at = trigger.first_at + slot * trigger.interval
             else:

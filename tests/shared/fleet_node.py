@@ -16,14 +16,14 @@ import threading
 from collections.abc import Sequence
 
 from actors import Scheduler
-from actors.store import PostgresStore, RunRecord, TaskUpdate
+from actors.store import LedgerRow, PostgresStore, TaskUpdate
 
 
 class NaiveStore(PostgresStore):
     """A store whose outcomes ignore their fence: a node that lost its lease still commits."""
 
     def save_outcomes(
-        self, updates: Sequence[TaskUpdate] = (), runs: Sequence[RunRecord] = ()
+        self, updates: Sequence[TaskUpdate] = (), runs: Sequence[LedgerRow] = ()
     ) -> frozenset[int]:
         return super().save_outcomes([dataclasses.replace(u, fence=None) for u in updates], runs)
 

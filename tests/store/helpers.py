@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from actors.store import RunRecord, StoredTask, TaskDefinition, TaskUpdate
+from actors.store import LedgerRow, StoredTask, TaskDefinition, TaskUpdate
 
 ROOT = Path(__file__).resolve().parents[2]
 T0 = 1_800_000_000.0  # an arbitrary UTC epoch second
@@ -44,7 +44,7 @@ def update(task: StoredTask, **changes: Any) -> TaskUpdate:
     return TaskUpdate(**fields)
 
 
-def record(task: StoredTask, run: int, **changes: Any) -> RunRecord:
+def record(task: StoredTask, run: int, **changes: Any) -> LedgerRow:
     fields: dict[str, Any] = {
         "task_id": task.task_id,
         "task_seq": task.seq,
@@ -56,7 +56,7 @@ def record(task: StoredTask, run: int, **changes: Any) -> RunRecord:
         "error": None,
     }
     fields.update(changes)
-    return RunRecord(**fields)
+    return LedgerRow(**fields)
 
 
 def definition_part(task: StoredTask) -> TaskDefinition:

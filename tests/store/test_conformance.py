@@ -129,6 +129,43 @@ def test_add_rejects_bad_arguments(store: Store) -> None:
     assert store.tasks() == []
 
 
+# -- add_many ------------------------------------------------------------------------------------
+
+
+def test_add_many_commits_fresh_rows_in_order(factory: StoreFactory, store: Store) -> None:
+    store.add(definition("before"))
+    given = [definition(f"bulk-{i}", args_json=f"[{i}]", next_due=T0 + i) for i in range(5)]
+    given.append(definition("other", fn_ref="jobs.other:fn", options_json='{"name": "x"}'))
+
+    seqs = store.add_many(given)
+
+    assert seqs == sorted(seqs)
+    assert len(set(seqs)) == len(given)
+    rows = [store.get(task.task_id) for task in given]
+    assert [row.seq for row in rows if row is not None] == seqs
+    for row, task in zip(rows, given, strict=True):
+        assert row is not None
+        assert definition_part(row) == task
+        assert row.status == "scheduled"
+        assert counters(row) == (0, 0, 0, None, None)
+    assert [t.task_id for t in reopen(factory, store).load()] == ["before"] + [t.task_id for t in given]
+
+
+def test_add_many_writes_nothing_when_an_id_is_taken(store: Store) -> None:
+    store.add(definition("taken"))
+    assert store.cancel("taken")  # terminal, and still its id
+
+    with pytest.raises(DuplicateTaskError):
+        store.add_many([definition("new-1"), definition("taken"), definition("new-2")])
+    with pytest.raises(DuplicateTaskError):
+        store.add_many([definition("twice"), definition("twice")])
+    with pytest.raises(TypeError, match="TaskDefinition"):
+        store.add_many([definition("fine"), {"task_id": "a"}])  # type: ignore[list-item]
+
+    assert [t.task_id for t in store.tasks()] == ["taken"]
+    assert store.add_many([]) == []
+
+
 # -- cancel --------------------------------------------------------------------------------------
 
 

@@ -178,6 +178,11 @@ def test_a_version_1_store_is_migrated_and_keeps_its_rows(pg_schema: str) -> Non
             "ALTER TABLE task DROP COLUMN started_fence, DROP COLUMN sealed_fence, "
             "DROP COLUMN replaced_fence, DROP COLUMN interrupt_fence"
         )
+        db.execute("DROP TABLE task_after")  # version 3's
+        db.execute(  # and what version 4 added
+            "ALTER TABLE run DROP COLUMN attempt, DROP COLUMN reason, DROP COLUMN node, "
+            "DROP COLUMN manual, DROP COLUMN value_json, DROP COLUMN value_note"
+        )
         db.execute("UPDATE store_meta SET schema_version = 1")
 
     with PostgresStore(DSN, schema=pg_schema, lease=30.0) as store:
@@ -192,6 +197,8 @@ def test_a_version_1_store_is_migrated_and_keeps_its_rows(pg_schema: str) -> Non
         assert version == (SCHEMA_VERSION,)
         try:
             db.execute("SELECT started_fence, sealed_fence, replaced_fence FROM task")
+            db.execute("SELECT dependency_seq, waiter_seq, dependency_id, delay FROM task_after")
+            db.execute("SELECT attempt, reason, node, manual, value_json, value_note FROM run")
         except psycopg.Error as error:  # pragma: no cover - the assertion's message
             raise AssertionError(f"the columns were not added: {error}") from error
 

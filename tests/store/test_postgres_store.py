@@ -153,7 +153,7 @@ BAD_SCHEMAS = [
     (foreign_tables, r"holds tables that are not a pykka-taskscheduler store \(tables: users\)"),
     (foreign_meta, r"is not a pykka-taskscheduler store \(its store_meta is not ours"),
     (newer_store, f"has store schema version {SCHEMA_VERSION + 1}, newer than"),
-    (damaged_store, r"damaged pykka-taskscheduler store .*missing tables: run\)"),
+    (damaged_store, r"damaged pykka-taskscheduler store .*missing tables: run, task_after\)"),
 ]
 
 
@@ -257,6 +257,7 @@ def test_every_call_ends_within_its_bound_while_another_session_locks_the_tables
     (lease,) = store.claim_due(1)
     calls: dict[str, Callable[[], object]] = {
         "add": lambda: store.add(definition("new")),
+        "add_many": lambda: store.add_many([definition("new-1"), definition("new-2")]),
         "cancel": lambda: store.cancel("free"),
         "save": lambda: store.save([update(held, run_count=1)], [record(held, 1)]),
         "save_outcomes": lambda: store.save_outcomes([update(held, run_count=1)]),

@@ -103,6 +103,7 @@ class Pool:
         self.claimed: dict[int, RunTask] = {}  # worker -> the run it claimed but has not started
         self.current: dict[int, RunTask] = {}  # worker -> the run it started and runs
         self.started: list[tuple[int, str, int]] = []  # (worker, task_id, run), in start order
+        self.started_at: dict[int, float] = {}  # worker -> when its current run started
         self.skipped: list[tuple[int, str, int, float]] = []  # (worker, task_id, run, now) reported Skipped
 
     # -- the timetable's side
@@ -173,6 +174,7 @@ class Pool:
         if run.task.try_start(run.one_time):
             self.current[worker] = run
             self.started.append((worker, run.task_id, run.run))
+            self.started_at[worker] = now  # the reports say when the run started, as a worker's do
             if self.announce and run.announce:
                 self.table.started(Started(worker, run.task_id, run.run, now))
             return run
@@ -223,10 +225,14 @@ class Pool:
         if following is not None:
             self.claimed[worker] = following
         now = at if now is None else now
+        started_at = self.started_at.pop(worker, None)
         if error is None:
-            self.table.completed(Completed(worker, run.task_id, run.run, value, at, idle), now=now)
+            report_done = Completed(worker, run.task_id, run.run, value, at, idle, started_at=started_at)
+            self.table.completed(report_done, now=now)
         else:
-            report = Failed(worker, run.task_id, run.run, error, traceback_of(error), at, idle)
+            report = Failed(
+                worker, run.task_id, run.run, error, traceback_of(error), at, idle, started_at=started_at
+            )
             self.table.failed(report, now=now)
         if start_next and following is not None:
             self.start(worker, now)
@@ -238,6 +244,7 @@ class Pool:
         if run is not None:
             run.task.end_run(run.claim)
         self.claimed.pop(worker, None)
+        self.started_at.pop(worker, None)
         self.inbox.pop(worker, None)
 
     def run_everything(self, now: float) -> list[tuple[int, str, int]]:

@@ -68,7 +68,7 @@ def protocol_members() -> set[str]:
 
 @pytest.mark.parametrize("directory", [LocalTasks, SharedTasks])
 def test_each_directory_has_every_member_with_its_parameters(directory: type) -> None:
-    assert protocol_members() == {"submit", "revoke", "cancel", "handle", "info", "infos"}
+    assert protocol_members() == {"submit", "revoke", "cancel", "handle", "dependency", "info", "infos"}
     for name in protocol_members():
         wanted = list(inspect.signature(getattr(TaskDirectory, name)).parameters)
         assert list(inspect.signature(getattr(directory, name)).parameters) == wanted, name

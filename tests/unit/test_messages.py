@@ -6,6 +6,7 @@ import dataclasses
 import math
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any
 
@@ -33,13 +34,17 @@ from messages import (
     FixedRate,
     Flush,
     Once,
+    Pause,
     Publish,
     QueryNextDue,
     QueryStats,
     QueryTask,
     QueryTasks,
+    Reschedule,
+    Resume,
     RetrySaves,
     RunBatch,
+    RunNow,
     RunTask,
     Schedule,
     SchedulerStats,
@@ -281,6 +286,11 @@ class NotAFuture:
 BAD_USER_MESSAGES = {
     "cancel-int-id": lambda: Cancel(1),
     "cancel-no-id": lambda: Cancel(None),
+    "pause-int-id": lambda: Pause(1),
+    "resume-no-id": lambda: Resume(None),
+    "run-now-int-id": lambda: RunNow(1),
+    "reschedule-int-id": lambda: Reschedule(1, Once(0.0)),
+    "reschedule-no-trigger": lambda: Reschedule("t", 5.0),
     "query-bytes-id": lambda: QueryTask(b"t"),
     "settle-no-future": lambda: Settle(object()),
     "settle-set_result-not-callable": lambda: Settle(NotAFuture()),
@@ -343,6 +353,10 @@ INSTANCES = [
     Cron("0 9 * * MON-FRI", "Europe/Berlin"),
     schedule(),
     Cancel("t"),
+    Pause("t"),
+    Resume("t"),
+    RunNow("t"),
+    Reschedule("t", FixedRate(1.0)),
     Tick(),
     Drain(),
     AddTask(Token()),  # type: ignore[arg-type]
@@ -372,6 +386,15 @@ INSTANCES = [
     EVENT,
     INFO,
     TimerFired("k", 1, "message"),
+    messages.QueryHistory("t"),
+    messages.RunRecord(
+        run=1,
+        due_at=0.0,
+        due_wall=datetime(2026, 1, 1, tzinfo=UTC),
+        started_at=None,
+        ended_at=None,
+        outcome="missed",
+    ),
     SchedulerStats(live_tasks=0, running=0, heap_size=0, workers=1, ticks=0, timer_wakeups=0),
 ]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import json
 
 import pytest
 
@@ -209,3 +210,27 @@ class Task:
     def __init__(self, task_id: str) -> None:
         self.task_id = task_id
         self.heap_seq: int | None = None
+
+
+def test_a_stored_parcel_parks_its_tasks_as_a_restart_loads_them() -> None:
+    def decode(
+        task_id: str, args_json: str, kwargs_json: str
+    ) -> tuple[tuple[object, ...], dict[str, object]]:
+        return tuple(json.loads(args_json)), json.loads(kwargs_json)
+
+    batch = Batch(noop, {}, "bulk", PLAIN, decode)
+    stored = Parcel(
+        batch, ["task-1", "task-2"], [5.0, 3.0], ["[1, [2]]", "[]"], ([11, 12], [105.0, 103.0], '{"k": 3}')
+    )
+    table = timetable(workers=1)
+    table.park(stored, now=0.0)
+    assert (table.live_count, dict(table.tasks)) == (2, {})
+
+    table.tick(now=3.0)
+    assert dispatched(take(table)) == [(0, "task-2", 1)]
+    second = table.tasks["task-2"]
+    assert (second.args, dict(second.kwargs), second.store_seq, second.due_wall) == ((), {"k": 3}, 12, 103.0)
+    assert (second.run_count, second.last_outcome) == (0, None)
+    first = table.record("task-1")  # a record of its own, as cancel or a handle would need
+    assert first is not None
+    assert (first.args, first.store_seq, first.due_wall, first.due_at) == ((1, [2]), 11, 105.0, 5.0)

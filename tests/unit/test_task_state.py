@@ -26,14 +26,15 @@ from messages import TERMINAL_STATUSES as TERMINAL_TASK_STATUSES
 from messages import TaskStatus
 from tests.unit.helpers import noop
 
-PENDING, READY, HANDED, CANCELLING, COMPLETED, FAILED, CANCELLED, DETACHED, WAITING = State
+PENDING, READY, HANDED, CANCELLING, COMPLETED, FAILED, CANCELLED, DETACHED, WAITING, PAUSED = State
 
 DIAGRAM = {
-    PENDING: {READY, CANCELLED, DETACHED},
-    READY: {HANDED, CANCELLED, PENDING, FAILED, DETACHED},
-    HANDED: {PENDING, READY, CANCELLING, COMPLETED, FAILED, CANCELLED, DETACHED},
+    PENDING: {READY, CANCELLED, DETACHED, PAUSED},
+    READY: {HANDED, CANCELLED, PENDING, FAILED, DETACHED, PAUSED},
+    HANDED: {PENDING, READY, CANCELLING, COMPLETED, FAILED, CANCELLED, DETACHED, PAUSED},
     CANCELLING: {CANCELLED},
-    WAITING: {PENDING, CANCELLED},
+    WAITING: {PENDING, CANCELLED, PAUSED, DETACHED},
+    PAUSED: {PENDING, READY, CANCELLED, DETACHED},
     COMPLETED: set(),
     FAILED: set(),
     CANCELLED: set(),
@@ -46,10 +47,12 @@ DIAGRAM = {
     HANDED --cancelled while its worker holds the run--> CANCELLING --worker reported--> CANCELLED
     HANDED --run reported--> COMPLETED | FAILED;  PENDING | READY | HANDED --cancelled--> CANCELLED
     READY --missed its run (misfire_grace)--> PENDING (recurring) | FAILED (one-time)
-    PENDING | READY | HANDED --the scheduler stopped, the task lives on in its store--> DETACHED
+    PENDING | READY | HANDED | WAITING --the scheduler stopped, the task lives on in its store--> DETACHED
     HANDED --a run failed, and its Retry allows another attempt--> PENDING
     WAITING --every task it depends on completed--> PENDING
     WAITING --one of them failed or was cancelled, or it was cancelled--> CANCELLED
+    PENDING | READY | HANDED (taken back, or its run reported) | WAITING (released) --paused--> PAUSED
+    PAUSED --resumed--> PENDING;  PAUSED --run now--> READY;  PAUSED --> CANCELLED | DETACHED
 """
 
 

@@ -35,7 +35,8 @@ from actors.core.dealer import BATCH
 from actors.core.due_heap import COMPACT_MIN_STALE
 from actors.core.effects import Effects
 from actors.core.parked import Batch, Parcel
-from actors.core.task_record import PLAIN, TaskRecord
+from actors.core.policies import Policies
+from actors.core.task_record import PLAIN, TaskRecord, TaskSpec
 from actors.core.task_state import FINAL_STATES, TOKEN_AT_END
 from actors.core.timetable import Timetable
 from actors.errors import DuplicateTaskError, SchedulerShutdownError, WorkerLostError
@@ -78,8 +79,19 @@ TOKEN_MOVES = {
 }
 IN_FLIGHT = ("running", "ran")  # a recurring run is in flight: started, or ended and not reported
 
-# kind, task, run, at, due_at, final, value, error, traceback
-Event = tuple[EventKind, str, int | None, float, float | None, bool, object, BaseException | None, str | None]
+# kind, task, run, at, due_at, final, value, error, traceback, reason
+Event = tuple[
+    EventKind,
+    str,
+    int | None,
+    float,
+    float | None,
+    bool,
+    object,
+    BaseException | None,
+    str | None,
+    str | None,
+]
 
 
 def as_tuple(event: Any) -> Event:
@@ -93,6 +105,7 @@ def as_tuple(event: Any) -> Event:
         event.value,
         event.error,
         event.traceback,
+        event.reason,
     )
 
 
@@ -185,6 +198,7 @@ class Model:
                 extra.get("value"),
                 extra.get("error"),
                 extra.get("traceback"),
+                extra.get("reason"),
             )
         )
 
@@ -274,7 +288,7 @@ class Model:
         if task is not None:  # else it ended when it was cancelled: the report only frees the worker
             self.end(task, "cancelled", now)
 
-    def reported(
+    def reported(  # noqa: PLR0912 (the model spells every case out)
         self,
         record: object,
         finished_at: float,
@@ -282,8 +296,13 @@ class Model:
         value: object,
         error: BaseException | None,
         traceback: str,
+        started_at: float | None = None,
     ) -> None:
-        """A worker reports a run (``Completed`` or ``Failed``; a lost worker's runs fail)."""
+        """A worker reports a run (``Completed`` or ``Failed``; a lost worker's runs fail: no ``started_at``).
+
+        Slots skipped because the run ended past them are ``MISSED``: ``"catch_up"`` those due
+        before the run started (or ended, if it reported no start), ``"overlap"`` the others.
+        """
         task = self.live_of(record)
         assert task is not None
         assert task["state"] in ("handed", "cancelling")
@@ -331,8 +350,29 @@ class Model:
             self.push(task, finished_at + trigger.delay)
         else:
             slot = task["slot"] + 1
+            since = finished_at if started_at is None else started_at
+            skipped: list[tuple[int, float, str]] = []
             while trigger.first_at + slot * trigger.interval < finished_at:
+                time = trigger.first_at + slot * trigger.interval
+                skipped.append((slot, time, "catch_up" if time <= since else "overlap"))
                 slot += 1
+            if task.get("queue") and skipped and skipped[-1][2] == "overlap":
+                slot = skipped.pop()[0]  # overlap="queue": the latest slot the run overran runs next
+            run_next = task["runs"] + 1
+            for _, time, reason in skipped:
+                missed = (
+                    EventKind.MISSED,
+                    task["id"],
+                    run_next,
+                    finished_at,
+                    time,
+                    False,
+                    None,
+                    None,
+                    None,
+                    reason,
+                )
+                self.events.append(missed)
             task["slot"] = slot
             self.push(task, trigger.first_at + slot * trigger.interval)
 
@@ -368,6 +408,7 @@ class Model:
 triggers = st.one_of(
     st.tuples(st.just("once"), st.integers(-3, 8)),
     st.tuples(st.just("rate"), st.integers(-3, 8), st.sampled_from([0.5, 1, 2, 3])),
+    st.tuples(st.just("rate-queue"), st.integers(-3, 8), st.sampled_from([0.5, 1, 2, 3])),
     st.tuples(st.just("delay"), st.integers(-3, 8), st.sampled_from([0.5, 1, 2, 3])),
 )
 
@@ -495,10 +536,16 @@ class TimetableMachine(RuleBasedStateMachine):
         self.pool.finish(worker, at=finished_at, now=self.now, value=value, error=error, start_next=False)
         traceback = traceback_of(error) if error is not None else ""
         self.model.reported(
-            run.task, finished_at, value=None if error else value, error=error, traceback=traceback
+            run.task,
+            finished_at,
+            value=None if error else value,
+            error=error,
+            traceback=traceback,
+            started_at=task["started_at"],
         )
 
-    def add(self, task_id: str, trigger: Any, max_failures: int | None) -> None:
+    def add(self, task_id: str, trigger: Any, max_failures: int | None, *, queue: bool = False) -> None:
+        """Schedule a task (``queue``: a fixed-rate one with ``overlap="queue"``)."""
         expected = self.model.schedule(task_id, trigger, max_failures)
         cmd = make(task_id, trigger, max_consecutive_failures=max_failures)
         if expected == "shutdown":
@@ -510,7 +557,11 @@ class TimetableMachine(RuleBasedStateMachine):
         else:
             assert isinstance(expected, dict)
             self.seen_ids.add(task_id)
-            expected["record"] = self.table.schedule(cmd, now=self.now)
+            record = expected["record"] = self.table.schedule(cmd, now=self.now)
+            if queue:  # (a Schedule message has no policies: the record gets them before its first run)
+                spec = record.spec
+                record.spec = TaskSpec(spec.trigger, spec.failure_limit, policies=Policies(overlap="queue"))
+            expected["queue"] = queue
 
     # -- rules
 
@@ -520,11 +571,11 @@ class TimetableMachine(RuleBasedStateMachine):
         trigger: Any
         if spec[0] == "once":
             trigger, max_failures = Once(at), None
-        elif spec[0] == "rate":
+        elif spec[0] in ("rate", "rate-queue"):
             trigger = FixedRate(spec[2], at)
         else:
             trigger = FixedDelay(spec[2], at)
-        self.add(task_id, trigger, max_failures)
+        self.add(task_id, trigger, max_failures, queue=spec[0] == "rate-queue")
         self.apply()
 
     @rule(

@@ -1,0 +1,358 @@
+"""Operating a live task, in the pure core: pause, resume, run now, reschedule (issue 24).
+
+``Operations`` is a part of the ``Timetable`` (a mixin: the state is the timetable's,
+``actors/core/timetable.py``), and the rules of that module's docstring hold here: no clock, no
+threads, no user code; time comes in as ``now``, what should happen goes out as ``Effects``.
+Every method runs on the thread that owns the timetable (the scheduler actor's).
+
+Three dicts hold what these operations add to a task, so a task nobody operates pays nothing
+(its record has no field for it; the hot paths test a dict for emptiness, one C call):
+
+- ``_paused``: ``task_id -> when it was paused``. A paused task with no run in flight rests in
+  ``State.PAUSED``, out of the heap, its ``due_at`` the due time it will have missed. One whose
+  run is in flight (or that waits for its dependencies) is only marked here: where it would
+  next wait in the heap (``_rest``) it moves to ``PAUSED`` instead.
+- ``_manual``: ``task_id -> (due_at, due_wall)`` of the slot a ``run_now`` run left: the grid
+  the run does not move. The dealer marks the run ``manual`` (``RunContext.manual``); when it
+  ends, ``_plan_after_manual`` puts the task back on its grid.
+- ``_respec``: ``task_id -> (spec, due_at, due_wall)``: a new trigger given to a task whose run
+  is in flight, applied when that run ends (``_plan_respec``).
+
+The catch-up policy of a resumed task is one function, ``due_on_resume``: the policies of
+issue 24 (``catch_up="all"``, ``"none"``) extend it there.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from actors.core.recurrence import first_due_at, next_fixed_delay
+from actors.core.task_record import TaskRecord, TaskSpec
+from actors.core.task_state import (
+    CANCELLING,
+    FINAL_STATES,
+    HANDED,
+    PAUSED,
+    PENDING,
+    READY,
+    WAITING,
+    move_to,
+)
+from messages import Cron, EventKind, FixedDelay, FixedRate, Once, TaskId, TaskInfo, TaskStatus, Trigger
+
+if TYPE_CHECKING:
+    from actors.core.dealer import Dealer
+    from actors.core.due_heap import DueHeap
+    from actors.core.effects import Effects
+    from actors.core.wall_tasks import WallTasks
+
+__all__ = ["CATCH_UP_LATEST", "Operations", "due_on_resume", "first_due", "respec"]
+
+CATCH_UP_LATEST = "latest"
+"""The catch-up policy of every task today: one late run, if within ``misfire_grace``."""
+
+
+def due_on_resume(task: TaskRecord, *, now: float, wall_offset: float) -> tuple[float, float | None]:
+    """When a resumed task is due next: ``(due_at, due_wall)`` (its catch-up policy decides).
+
+    The policy is ``"latest"`` (``CATCH_UP_LATEST``), exactly as after a restart: the task keeps
+    the due time it had when it was paused. If that time has passed, the task is released at
+    once and the dealer's ``misfire_grace`` check gives it one late run (or a ``MISSED`` when it
+    is later than its grace); the end of that run skips the rest of the slots it missed (the
+    recurrence counts from the slot that ran to the first one not past). A fixed-delay task
+    (not between the attempts of a retried run) is due ``delay`` after the resume.
+
+    Extend here (and only here) with the other catch-up policies.
+    """
+    trigger = task.spec.trigger
+    failures = task.failures
+    if isinstance(trigger, FixedDelay) and (failures is None or failures.attempt == 1):
+        due_at = next_fixed_delay(trigger.delay, now)
+        return due_at, None if task.due_wall is None else due_at + wall_offset
+    return task.due_at, task.due_wall
+
+
+def respec(spec: TaskSpec, trigger: Trigger, *, now: float) -> TaskSpec:
+    """``spec`` with ``trigger`` instead of its own, every option kept (``reschedule``).
+
+    A fixed-rate or fixed-delay trigger with neither ``first_at`` nor ``initial_delay`` starts
+    one interval (delay) from ``now``: a reschedule runs nothing at once unless the trigger says
+    so (``initial_delay=0``, a ``first_at`` or ``Once`` time already past).
+
+    Raises:
+        ValueError: a ``Cron`` whose expression or zone does not parse.
+    """
+    recurring: FixedRate | FixedDelay | Cron | None
+    if isinstance(trigger, Once):
+        recurring = None
+    elif isinstance(trigger, FixedRate):
+        start = trigger.initial_delay if trigger.initial_delay is not None else trigger.interval
+        recurring = trigger if trigger.first_at is not None else FixedRate(trigger.interval, now + start)
+    elif isinstance(trigger, FixedDelay):
+        start = trigger.initial_delay if trigger.initial_delay is not None else trigger.delay
+        recurring = trigger if trigger.first_at is not None else FixedDelay(trigger.delay, now + start)
+    else:
+        recurring = trigger
+    return TaskSpec(
+        recurring,
+        spec.failure_limit,
+        spec.executor,
+        spec.misfire_grace,
+        timeout=spec.timeout,
+        retry=spec.retry,
+        coroutine=spec.coroutine,
+        after=spec.after,
+        delay=spec.delay,
+    ).or_plain()
+
+
+def first_due(
+    spec: TaskSpec, trigger: Trigger, *, now: float, wall_offset: float, durable: bool
+) -> tuple[float, float | None]:
+    """The first due time ``(due_at, due_wall)`` of a task given ``spec`` (from ``respec``) at ``now``.
+
+    Raises:
+        ValueError: a ``Cron`` that fires no more.
+    """
+    calendar = spec.calendar
+    if calendar is not None:
+        due_wall = calendar.next_fire(now + wall_offset)
+        return due_wall - wall_offset, due_wall
+    due_at = first_due_at(spec.trigger if spec.trigger is not None else trigger, now)
+    return due_at, due_at + wall_offset if durable else None
+
+
+class Operations:
+    """The part of the ``Timetable`` that operates live tasks (a mixin: the state is the timetable's)."""
+
+    if TYPE_CHECKING:  # the timetable's state and methods this part uses
+        _tasks: dict[TaskId, TaskRecord]
+        _heap: DueHeap
+        _dealer: Dealer
+        _effects: Effects
+        _wall_tasks: WallTasks
+        _wanted: frozenset[EventKind]
+        _want_due: bool
+        _paused: dict[TaskId, float]
+        _manual: dict[TaskId, tuple[float, float | None]]
+        _respec: dict[TaskId, tuple[TaskSpec, float, float | None]]
+        activity: int
+        wall_offset: float
+
+        def record(self, task_id: TaskId, *, finished: bool = False) -> TaskRecord | None:
+            """``Queries.record``."""
+
+        def _release(self, now: float) -> None: ...
+        def _push_slot(self, task: TaskRecord) -> None: ...
+        def _emit(
+            self,
+            kind: EventKind,
+            task: TaskRecord,
+            at: float,
+            run: int | None,
+            *,
+            error: BaseException | None = None,
+            traceback: str | None = None,
+            value: object = None,
+            final: bool = False,
+            retrying: bool = False,
+            attempt: int | None = None,
+            reason: str | None = None,
+        ) -> None: ...
+
+    # -- commands ---------------------------------------------------------------------------
+
+    def pause(self, task_id: TaskId, *, now: float) -> bool:
+        """Pause a live task: no new run of it starts until ``resume``; a run in progress finishes.
+
+        Returns ``True`` if it paused a live task; ``False`` if the task is unknown, ended (or
+        being cancelled) or already paused. Publishes ``PAUSED``.
+        """
+        task = self.record(task_id)
+        if task is None or task_id in self._paused:
+            return False
+        state = task.state
+        if state is CANCELLING or state in FINAL_STATES:
+            return False
+        self._paused[task_id] = now
+        if state is PENDING:
+            self._heap.remove(task)
+            move_to(task, PAUSED)
+        elif state is READY:
+            self._dealer.unqueue(task)
+            move_to(task, PAUSED)
+        elif state is HANDED and self._dealer.take_back(task):
+            move_to(task, PAUSED)  # its worker had not started the run
+            self._release(now)  # the take-back may have left a worker idle
+        # else a run in flight, or waiting for its dependencies: it rests PAUSED when it next would wait
+        self._operated(task, EventKind.PAUSED, now)
+        return True
+
+    def resume(self, task_id: TaskId, *, now: float) -> bool:
+        """Resume a paused task; ``True`` if it was paused. Publishes ``RESUMED``.
+
+        Its next due time is ``due_on_resume``'s (the catch-up policy); one already past is
+        released at once.
+        """
+        task = self.record(task_id)
+        if task is None or self._paused.pop(task_id, None) is None:
+            return False
+        if task.state is PAUSED:
+            task.due_at, task.due_wall = due_on_resume(task, now=now, wall_offset=self.wall_offset)
+            move_to(task, PENDING)
+            self._heap.push(task, task.due_at)
+        self._operated(task, EventKind.RESUMED, now)
+        if task.due_at <= now:
+            self._release(now)  # (not due yet, or its run in flight: nothing to release)
+        return True
+
+    def run_now(self, task_id: TaskId, *, now: float) -> bool:
+        """Release one extra run of a task now, outside its schedule; whether it did.
+
+        Its fixed-rate or cron grid does not move (the slot it waited for is kept, and skipped
+        only if this run is still going then); a fixed-delay task counts its next delay from this
+        run's end; a one-time task's run is its one run, brought forward. A paused task stays
+        paused. ``False`` for an unknown or ended task, one waiting for its dependencies, and
+        one whose run is in progress or about to start (today's overlap policy, ``"skip"``).
+        """
+        task = self.record(task_id)
+        if task is None:
+            return False
+        state = task.state
+        if state is not PENDING and state is not PAUSED:
+            return False  # READY, HANDED: a run is about to start or in progress
+        self._manual[task_id] = (task.due_at, task.due_wall)
+        if state is PENDING:
+            self._heap.remove(task)
+        task.due_at = now
+        if task.due_wall is not None:
+            task.due_wall = now + self.wall_offset
+        self._dealer.queue(task)
+        self.activity += 1
+        if self._want_due:
+            self._emit(EventKind.DUE, task, now, task.run_count + 1)
+        self._release(now)
+        return True
+
+    def reschedule(self, task_id: TaskId, trigger: Trigger, *, now: float) -> bool:
+        """Give a live task ``trigger``, keeping its function, arguments, options and counters.
+
+        Its next run is the new trigger's first, counted from ``now`` (``respec``); nothing runs
+        at once unless the trigger says so. A run in progress goes on; the new trigger applies
+        from its end. ``False`` (nothing changed) for an unknown or ended task, one whose
+        one-time run is in progress (it is ending), and one waiting for its dependencies.
+
+        Raises:
+            ValueError: a ``Cron`` that does not parse or never fires (nothing changed).
+        """
+        task = self.record(task_id)
+        if task is None:
+            return False
+        state = task.state
+        if state is CANCELLING or state is WAITING or state in FINAL_STATES:
+            return False
+        spec = respec(task.spec, trigger, now=now)  # may raise: nothing has changed yet
+        due_at, due_wall = first_due(
+            spec, trigger, now=now, wall_offset=self.wall_offset, durable=task.store_seq is not None
+        )
+        if state is HANDED and not self._dealer.take_back(task):
+            if task.spec.trigger is None:
+                return False  # a one-time run started: the task ends with it
+            self._manual.pop(task_id, None)  # a new schedule: the old grid is gone
+            self._respec[task_id] = (spec, due_at, due_wall)  # its run goes on; applied at its end
+        else:
+            self._manual.pop(task_id, None)
+            if state is HANDED:
+                move_to(task, PENDING)  # taken back before its worker started it
+            elif state is READY:
+                self._dealer.unqueue(task)
+                move_to(task, PENDING)
+            elif state is PENDING:
+                self._heap.remove(task)
+            self._apply_spec(task, spec, due_at, due_wall)
+            if task.state is PENDING:
+                self._rest(task)
+        self.activity += 1
+        if task.store_seq is not None:
+            self._effects.saves.append(task)
+        self._release(now)
+        return True
+
+    def restore_paused(self, task_ids: frozenset[TaskId], *, now: float) -> None:
+        """Pause the tasks a store kept as paused, as they are loaded (no event, nothing saved)."""
+        for task_id in task_ids:
+            task = self.record(task_id)
+            if task is None or task_id in self._paused or task.state is not PENDING:
+                continue  # (a stored row is pending when loaded)
+            self._paused[task_id] = now
+            self._heap.remove(task)
+            move_to(task, PAUSED)
+
+    # -- queries ----------------------------------------------------------------------------
+
+    def is_paused(self, task_id: TaskId) -> bool:
+        """Whether the task ``task_id`` is paused."""
+        return task_id in self._paused
+
+    def paused_ids(self) -> frozenset[TaskId]:
+        """The ids of the paused tasks (for a store: the flag it keeps)."""
+        return frozenset(self._paused)
+
+    def _shown(self, info: TaskInfo) -> TaskInfo:
+        """``info`` as a snapshot shows it: ``PAUSED`` for a paused task whose run is in flight."""
+        if info.status is TaskStatus.PAUSED or info.task_id not in self._paused:
+            return info
+        return _with_status(info, TaskStatus.PAUSED)
+
+    # -- hooks for the rest of the timetable ------------------------------------------------
+
+    def _rest(self, task: TaskRecord) -> None:
+        """A ``PENDING`` task waits for its due time: in the heap, or ``PAUSED`` if it is paused."""
+        if self._paused and task.task_id in self._paused:
+            move_to(task, PAUSED)
+        else:
+            self._push_slot(task)  # at its slot plus its jitter (policy_runs.py)
+
+    def _plan_operated(self, task: TaskRecord, after: float) -> bool:
+        """Plan the run after a ``run_now`` run or a reschedule's; whether it did (else plan as usual)."""
+        task_id = task.task_id
+        respecced = self._respec.pop(task_id, None) if self._respec else None
+        if respecced is not None:
+            self._manual.pop(task_id, None)
+            spec, due_at, due_wall = respecced
+            self._apply_spec(task, spec, due_at, due_wall)
+            return task.spec.trigger is None or due_at >= after  # else: the first slot not past
+        saved = self._manual.pop(task_id, None) if self._manual else None
+        if saved is None:
+            return False
+        task.due_at, task.due_wall = saved  # back on its grid, at the slot it waited for
+        if isinstance(task.spec.trigger, FixedDelay):
+            return False  # counts its delay from this run's end
+        return task.due_at >= after  # else that slot passed during the run: the first one not past
+
+    def _forget_operated(self, task_id: TaskId) -> None:
+        """A task ended: forget what the operations kept of it."""
+        self._paused.pop(task_id, None)
+        self._manual.pop(task_id, None)
+        self._respec.pop(task_id, None)
+
+    # -- internals --------------------------------------------------------------------------
+
+    def _apply_spec(self, task: TaskRecord, spec: TaskSpec, due_at: float, due_wall: float | None) -> None:
+        task.spec = spec
+        task.due_at, task.due_wall = due_at, due_wall
+        self._wall_tasks.track(task)
+
+    def _operated(self, task: TaskRecord, kind: EventKind, now: float) -> None:
+        """Count an operation, save a durable task, publish ``kind`` if someone listens."""
+        self.activity += 1
+        if task.store_seq is not None:
+            self._effects.saves.append(task)
+        if kind in self._wanted:
+            self._emit(kind, task, now, None)
+
+
+def _with_status(info: TaskInfo, status: TaskStatus) -> TaskInfo:
+    import dataclasses  # noqa: PLC0415 - only for the rare paused task mid-run
+
+    return dataclasses.replace(info, status=status, next_run_at=None, next_run_wall=None)

@@ -22,6 +22,8 @@ from actors.core.retry import Retry
 from actors.errors import (
     DependencyFailedError,
     DuplicateTaskError,
+    ExecutorUnavailableError,
+    ExecutorWorkerLostError,
     InvalidTransitionError,
     JobFileError,
     MissedRunError,
@@ -46,6 +48,7 @@ from actors.errors import (
 )
 from actors.references import MAX_JSON_DEPTH
 from actors.runtime.event_bus import EventBus
+from actors.runtime.executor_protocol import Executor
 from actors.runtime.limits import MAX_PROCESSES, MAX_WORKERS
 from actors.runtime.process_worker import ProcessWorkerActor
 from actors.runtime.run_context import RunContext, current_run
@@ -76,6 +79,9 @@ __all__ = [
     "DuplicateTaskError",
     "EventBus",
     "EventKind",
+    "Executor",
+    "ExecutorUnavailableError",
+    "ExecutorWorkerLostError",
     "FakeClock",
     "InvalidTransitionError",
     "JobFileError",

@@ -179,3 +179,18 @@ class DependencyFailedError(SchedulerError, CancelledError):
         """Make the error; ``dependency`` names the task that failed or was cancelled."""
         super().__init__(message)
         self.dependency = dependency
+
+
+class ExecutorUnavailableError(SchedulerError, ConnectionError):
+    """A run could not be handed to its executor's engine (Celery, Dask...): it is down or unreachable.
+
+    The run counts ``FAILED`` with this error (its message names the executor and the engine's
+    own error), the task's ``Retry`` applies, and the scheduler goes on with everything else.
+    """
+
+
+class ExecutorWorkerLostError(WorkerLostError):
+    """The engine's worker running a run died mid-run (a Celery ``WorkerLostError``, a Dask ``KilledWorker``).
+
+    The run counts ``FAILED`` with this error, and the task's ``Retry`` applies.
+    """

@@ -683,9 +683,18 @@ class OursAdapter(Adapter):
         return None
 
     def __init__(
-        self, workers: int = WORKERS, processes: int = 0, durable: bool = False, held: bool = False
+        self,
+        workers: int = WORKERS,
+        processes: int = 0,
+        durable: bool = False,
+        held: bool = False,
+        executor: str = "thread",
+        engine_processes: int = 4,
     ) -> None:
         self._s: Any = None
+        self._executor = executor  # the executors workload's: its engine starts with the scheduler
+        self._engine = contextlib.ExitStack()
+        self._engine_processes = engine_processes
         self._workers = workers
         self._processes = processes
         self._held = held
@@ -695,11 +704,17 @@ class OursAdapter(Adapter):
     def start(self) -> None:
         ours = import_ours()
         self._clock = ours.FakeClock() if self._held else None
+        from benchmarks.executors import engine  # here: only the executors workload needs it
+
+        executors = self._engine.enter_context(
+            engine(self._executor, in_flight=16, processes=self._engine_processes)
+        )
         self._s = ours.Scheduler(
             workers=self._workers,
             processes=self._processes,
             clock=self._clock,
             store=None if self._dir is None else self._dir / "tasks.db",
+            **({"executors": executors} if executors else {}),
         )
 
     def schedule_cpu_bound(
@@ -733,6 +748,7 @@ class OursAdapter(Adapter):
     def shutdown(self, timeout: float = 10.0) -> None:
         if self._s is not None:
             self._s.shutdown(wait=True, timeout=timeout)
+        self._engine.close()
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
 

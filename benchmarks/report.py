@@ -66,6 +66,11 @@ DISPLAY: dict[str, list[tuple[str, str]]] = {
         ("full_collections", "automatic full collections while filling"),
         ("collections_s", "time in collections while filling, s"),
     ],
+    "executors": [
+        ("runs_per_s", "runs/s"),
+        ("p50_ms", "due -> start p50 ms"),
+        ("p99_ms", "due -> start p99 ms"),
+    ],
 }
 RATIO_HEADER = "ours ÷ textbook"
 

@@ -24,6 +24,7 @@ from typing import Self
 from benchmarks.adapters import Adapter, Completions
 from benchmarks.cases import FAR_S, Case, Config, Measurement
 from benchmarks.durable_workloads import durable_burst_cases, durable_schedule_cases, restart_cases
+from benchmarks.executors import executors_cases
 from benchmarks.million import million_cases
 from benchmarks.results import percentile
 
@@ -463,6 +464,7 @@ WORKLOADS: dict[str, Callable[[Config], list[Case]]] = {
     "durable_burst": durable_burst_cases,
     "restart": restart_cases,
     "million": million_cases,
+    "executors": executors_cases,
 }
 
 

@@ -58,13 +58,21 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     return max(1, min(WORKERS_PER_CPU * len(os.sched_getaffinity(0)), MAX_WORKERS))
 
 
+ENGINE_THREADS = ("Dask-Offload", "Dask-Callback-Thread")
+"""Threads Dask starts once per process and keeps (its module-wide pools), not a test's leak."""
+
+
+def engine_thread(thread: threading.Thread) -> bool:
+    return thread.name.startswith(ENGINE_THREADS)
+
+
 @pytest.fixture(autouse=True)
 def no_leaked_threads() -> Iterator[None]:
     """Fail a test that leaves an actor or a thread running after it ends."""
     before = set(threading.enumerate())
     yield
     deadline = time.monotonic() + THREAD_EXIT_GRACE
-    leaked = [t for t in threading.enumerate() if t not in before and t.is_alive()]
+    leaked = [t for t in threading.enumerate() if t not in before and t.is_alive() and not engine_thread(t)]
     for thread in leaked:
         thread.join(max(0.0, deadline - time.monotonic()))
     leaked = [t for t in leaked if t.is_alive()]

@@ -22,6 +22,7 @@ from typing import Final
 
 import pykka
 
+from actors.api.executor_checks import check_executors
 from actors.api.history import HistoryMixin
 from actors.api.local_tasks import LocalTasks
 from actors.api.messaging import Messaging
@@ -37,6 +38,7 @@ from actors.errors import SchedulerStartError
 from actors.runtime.base import stop_quietly
 from actors.runtime.durable import LoadedTasks
 from actors.runtime.durable_after import read_waits
+from actors.runtime.executor_protocol import Executor
 from actors.runtime.home import local_home
 from actors.runtime.limits import MAX_PROCESSES, MAX_WORKERS, check_count
 from actors.runtime.minting import IdMint
@@ -83,6 +85,7 @@ class Scheduler(Scheduling, Messaging, Queries, Observing, LiveTaskOperations, H
         store: Store | str | os.PathLike[str] | None = None,
         hung_grace: float = 5.0,
         listeners: Iterable[AnyListener] = (),
+        executors: Mapping[str, Executor] | None = None,
     ) -> None:
         """Start the scheduler; return once its threads run and its stored tasks are loaded.
 
@@ -106,6 +109,9 @@ class Scheduler(Scheduling, Messaging, Queries, Observing, LiveTaskOperations, H
                 ``subscribe`` would (and for as long as the scheduler runs): they also see the
                 events of stored tasks that are due at once when they are loaded, which a
                 ``subscribe`` after the constructor may miss.
+            executors: Executors to run tasks on besides the threads and processes, by name
+                (``schedule_*(..., executor=name)``): ``CeleryExecutor``, ``DaskExecutor`` or
+                your own ``Executor`` (``docs/executors.md``). The scheduler closes them when it stops.
 
         Raises:
             ValueError: ``workers`` out of range, ``history < 0``, ``hung_grace`` not a
@@ -121,6 +127,7 @@ class Scheduler(Scheduling, Messaging, Queries, Observing, LiveTaskOperations, H
         check_count("workers", workers, 1, MAX_WORKERS)
         check_count("history", history, 0)
         self._processes = check_count("processes", processes, 0, MAX_PROCESSES)
+        self._executors = check_executors(executors)
         if require_finite("hung_grace", hung_grace) < 0:
             raise ValueError(f"hung_grace must not be negative, got {hung_grace!r}")
         self._clock: Clock = check_clock(clock) if clock is not None else MonotonicClock()
@@ -133,6 +140,7 @@ class Scheduler(Scheduling, Messaging, Queries, Observing, LiveTaskOperations, H
                 # A shared store: its database's clock is the wall clock (what is due, run keys).
                 self._clock = DatabaseClock.over(self._clock, self._store)
                 pools = {THREADS: workers, PROCESSES: processes}  # it claims runs only into these
+                pools.update((name, each.max_in_flight) for name, each in self._executors.items())
                 node = SharedNode(self._store, self._clock, workers=pools, history=history)
             loaded = self._load(shared=node is not None)
         except BaseException:
@@ -161,6 +169,7 @@ class Scheduler(Scheduling, Messaging, Queries, Observing, LiveTaskOperations, H
             clock=self._clock,
             workers=workers,
             processes=processes,
+            executors=self._executors,
             history=history,
             outbox=self._outbox,
             threads=self._threads,

@@ -18,6 +18,7 @@ import pykka
 from actors.api.directory import TaskDirectory
 from actors.core.task_record import TaskRecord
 from actors.errors import SchedulerInternalError, SchedulerShutdownError, WouldDeadlockError
+from actors.runtime.executor_protocol import Executor
 from actors.runtime.minting import IdMint
 from actors.runtime.scheduler import OutboxItem, SchedulerActor
 from actors.store import Store
@@ -56,6 +57,7 @@ class Plumbing:
     # Set by ``Scheduler.__init__``; declared here for the parts that use them.
     _clock: Clock
     _processes: int
+    _executors: Mapping[str, Executor]  # registered by name (Scheduler(executors=...))
     _store: Store | None
     _directory: TaskDirectory  # where the tasks are: this node's scheduler, or a shared store too
     _far_at: float

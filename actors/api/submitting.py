@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from actors.api.executor_checks import executor_target
 from actors.api.handles import TaskHandle
 from actors.api.plumbing import Plumbing
 from actors.api.validation import TaskOptions, check_task, process_target, resolve_task_function
@@ -60,6 +61,7 @@ class Submitting(Plumbing):
             message_task=message_task,
             recurring=recurring,
             runs_elsewhere=not self._directory.runs_stored_tasks,
+            executors=self._executors,
         )
         coroutine = makes_coroutine(target)
         name = options.name or default_name(target)
@@ -69,6 +71,8 @@ class Submitting(Plumbing):
         runs: Callable[..., object] = target
         if options.executor == PROCESSES:
             runs = process_target(fn, args, checked)
+        elif options.executor in self._executors:
+            runs = executor_target(self._executors[options.executor], fn, target, args, checked)
         row: tuple[str, str, str] | None = None
         if durable:
             fn_ref = fn if isinstance(fn, str) else reference_of(fn)

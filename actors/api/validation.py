@@ -6,7 +6,7 @@ because every scheduled task pays for it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from datetime import datetime
 from typing import Any, Final, NamedTuple
 
@@ -136,9 +136,11 @@ class TaskOptions(NamedTuple):
         message_task: bool = False,
         recurring: bool = False,
         runs_elsewhere: bool = False,
+        executors: Collection[str] = (),
     ) -> bool:
         """Check the options against the scheduler's means; return whether the task is durable.
 
+        ``executors``: the names of the executors registered besides the built-in ones.
         ``message_task``: the options of a message task (``Scheduler.tell_*``), the only
         tasks with ``executor="inline"``, never durable (an actor ref cannot be stored).
         ``recurring``: the task has a recurring trigger (the policies are for those only).
@@ -156,8 +158,11 @@ class TaskOptions(NamedTuple):
         if message_task:
             assert self.executor == INLINE
             assert self.durable is False
-        elif self.executor not in (THREADS, PROCESSES):
-            raise ValueError(f'executor must be "thread" or "process", got {self.executor!r}')
+        elif self.executor not in (THREADS, PROCESSES) and self.executor not in executors:
+            registered = "".join(f", {name!r}" for name in executors)
+            raise ValueError(
+                f'executor must be "thread", "process"{registered} (a registered one), got {self.executor!r}'
+            )
         if (
             self.executor == PROCESSES
             and not processes

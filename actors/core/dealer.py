@@ -20,7 +20,7 @@ it has not reported yet (it is running it, or about to), and the others wait the
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Container
+from collections.abc import Container, Mapping
 from typing import Final
 
 from actors.core.task_record import INLINE, PROCESSES, THREADS, TaskRecord
@@ -36,7 +36,7 @@ INLINE_WORKER: Final = -1
 
 
 class _Pool:
-    """Workers of one kind (threads, or processes) and the due runs that need that kind."""
+    """Workers of one kind (threads, processes, an executor's slots) and the due runs that need that kind."""
 
     __slots__ = ("idle", "ready", "size")
 
@@ -46,24 +46,47 @@ class _Pool:
         self.size = len(workers)  # workers it has, idle or not (0: what it gets can never run)
 
 
+class _Pools(dict[str, _Pool]):
+    """The pools by executor; a missing one (a stored task's executor not registered) is made empty.
+
+    A dict, not a method: looking a pool up is on every run's path, and ``__missing__`` costs
+    nothing until a lookup misses.
+    """
+
+    dealer: Dealer
+
+    def __missing__(self, executor: str) -> _Pool:
+        return self.dealer._no_such_pool(executor)
+
+
 class Dealer:
     """Per pool, the ready FIFO and the idle workers; for every busy worker, its batch.
 
     There are three pools: ``THREADS`` (workers ``0 .. workers-1``), ``PROCESSES`` (the next
     ``processes`` numbers) and ``INLINE`` (``INLINE_WORKER``: the scheduler itself, which makes
     the runs of message tasks as it hands them out); a task's ``spec.executor`` says which one
-    runs it.
+    runs it. ``executors`` adds one pool per registered executor (Celery, Dask...), the next
+    numbers after the processes, in its order: as many workers as runs it may have in flight.
+    A task naming an executor this dealer has no pool for (loaded from a store) gets an
+    empty pool: its runs are stranded (``deal``).
     """
 
-    def __init__(self, workers: int, processes: int = 0) -> None:
+    def __init__(self, workers: int, processes: int = 0, executors: Mapping[str, int] | None = None) -> None:
         """Start with every worker idle and nothing due."""
-        self._pools = {
-            THREADS: _Pool(range(workers)),
-            PROCESSES: _Pool(range(workers, workers + processes)),
-            INLINE: _Pool(range(INLINE_WORKER, INLINE_WORKER + 1)),
-        }
+        self._pools = _Pools(
+            {
+                THREADS: _Pool(range(workers)),
+                PROCESSES: _Pool(range(workers, workers + processes)),
+                INLINE: _Pool(range(INLINE_WORKER, INLINE_WORKER + 1)),
+            }
+        )
+        self._pools.dealer = self
+        first = workers + processes
+        for name, in_flight in (executors or {}).items():
+            self._pools[name] = _Pool(range(first, first + in_flight))
+            first += in_flight
         self._pool_of = {worker: pool for pool in self._pools.values() for worker in pool.idle}
-        self._worker_pools = (self._pools[THREADS], self._pools[PROCESSES])
+        self._worker_pools = tuple(pool for name, pool in self._pools.items() if name != INLINE)
         self._inline = self._pools[INLINE]
         self._batches: dict[int, deque[TaskRecord]] = {}  # busy worker -> runs handed, not yet reported
         # Ids of tasks whose next run is a run_now run (the timetable's dict: it adds and removes).
@@ -222,10 +245,16 @@ class Dealer:
         return len(self._batches)
 
     def idle_count(self, executor: str) -> int:
-        """Idle workers of ``executor``'s pool (``THREADS`` or ``PROCESSES``)."""
+        """Idle workers of ``executor``'s pool (``THREADS``, ``PROCESSES`` or a registered executor's)."""
         return len(self._pools[executor].idle)
 
     # -- internals --------------------------------------------------------------------------
+
+    def _no_such_pool(self, executor: str) -> _Pool:
+        """An empty pool, made now, for ``executor``, which is not registered here (``_Pools``)."""
+        pool = self._pools[executor] = _Pool(range(0))
+        self._worker_pools = (*self._worker_pools, pool)
+        return pool
 
     def _hand_out(
         self,

@@ -36,7 +36,7 @@ from actors.core.operations import Operations
 from actors.core.parked import Parcel, ParkedTasks
 from actors.core.policies import DEFAULT_POLICIES
 from actors.core.stopping import Stopping
-from actors.core.task_record import Failures, TaskRecord, TaskSpec
+from actors.core.task_record import PROCESSES, Failures, TaskRecord, TaskSpec
 from actors.core.task_state import (
     CANCELLED,
     CANCELLING,
@@ -83,6 +83,7 @@ class Timetable(Operations, Stopping):
         *,
         workers: int,
         processes: int = 0,
+        executors: Mapping[str, int] | None = None,
         history: int = 10_000,
         tasks: dict[TaskId, TaskRecord] | None = None,
         hung_grace: float = 5.0,
@@ -94,7 +95,8 @@ class Timetable(Operations, Stopping):
         stop, before its worker is abandoned.
 
         Workers ``0 .. workers-1`` run tasks on threads, the next ``processes`` numbers in
-        worker processes (tasks with ``executor="process"``).
+        worker processes (tasks with ``executor="process"``), then, per registered executor
+        in ``executors`` (name -> most runs in flight), that many numbers: its slots.
 
         ``tasks`` is the (empty) dict to keep the live tasks in, for an owner that lets
         another thread read it (the facade cancels by id with one lookup); only the
@@ -119,7 +121,7 @@ class Timetable(Operations, Stopping):
         # are live, but not in _tasks); actors/core/parked.py says why.
         self._parked = parked if parked is not None else ParkedTasks()
         self._heap = DueHeap(self._tasks, self._parked.entries)  # pending tasks by due time
-        self._dealer = Dealer(workers, processes)  # due tasks, idle workers, batches
+        self._dealer = Dealer(workers, processes, executors)  # due tasks, idle workers, batches
         self._history: OrderedDict[TaskId, TaskRecord] = OrderedDict()  # finished records, oldest first
         self._history_limit = history
         self._effects = Effects()
@@ -565,7 +567,13 @@ class Timetable(Operations, Stopping):
 
 
 def _no_processes(task: TaskRecord) -> NoWorkerProcessesError:
-    """The error a run fails with when it needs a worker process and the scheduler has none."""
+    """The error a run fails with when it needs a worker process (or an executor) the scheduler lacks."""
+    executor = task.spec.executor
+    if executor != PROCESSES:
+        return NoWorkerProcessesError(
+            f"task {task.task_id!r} runs on executor {executor!r}, but this scheduler has no such "
+            f"executor: register it with Scheduler(executors={{{executor!r}: ...}}) to run it"
+        )
     return NoWorkerProcessesError(
         f'task {task.task_id!r} runs in a worker process (executor="process"), but this scheduler '
         "has no process pool: start it with Scheduler(processes=N) to run it"

@@ -38,8 +38,8 @@ from actors.core.parked import Batch, ParkedTasks, StandIn
 from actors.core.policies import DEFAULT_POLICIES, Policies, check_policies
 from actors.core.retry import Retry
 from actors.core.task_record import (
+    INLINE,
     PLAIN,
-    PROCESSES,
     THREADS,
     Failures,
     Recurrence,
@@ -555,8 +555,9 @@ def _spec(recurring: Recurrence | None, on_wall: bool, options: dict[str, Any], 
     if failure_limit is not None and (type(failure_limit) is not int or failure_limit < 1):
         raise ValueError(f"has max_consecutive_failures {failure_limit!r}, not an int >= 1")
     executor = options.get("executor", THREADS)
-    if executor not in (THREADS, PROCESSES):
-        raise ValueError(f'has executor {executor!r}, neither "thread" nor "process"')
+    if not isinstance(executor, str) or not executor or executor == INLINE:
+        # any other name: a registered executor's (Celery, Dask...), checked when it comes due
+        raise ValueError(f"has executor {executor!r}, not the name of an executor")
     misfire_grace = options.get("misfire_grace")
     if misfire_grace is not None and require_finite("misfire_grace", misfire_grace) < 0:
         raise ValueError(f"has a negative misfire_grace {misfire_grace!r}")

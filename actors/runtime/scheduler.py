@@ -13,7 +13,7 @@ the scheduler's thread (its ``start_check`` alone runs on the workers').
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any, Final
 
@@ -29,6 +29,8 @@ from actors.errors import DuplicateTaskError, SchedulerInternalError, SchedulerS
 from actors.process.slot import ProcessSlot
 from actors.runtime.base import LibraryActor, stop_quietly, tell_quietly
 from actors.runtime.event_bus import EventBus
+from actors.runtime.executor_protocol import Executor
+from actors.runtime.executor_worker import ExecutorWorkerActor, close_executors
 from actors.runtime.home import Home, MemoryHome
 from actors.runtime.limits import MAX_PROCESSES, MAX_WORKERS, check_count
 from actors.runtime.minting import IdMint
@@ -128,6 +130,7 @@ class SchedulerActor(LibraryActor):
         bus: pykka.ActorRef[Any] | None = None,
         workers: int = 4,
         processes: int = 0,
+        executors: Mapping[str, Executor] | None = None,
         history: int = 10_000,
         timer: bool = True,
         outbox: Outbox[OutboxItem] | None = None,
@@ -152,6 +155,8 @@ class SchedulerActor(LibraryActor):
             workers: Size of the worker pool (1 to ``MAX_WORKERS``).
             processes: How many worker processes run ``executor="process"`` tasks (0 to
                 ``MAX_PROCESSES``); each child process starts with its first run.
+            executors: The registered executors by name (``actors/runtime/executor_protocol.py``):
+                each gets ``max_in_flight`` slots, the worker numbers after the processes'.
             history: How many finished tasks' ``TaskInfo`` to keep.
             timer: Start a timer thread. Without one, only ``Tick`` messages (or ``Settle``)
                 make due tasks run: handy in tests that drive the actor by hand.
@@ -186,6 +191,7 @@ class SchedulerActor(LibraryActor):
         self._core = Timetable(
             workers=workers,
             processes=processes,
+            executors={name: executor.max_in_flight for name, executor in (executors or {}).items()},
             history=history,
             tasks=live,
             hung_grace=hung_grace,
@@ -194,6 +200,13 @@ class SchedulerActor(LibraryActor):
         self._pool_size = workers
         # One slot per process worker, made here: killing a child must not wait for its worker.
         self._slots = [ProcessSlot(f"process-worker-{index}") for index in range(processes)]
+        # Worker numbers past the processes': each executor's slots, in order (one per run in flight).
+        self._executors = dict(executors or {})
+        self._executor_slots = [
+            (name, executor)
+            for name, executor in self._executors.items()
+            for _ in range(executor.max_in_flight)
+        ]
         self._workers: list[pykka.ActorRef[Any]] = []
         self._timer = TimerThread(clock, self.actor_ref, threads=threads) if timer else None
         self._outbox: Outbox[OutboxItem] = outbox if outbox is not None else Outbox()
@@ -245,7 +258,9 @@ class SchedulerActor(LibraryActor):
                 self._bus = self._start_bus()
             for subscription in self._subscriptions:  # before any task: see them all
                 self._tell_bus(subscription)
-            for index in range(self._pool_size + len(self._slots)):  # one by one: on_stop stops those
+            for index in range(
+                self._pool_size + len(self._slots) + len(self._executor_slots)
+            ):  # one by one: on_stop stops those
                 self._workers.append(self._start_worker(index))  # started so far if one fails
             if self._timer is not None:
                 self._timer.start()
@@ -304,6 +319,7 @@ class SchedulerActor(LibraryActor):
             self._timer.stop(timeout=1.0)
         for worker in self._workers:
             stop_quietly(worker)
+        close_executors(self._executors)
         if self._bus is not None:
             stop_quietly(self._bus)
         for waiter in self._settle_waiters:
@@ -571,6 +587,18 @@ class SchedulerActor(LibraryActor):
             return WorkerActor.start(
                 index, self.actor_ref, self._clock, self._outbox, self._threads, self._home.start_check
             )
+        if index >= self._pool_size + len(self._slots):  # a registered executor's slot
+            name, executor = self._executor_slots[index - self._pool_size - len(self._slots)]
+            return ExecutorWorkerActor.start(
+                index,
+                self.actor_ref,
+                self._clock,
+                name,
+                executor,
+                self._outbox,
+                self._threads,
+                self._home.start_check,
+            )
         slot = self._slots[index - self._pool_size]
         return ProcessWorkerActor.start(
             index, self.actor_ref, self._clock, slot, self._outbox, self._threads, self._home.start_check
@@ -610,7 +638,7 @@ class SchedulerActor(LibraryActor):
         """
         logger.error("worker %d is stuck in a run past its timeout and hung_grace; replacing it", index)
         self._abandoned += 1
-        if index < self._pool_size:
+        if not 0 <= index - self._pool_size < len(self._slots):  # a thread, or an executor's slot
             old = self._workers[index]
             if self._threads is not None:
                 self._threads.abandon(old.actor_urn)

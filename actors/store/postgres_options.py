@@ -67,7 +67,7 @@ def importable_names(importable: Collection[str] | None) -> list[str] | None:
     return _distinct_strs(importable, "importable", "references")
 
 
-EXECUTORS: Final = frozenset({"thread", "process"})  # the executors a stored task can have
+EXECUTORS: Final = frozenset({"thread", "process"})  # the built-in executors a stored task can have
 
 
 def executor_names(executors: Collection[str] | None) -> list[str] | None:
@@ -75,12 +75,15 @@ def executor_names(executors: Collection[str] | None) -> list[str] | None:
 
     Raises:
         TypeError: ``executors`` is a str, or holds a non-str.
-        ValueError: it holds a name that is not an executor (``"thread"``, ``"process"``).
+        ValueError: it holds a name that is no executor's: empty, or ``"inline"`` (the message
+            tasks', never stored). Any other is one a scheduler may register (``executors=``).
     """
     names = _distinct_strs(executors, "executors", "executor names")
     for name in names or ():
-        if name not in EXECUTORS:
-            raise ValueError(f"executors must hold 'thread' or 'process', got {name!r}")
+        if not name or name == "inline":
+            raise ValueError(
+                f"executors must hold 'thread', 'process' or a registered executor's name, got {name!r}"
+            )
     return names
 
 

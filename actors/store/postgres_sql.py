@@ -250,12 +250,11 @@ _ACQUIRE: Final = """
     RETURNING {returned}, task.fence, task.lease_until, {now}, task.grid_due"""
 _ONLY_IMPORTABLE: Final = " AND fn_ref = ANY(%(importable)s::text[])"
 # A row's executor, read from its options' JSON text (``actors.runtime.durable`` writes
-# ``"executor": "process"`` for a process task, nothing for a thread task). A pattern, not a
+# ``"executor": "process"`` for a process task, the registered name for a Celery or Dask
+# task, nothing for a thread task). A pattern, not a
 # cast to jsonb: a damaged row must not make every claim fail. Inside a JSON string every
 # quote is escaped, so only the key itself can match.
-EXECUTOR: Final = (
-    """(CASE WHEN options_json ~ '"executor"\\s*:\\s*"process"' THEN 'process' ELSE 'thread' END)"""
-)
+EXECUTOR: Final = """COALESCE(substring(options_json from '"executor"\\s*:\\s*"([^"]*)"'), 'thread')"""
 _ONLY_EXECUTORS: Final = f" AND {EXECUTOR} = ANY(%(executors)s::text[])"
 
 

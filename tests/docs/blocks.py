@@ -15,6 +15,9 @@ on the line before it, an HTML comment (invisible once rendered), says how it ru
 - ``<!-- postgres -->``: the block needs a PostgreSQL server. It runs with every
   ``postgresql://...`` URL in it replaced by the test server's (``SCHEDULER_TEST_DSN``) on a
   schema of its own; without a server it is skipped with the reason (failed under ``CI=true``).
+- ``<!-- celery -->``: the block needs the ``[celery]`` extra, RabbitMQ on 127.0.0.1:5672 and
+  Redis on 127.0.0.1:6379 (it starts its own ``celery worker``); without them it is skipped
+  with the reason (failed under ``CI=true``).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 FENCE = re.compile(r"^(?P<indent> *)(?P<ticks>`{3,})(?P<info>[^`\n]*)$")
 FILE = re.compile(r"^# file: (?P<path>[\w./-]+\.py)\s*$")
-MARKER = re.compile(r"^\s*<!--\s*(?P<kind>fragment|postgres)\b[^>]*-->\s*$")
+MARKER = re.compile(r"^\s*<!--\s*(?P<kind>fragment|postgres|celery)\b[^>]*-->\s*$")
 POSTGRES_URL = re.compile(r"postgres(?:ql)?://[^\s\"']+")
 PYTHON = {"python", "py", "python3"}
 

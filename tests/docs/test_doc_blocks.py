@@ -6,6 +6,7 @@ temporary directory of the document's own. A fragment (``<!-- fragment -->``) is
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 import types
@@ -39,6 +40,17 @@ def postgres() -> Iterator[Postgres]:
     server = Postgres()
     yield server
     drop_schemas(server.schemas)
+
+
+def require_celery() -> None:
+    """Skip (fail under ``CI=true``, where they run) unless Celery, RabbitMQ and Redis are here."""
+    from tests.executors.conftest import have, reachable
+
+    if not (have("celery", "redis") and reachable(5672) and reachable(6379)):
+        reason = "needs the [celery] extra, RabbitMQ on 127.0.0.1:5672 and Redis on 127.0.0.1:6379"
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
 
 
 def run(block: Block, code: str) -> None:
@@ -92,6 +104,9 @@ def run_one(block: Block, directory: Path, postgres: Postgres) -> None:
         path.write_text(block.code, encoding="utf-8")
     elif block.kind == "postgres":
         run(block, with_postgres(block.code, postgres.dsn()))
+    elif block.kind == "celery":
+        require_celery()
+        run(block, block.code)
     else:
         run(block, block.code)
 
@@ -101,7 +116,7 @@ def test_blocks_are_found_with_their_markers() -> None:
     assert any("settle(also=" in block.code and block.defined_tests() for block in readme)
     assert len(blocks_of("docs/actors.md")) >= 4
     kinds = {block.kind for doc in documents() for block in blocks_of(doc)}
-    assert kinds == {"run", "fragment", "file", "postgres"}
+    assert kinds == {"run", "fragment", "file", "postgres", "celery"}
 
 
 def test_a_marker_applies_to_the_block_right_after_it(

@@ -184,7 +184,9 @@ class Operations:
         if state is CANCELLING or state in FINAL_STATES:
             return False
         self._paused[task_id] = now
-        if state is PENDING:
+        if self._manual and task_id in self._manual and (state is READY or state is HANDED):
+            pass  # a run_now's run goes on (run_now works on a paused task): it rests PAUSED after it
+        elif state is PENDING:
             self._heap.remove(task)
             move_to(task, PAUSED)
         elif state is READY:
@@ -195,6 +197,7 @@ class Operations:
             self._release(now)  # the take-back may have left a worker idle
         # else a run in flight, or waiting for its dependencies: it rests PAUSED when it next would wait
         self._operated(task, EventKind.PAUSED, now)
+        self._queued_now_is_due(task, now)
         return True
 
     def resume(self, task_id: TaskId, *, now: float) -> bool:
@@ -256,8 +259,6 @@ class Operations:
             or (task.state is not READY and task.state is not HANDED)  # waiting, ending or ended
             or overlap == OVERLAP_SKIP
             or task.task_id in self._queued_now  # at most one waits
-            or task.task_id in self._manual  # the run in flight is a run_now's: ask again after it
-            or task.task_id in self._respec  # a new trigger waits for the run's end: so does this
         ):
             return False
         self._queued_now[task.task_id] = now
@@ -267,6 +268,16 @@ class Operations:
                 request_stop(claim, REPLACED)  # a run not started yet sees it as it starts
         self.activity += 1
         return True
+
+    def _queued_now_is_due(self, task: TaskRecord, now: float) -> None:
+        """The run a ``run_now`` waited for was taken back unstarted (pause, reschedule): run it now."""
+        if (
+            self._queued_now
+            and task.state is not READY
+            and task.state is not HANDED
+            and self._queued_now.pop(task.task_id, None) is not None
+        ):
+            self.run_now(task.task_id, now=now)
 
     def _start_queued_now(self, task: TaskRecord, after: float) -> None:
         """The run in flight when ``run_now`` queued one has ended at ``after``: the manual run is due now.
@@ -320,6 +331,7 @@ class Operations:
             self._apply_spec(task, spec, due_at, due_wall)
             if task.state is PENDING:
                 self._rest(task)
+            self._queued_now_is_due(task, now)
         self.activity += 1
         if task.store_seq is not None:
             self._effects.saves.append(task)

@@ -192,17 +192,31 @@ class SharedTasks:
             return None
         flight = self._flights().get(row.seq) if row.live else None
         waits = self._waits() if row.live and row.next_due is None else {}
-        return info_of(row, flight, wall_offset=self._node.clock.offset, waiting_for=waits.get(row.seq, ()))
+        paused = row.live and self._store.is_paused(task_id)
+        return info_of(
+            row,
+            flight,
+            wall_offset=self._node.clock.offset,
+            waiting_for=waits.get(row.seq, ()),
+            paused=paused,
+        )
 
     def row_infos(self) -> list[TaskInfo]:
         """Snapshots of every live durable task in the store, in ``seq`` order."""
         self._check_open()
         rows: list[StoredTask] = self._store.tasks(include_terminal=False)
         flights = self._flights()
+        paused = self._store.paused_ids()
         offset = self._node.clock.offset
         waits = self._waits() if any(row.next_due is None for row in rows) else {}
         return [
-            info_of(row, flights.get(row.seq), wall_offset=offset, waiting_for=waits.get(row.seq, ()))
+            info_of(
+                row,
+                flights.get(row.seq),
+                wall_offset=offset,
+                waiting_for=waits.get(row.seq, ()),
+                paused=row.task_id in paused,
+            )
             for row in rows
         ]
 

@@ -55,7 +55,11 @@ class Submitting(Plumbing):
         message_task = options.executor == INLINE
         recurring = trigger is not None
         durable = options.check(
-            self._processes, self._store is not None, message_task=message_task, recurring=recurring
+            self._processes,
+            self._store is not None,
+            message_task=message_task,
+            recurring=recurring,
+            runs_elsewhere=not self._directory.runs_stored_tasks,
         )
         coroutine = makes_coroutine(target)
         name = options.name or default_name(target)

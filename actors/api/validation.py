@@ -129,13 +129,22 @@ class TaskOptions(NamedTuple):
         )
 
     def check(
-        self, processes: int, has_store: bool, *, message_task: bool = False, recurring: bool = False
+        self,
+        processes: int,
+        has_store: bool,
+        *,
+        message_task: bool = False,
+        recurring: bool = False,
+        runs_elsewhere: bool = False,
     ) -> bool:
         """Check the options against the scheduler's means; return whether the task is durable.
 
         ``message_task``: the options of a message task (``Scheduler.tell_*``), the only
         tasks with ``executor="inline"``, never durable (an actor ref cannot be stored).
         ``recurring``: the task has a recurring trigger (the policies are for those only).
+        ``runs_elsewhere``: a durable task is run by whichever node of a shared store claims it,
+        so a process task needs worker processes on some node, not necessarily this one (a node
+        claims runs only into pools it has).
 
         Raises:
             ValueError: an option is out of range or asks for what the scheduler lacks.
@@ -149,7 +158,11 @@ class TaskOptions(NamedTuple):
             assert self.durable is False
         elif self.executor not in (THREADS, PROCESSES):
             raise ValueError(f'executor must be "thread" or "process", got {self.executor!r}')
-        if self.executor == PROCESSES and not processes:
+        if (
+            self.executor == PROCESSES
+            and not processes
+            and not (runs_elsewhere and self.durable is not False)
+        ):
             raise ValueError('executor="process" needs worker processes: Scheduler(processes=N)')
         if self.if_exists not in ("error", "keep", "replace"):
             raise ValueError(f'if_exists must be "error", "keep" or "replace", got {self.if_exists!r}')

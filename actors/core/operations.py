@@ -184,8 +184,8 @@ class Operations:
         if state is CANCELLING or state in FINAL_STATES:
             return False
         self._paused[task_id] = now
-        if self._manual and task_id in self._manual and (state is READY or state is HANDED):
-            pass  # a run_now's run goes on (run_now works on a paused task): it rests PAUSED after it
+        if task_id in self._manual and state in (READY, HANDED):
+            pass  # a run_now run asked for already still runs (as on a paused task); then it rests PAUSED
         elif state is PENDING:
             self._heap.remove(task)
             move_to(task, PAUSED)

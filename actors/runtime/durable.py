@@ -27,7 +27,6 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from heapq import heappush
@@ -52,6 +51,18 @@ from actors.core.task_state import STORED_STATUS
 from actors.errors import StoreError
 from actors.references import LazyReference, parse_reference, resolve_stored
 from actors.runtime import durable_after
+from actors.runtime.stored_columns import (
+    NO_ARGS,
+    NO_KWARGS,
+    ColumnDamage,
+    args_column,
+    count_column,
+    error_text,
+    json_object,
+    kwargs_column,
+    next_due_column,
+    read_column,
+)
 from actors.store.protocol import LedgerRow, StoredTask, TaskDefinition, TaskUpdate
 from actors.store.trigger_json import StoredTrigger, decode_trigger
 from messages import Cron, FixedDelay, FixedRate
@@ -69,13 +80,10 @@ __all__ = [
     "run_record",
     "stored_batch",
     "task_update",
+    "trigger_json",
 ]
 
 logger = logging.getLogger(__name__)
-
-_NO_ARGS: Final = "[]"
-_NO_KWARGS: Final = "{}"
-_SHOWN_TEXT: Final = 80  # characters of a damaged column's text an error quotes
 
 
 def definition(
@@ -127,7 +135,7 @@ def task_update(task: TaskRecord, *, paused: bool | None = None) -> TaskUpdate:
     error = failures.last_error
     # A task loaded from the store has its stored error text only (as its last_traceback):
     # written back as it was, so a later success does not erase the last failed run's error.
-    error_text = failures.last_traceback if error is None else _error_text(error)
+    stored_error = failures.last_traceback if error is None else error_text(error)
     return TaskUpdate(
         task_id=task.task_id,
         seq=task.store_seq,
@@ -136,7 +144,7 @@ def task_update(task: TaskRecord, *, paused: bool | None = None) -> TaskUpdate:
         run_count=task.run_count,
         failure_count=failures.count,
         consecutive_failures=failures.consecutive,
-        last_error=error_text,
+        last_error=stored_error,
         last_outcome=task.last_outcome,
         paused=paused,
     )
@@ -262,7 +270,7 @@ class LoadedTasks:
         try:
             fn, coroutine = _function(row.fn_ref, self._functions)
             spec, name = _decode(row.trigger_json, row.options_json, row.fn_ref, self._wall_offset, coroutine)
-        except _Damage:
+        except ColumnDamage:
             pass  # not parked: load() makes its stand-in, and says why
         else:
             if spec.trigger is None and not spec.on_wall:
@@ -297,7 +305,7 @@ def load(
     """
     try:
         return _load(row, wall_offset, functions, record)
-    except _Damage as damage:
+    except ColumnDamage as damage:
         return _stand_in(row, damage, location, wall_offset, record)
 
 
@@ -307,25 +315,25 @@ def _load(
     functions: dict[str, tuple[Callable[..., object], bool]],
     record: type[TaskRecord],
 ) -> TaskRecord:
-    """``load`` for a row that decodes; ``_Damage`` naming the first column that does not."""
+    """``load`` for a row that decodes; ``ColumnDamage`` naming the first column that does not."""
     fn, coroutine = _function(row.fn_ref, functions)
     spec, name = _decode(row.trigger_json, row.options_json, row.fn_ref, wall_offset, coroutine)
-    due_wall = _next_due(row.next_due, wall_offset)
+    due_wall = next_due_column(row.next_due, wall_offset)
     task = record(
         row.task_id,
         fn,
-        _column("args_json", row.args_json, _args),
-        _column("kwargs_json", row.kwargs_json, _kwargs),
+        read_column("args_json", row.args_json, args_column),
+        read_column("kwargs_json", row.kwargs_json, kwargs_column),
         due_wall - wall_offset,
         name,
         spec,
     )
     task.store_seq = row.seq
     task.due_wall = due_wall
-    task.run_count = _count("run_count", row.run_count)
+    task.run_count = count_column("run_count", row.run_count)
     task.last_outcome = row.last_outcome
-    failure_count = _count("failure_count", row.failure_count)
-    consecutive = _count("consecutive_failures", row.consecutive_failures)
+    failure_count = count_column("failure_count", row.failure_count)
+    consecutive = count_column("consecutive_failures", row.consecutive_failures)
     if failure_count or consecutive:
         failures = task.failures = Failures()
         failures.count = failure_count
@@ -360,7 +368,7 @@ def damage_of(row: StoredTask) -> RowDamage | None:
     """
     try:
         _load(row, 0.0, {}, TaskRecord)
-    except _Damage as damage:
+    except ColumnDamage as damage:
         return RowDamage(damage.column, damage.what(), _counters_decode(row))
     return None
 
@@ -385,32 +393,8 @@ class DamagedTask:
         return f"DamagedTask({self.reason!r})"
 
 
-class _Damage(Exception):
-    """A stored column that does not decode: which one, and why."""
-
-    def __init__(self, column: str, text: object, reason: str) -> None:
-        super().__init__(column, text, reason)
-        self.column = column
-        self.text = text
-        self.reason = reason
-
-    def describe(self, location: str, task_id: object) -> str:
-        """The message of the ``StoreError`` the task's runs fail with."""
-        return (
-            f"{location}: stored task {task_id!r} is damaged: {self.what()}; each of its runs fails "
-            "with this error, and its columns are left as they are (fix the row, or schedule the task again)"
-        )
-
-    def what(self) -> str:
-        """The column, what it holds (shortened) and why it does not decode."""
-        shown = repr(self.text)
-        if len(shown) > _SHOWN_TEXT:
-            shown = shown[: _SHOWN_TEXT - 3] + "..."
-        return f"its column {self.column} ({shown}) {self.reason}"
-
-
 def _stand_in(
-    row: StoredTask, damage: _Damage, location: str, wall_offset: float, record: type[TaskRecord]
+    row: StoredTask, damage: ColumnDamage, location: str, wall_offset: float, record: type[TaskRecord]
 ) -> TaskRecord:
     """The record of a stored task whose row does not decode: what can be read of it, failing each run."""
     reason = damage.describe(location, row.task_id)
@@ -419,13 +403,13 @@ def _stand_in(
     name = row.fn_ref if isinstance(row.fn_ref, str) else str(row.task_id)
     try:
         decoded, name = _decode(row.trigger_json, row.options_json, row.fn_ref, wall_offset, False)
-    except _Damage:
+    except ColumnDamage:
         pass
     else:
         spec = _stand_in_spec(decoded)
     try:
-        due_wall = _next_due(row.next_due, wall_offset)
-    except _Damage:
+        due_wall = next_due_column(row.next_due, wall_offset)
+    except ColumnDamage:
         due_wall = wall_offset  # due now
     task = record(str(row.task_id), DamagedTask(reason), (), EMPTY_KWARGS, due_wall - wall_offset, name, spec)
     task.store_seq = row.seq
@@ -453,9 +437,9 @@ def json_arguments(args: tuple[Any, ...], kwargs: Any) -> tuple[str, str, tuple[
     A durable task gets the arguments JSON gives back (lists for tuples), in this process as
     after a restart, so it behaves the same in both.
     """
-    args_json = json.dumps(list(args), allow_nan=False) if args else _NO_ARGS
-    kwargs_json = json.dumps(dict(kwargs), allow_nan=False) if kwargs else _NO_KWARGS
-    return args_json, kwargs_json, _args(args_json), _kwargs(kwargs_json)
+    args_json = json.dumps(list(args), allow_nan=False) if args else NO_ARGS
+    kwargs_json = json.dumps(dict(kwargs), allow_nan=False) if kwargs else NO_KWARGS
+    return args_json, kwargs_json, args_column(args_json), kwargs_column(kwargs_json)
 
 
 # -- the JSON formats ---------------------------------------------------------------------------
@@ -471,14 +455,14 @@ def _decode(
     of a restart's time (measured at 1M rows: 3.8 s of 7.5 s without collections).
 
     Raises:
-        _Damage: a column does not decode (not cached: the next row with it raises again).
+        ColumnDamage: a column does not decode (not cached: the next row with it raises again).
     """
-    trigger = _column("trigger_json", trigger_json, decode_trigger)
-    options = _column("options_json", options_json, _json_object)
-    recurring = _column(
+    trigger = read_column("trigger_json", trigger_json, decode_trigger)
+    options = read_column("options_json", options_json, json_object)
+    recurring = read_column(
         "trigger_json", trigger, lambda stored: _recurrence(stored, wall_offset), trigger_json
     )
-    spec = _column(
+    spec = read_column(
         "options_json",
         options,
         lambda stored: _spec(recurring, trigger.wall, stored, coroutine),
@@ -486,8 +470,13 @@ def _decode(
     )
     name = options.get("name")
     if name is not None and not isinstance(name, str):
-        raise _Damage("options_json", options_json, f"has a name that is not a str: {name!r}")
-    return spec, name or _column("fn_ref", fn_ref, _reference_name)
+        raise ColumnDamage("options_json", options_json, f"has a name that is not a str: {name!r}")
+    return spec, name or read_column("fn_ref", fn_ref, _reference_name)
+
+
+def trigger_json(spec: TaskSpec, wall_offset: float) -> str:
+    """The ``trigger_json`` column of a task of ``spec`` (a shared store's ``reschedule`` writes it)."""
+    return _trigger_json(spec, wall_offset)
 
 
 def _trigger_json(spec: TaskSpec, wall_offset: float) -> str:
@@ -617,60 +606,17 @@ def _function(
 
     A reference that no longer imports does not stop the load, whatever its module raises (a
     ``SyntaxError``, an error at its top level): the task keeps it, and each run fails with
-    the ``ImportError``. A malformed one is a damaged row (``_Damage``).
+    the ``ImportError``. A malformed one is a damaged row (``ColumnDamage``).
     """
     known = functions.get(fn_ref)
     if known is None:
-        _column("fn_ref", fn_ref, parse_reference)
+        read_column("fn_ref", fn_ref, parse_reference)
         try:
             fn: Callable[..., object] = resolve_stored(fn_ref)
         except Exception:  # an import runs user code, which may raise anything
             fn = LazyReference(fn_ref)  # each run raises the ImportError, as a failed run
         known = functions[fn_ref] = (fn, makes_coroutine(fn))
     return known
-
-
-def _column(column: str, value: Any, decode: Callable[[Any], Any], text: object = None) -> Any:
-    """``decode(value)``; a ``_Damage`` naming ``column`` (and quoting ``text``, or ``value``) if it fails.
-
-    Only the errors decoding bad data raises are caught: anything else is a bug, not damage.
-    """
-    try:
-        return decode(value)
-    except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as error:
-        raise _Damage(column, value if text is None else text, _why(error)) from None
-
-
-def _why(error: BaseException) -> str:
-    if isinstance(error, json.JSONDecodeError):
-        return f"is not JSON ({error})"
-    if isinstance(error, KeyError):
-        return f"lacks the key {error}"
-    return f"does not decode: {error}"
-
-
-def _json_object(text: str) -> dict[str, Any]:
-    value = json.loads(text)
-    if not isinstance(value, dict):
-        raise TypeError(f"is JSON {type(value).__name__}, not an object")
-    return value
-
-
-def _next_due(next_due: object, wall_offset: float) -> float:
-    """A row's next due time (wall clock); ``None`` (unknown) means due now."""
-    if next_due is None:
-        return wall_offset  # unknown: due now, at once
-    if type(next_due) is not float and type(next_due) is not int:
-        raise _Damage("next_due", next_due, "is not a number of seconds")
-    if not math.isfinite(next_due):
-        raise _Damage("next_due", next_due, "is not finite")
-    return float(next_due)
-
-
-def _count(column: str, value: object) -> int:
-    if type(value) is not int or value < 0:
-        raise _Damage(column, value, "is not a count (an int >= 0)")
-    return value
 
 
 def _stand_in_spec(spec: TaskSpec) -> TaskSpec:
@@ -691,28 +637,13 @@ def _parked_arguments(
     reason, and ``spec``.
     """
     try:
-        return _column("args_json", args_json, _args), _column("kwargs_json", kwargs_json, _kwargs)
-    except _Damage as damage:
+        return read_column("args_json", args_json, args_column), read_column(
+            "kwargs_json", kwargs_json, kwargs_column
+        )
+    except ColumnDamage as damage:
         return StandIn(DamagedTask(damage.describe(location, task_id)), spec)
-
-
-def _args(text: str) -> tuple[Any, ...]:
-    if text == _NO_ARGS:
-        return ()
-    value = json.loads(text)
-    if not isinstance(value, list):
-        raise TypeError(f"is JSON {type(value).__name__}, not an array")
-    return tuple(value)
-
-
-def _kwargs(text: str) -> Any:
-    return EMPTY_KWARGS if text == _NO_KWARGS else _json_object(text)
 
 
 def _reference_name(fn_ref: str) -> str:
     """The name a task gets by default: its function's qualified name (as ``default_name``)."""
     return parse_reference(fn_ref)[1]
-
-
-def _error_text(error: BaseException) -> str:
-    return f"{type(error).__name__}: {error}"

@@ -26,6 +26,7 @@ from actors.core.effects import Effects
 from actors.core.task_record import TaskRecord
 from actors.core.timetable import Timetable
 from actors.runtime.durable import run_record, task_update
+from actors.runtime.operations import Operation, operate
 from actors.store.protocol import IfExists, Store, TaskDefinition
 from actors.sync.threads import ThreadRegistry
 from messages import RunTask, TaskEvent
@@ -85,6 +86,17 @@ class Home(Protocol):
             all the same), and the events to publish beyond those the core decides.
         """
 
+    def operate(
+        self, message: Operation, core: Timetable, now: float
+    ) -> tuple[bool | Exception, Sequence[TaskEvent]]:
+        """Apply a ``Pause``, ``Resume``, ``RunNow`` or ``Reschedule`` (committed before the reply).
+
+        Returns:
+            The reply (``bool``, or the error to raise at the call: a ``Cron`` that never
+            fires, a store that failed, nothing changed), and the events to publish beyond
+            those the core decides.
+        """
+
     def on_message(self, message: object, core: Timetable, now: float) -> Sequence[TaskEvent]:
         """Handle one of the home's own messages (``Claimed``, ``CancelledInStore``, ``RetrySaves``).
 
@@ -121,6 +133,12 @@ class MemoryHome:
     ) -> tuple[bool | Exception, Sequence[TaskEvent]]:
         """Cancel in the core alone."""
         return core.cancel(task_id, now=now, interrupt=interrupt), NO_EVENTS
+
+    def operate(
+        self, message: Operation, core: Timetable, now: float
+    ) -> tuple[bool | Exception, Sequence[TaskEvent]]:
+        """In the core, which decides; a durable task's change is saved with the message's effects."""
+        return operate(core, message, now), NO_EVENTS
 
     def on_message(self, message: object, core: Timetable, now: float) -> Sequence[TaskEvent]:
         """Not expected without a shared store: logged and dropped."""

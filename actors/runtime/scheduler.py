@@ -32,7 +32,7 @@ from actors.runtime.event_bus import EventBus
 from actors.runtime.home import Home, MemoryHome
 from actors.runtime.limits import MAX_PROCESSES, MAX_WORKERS, check_count
 from actors.runtime.minting import IdMint
-from actors.runtime.operations import OPERATIONS, operate
+from actors.runtime.operations import OPERATIONS
 from actors.runtime.process_worker import ProcessWorkerActor
 from actors.runtime.timer import TimerThread
 from actors.runtime.worker import Report, WorkerActor, run_batch
@@ -363,7 +363,9 @@ class SchedulerActor(LibraryActor):
             case Cancel(task_id, interrupt):
                 return self._cancel(task_id, interrupt)
             case Pause() | Resume() | RunNow() | Reschedule():
-                return operate(core, message, self._clock.now())  # actors/runtime/operations.py
+                reply, events = self._home.operate(message, core, self._clock.now())  # home.py
+                self._publish(events)
+                return reply
             case QueryTask(task_id):
                 return core.find(task_id, wall_offset=self._wall_offset())
             case QueryTasks():

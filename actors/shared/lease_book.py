@@ -131,7 +131,10 @@ class LeaseBook:
                 held.started = at
 
     def start_failed(self, seq: int) -> None:
-        """The run of row ``seq`` could not start for want of the store (its worker's thread)."""
+        """The run of row ``seq`` did not start: the store failed, or refused it (its worker's thread).
+
+        Its outcome is not saved: the lease is given back (or ends).
+        """
         with self._lock:
             held = self._held.get(seq)
             if held is not None:

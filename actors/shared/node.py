@@ -47,10 +47,13 @@ from actors.errors import DuplicateTaskError, SchedulerShutdownError, StoreError
 from actors.runtime.base import tell_quietly
 from actors.runtime.durable import load, run_record, task_update
 from actors.runtime.home import NO_EVENTS, StartCheck
+from actors.runtime.minting import is_memory_id
+from actors.runtime.operations import Operation, operate
 from actors.shared.clock import DatabaseClock
 from actors.shared.lease_book import Held, LeaseBook
 from actors.shared.lease_keeper import LeaseKeeper
 from actors.shared.lease_loop import LeaseLoop
+from actors.shared.operating import operate_stored
 from actors.shared.outcome_board import OutcomeBoard
 from actors.shared.plan import local_due, on_grid
 from actors.store.protocol import IfExists, Lease, LedgerRow, SharedStore, Store, TaskDefinition, TaskUpdate
@@ -74,7 +77,9 @@ def _on_grid(update: TaskUpdate, held: Held) -> float | None:
     if due is None or '"rate"' not in held.lease.task.trigger_json:
         return due
     trigger = decode_trigger(held.lease.task.trigger_json)
-    return on_grid(due, trigger.anchor, trigger.rate, ran=held.lease.task.next_due)
+    # A run_now run took no slot of the grid: its next slot may be the one it waited for.
+    ran = held.lease.task.next_due if held.lease.grid_due is None else None
+    return on_grid(due, trigger.anchor, trigger.rate, ran=ran)
 
 
 @dataclass(slots=True)
@@ -242,14 +247,18 @@ class SharedNode:
                     continue
                 try:
                     offset = core.wall_offset
+                    manual = lease.grid_due is not None  # a run_now run: the row's due is its slot
                     task = load(
-                        lease.task,
+                        dataclasses.replace(lease.task, next_due=lease.grid_due) if manual else lease.task,
                         wall_offset=offset,
                         functions=self._functions,
                         location=self.store.location,
                     )
-                    task.due_at = local_due(task.due_wall, core.wall_offset, now)
+                    if not manual:
+                        task.due_at = local_due(task.due_wall, core.wall_offset, now)
                     core.add(task, now=now)
+                    if manual and not core.run_now(task.task_id, now=now):
+                        logger.warning("run_now of leased task %r refused by the core", task.task_id)
                     self.book.attach(lease.seq, task)
                 except (DuplicateTaskError, SchedulerShutdownError):
                     refused.append(lease)
@@ -278,7 +287,12 @@ class SharedNode:
             logger.warning("run of %r not started: the store failed: %s", run.task_id, error)
             return False
         if started is None:
-            logger.info("run of %r not started: cancelled, or claimed elsewhere, meanwhile", run.task_id)
+            # Not started, and not to be saved: the store has the row as it should stay (cancelled,
+            # paused, or another node's), so its save gives the lease back and writes nothing.
+            self.book.start_failed(seq)
+            logger.info(
+                "run of %r not started: cancelled, paused or claimed elsewhere, meanwhile", run.task_id
+            )
             return False
         self.book.start(seq, started)
         return True
@@ -391,6 +405,27 @@ class SharedNode:
         idle = {executor: core.idle_count(executor) for executor in self._workers}
         if self.book.set_idle(idle) and self._lease_loop is not None:
             self._lease_loop.wake_for_room()
+
+    # -- operations (scheduler thread) -------------------------------------------------------
+
+    def operate(
+        self, message: Operation, core: Timetable, now: float
+    ) -> tuple[bool | Exception, Sequence[TaskEvent]]:
+        """Pause, resume, run now or reschedule a task (an operation message); reply and events.
+
+        A memory task of this node is the core's. Any other (a durable task, or an id unknown
+        here) is the store's, which decides whichever node holds it (``operating.py``): one
+        statement, committed before the reply; a store error is the reply (raised at the call).
+        """
+        task = core.tasks.get(message.task_id)
+        if (task is not None and task.store_seq is None) or is_memory_id(message.task_id):
+            return operate(core, message, now), NO_EVENTS
+        try:
+            reply, event = operate_stored(self.store, message, core, now)
+        except StoreError as error:
+            logger.warning("could not %s %r: %s", type(message).__name__, message.task_id, error)
+            return error, NO_EVENTS
+        return reply, NO_EVENTS if event is None else (event,)
 
     # -- cancels (scheduler thread) ----------------------------------------------------------
 

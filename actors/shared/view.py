@@ -54,9 +54,17 @@ def name_of(row: StoredTask) -> str:
 
 
 def info_of(
-    row: StoredTask, flight: RunInFlight | None, *, wall_offset: float, waiting_for: tuple[str, ...] = ()
+    row: StoredTask,
+    flight: RunInFlight | None,
+    *,
+    wall_offset: float,
+    waiting_for: tuple[str, ...] = (),
+    paused: bool = False,
 ) -> TaskInfo:
     """The snapshot of a stored task; ``flight`` is its run in flight on some node, if any.
+
+    ``paused``: the row is paused (``TaskStatus.PAUSED`` while live, a run in flight or not,
+    and no next run, as in memory).
 
     ``wall_offset`` is the database's clock (UTC epoch seconds) minus the node's clock, to turn
     stored times into clock times. ``waiting_for``: the ids a ``schedule_after`` row still
@@ -70,7 +78,9 @@ def info_of(
         status = TaskStatus.RUNNING
     elif status is TaskStatus.SCHEDULED and waiting_for:
         status = TaskStatus.WAITING
-    next_wall = row.next_due if status is TaskStatus.SCHEDULED else None
+    if paused and row.live:  # a run in flight or not, as in memory
+        status = TaskStatus.PAUSED
+    next_wall = row.next_due if status is TaskStatus.SCHEDULED else None  # none while PAUSED
     error: BaseException | None = None
     if row.last_error is not None:
         error = dependency_failed(row.last_error) or RemoteRunError(row.last_error)

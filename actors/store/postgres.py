@@ -30,6 +30,7 @@ import psycopg
 
 from actors.errors import StoreError
 from actors.store import postgres_after
+from actors.store import postgres_operations as ops
 from actors.store import postgres_sql as q
 from actors.store import postgres_writes as writes
 from actors.store.postgres_connections import Bounds, Connection, OwnConnection, PostgresConnections, redact
@@ -465,6 +466,35 @@ class PostgresStore:
             return None
         return self._read("start", lambda db: writes.start(db, lease, bool(seal), self._node, self._lease))
 
+    # -- operating a live task (postgres_operations) ------------------------------------------
+
+    def pause(self, task_id: str) -> bool:
+        """Mark a live task paused, committed; see ``SharedStore.pause``. Any thread."""
+        return self._write("pause", lambda db: ops.pause(db, _text_id(task_id), self._channel))
+
+    def resume(self, task_id: str, *, delay: float | None = None) -> bool:
+        """Clear a live task's pause, committed; see ``SharedStore.resume``. Any thread."""
+        return self._write("resume", lambda db: ops.resume(db, _text_id(task_id), delay, self._channel))
+
+    def run_now(self, task_id: str) -> bool:
+        """Make one extra run claimable now, committed; see ``SharedStore.run_now``. Any thread."""
+        return self._write("run_now", lambda db: ops.run_now(db, _text_id(task_id), self._channel))
+
+    def reschedule(self, task_id: str, trigger_json: str, next_due: float) -> bool:
+        """Write a new trigger and next due time, committed; see ``SharedStore.reschedule``. Any thread."""
+        task_id = _text_id(task_id)
+        return self._write(
+            "reschedule", lambda db: ops.set_trigger(db, task_id, trigger_json, next_due, self._channel)
+        )
+
+    def paused_ids(self) -> frozenset[str]:
+        """The ids of the live paused tasks; see ``KeepsPaused``. Any thread."""
+        return self._read("paused_ids", ops.paused_ids)
+
+    def is_paused(self, task_id: str) -> bool:
+        """Whether the live task ``task_id`` is paused. Any thread."""
+        return bool(self._read("is_paused", lambda db: ops.paused_ids(db, _text_id(task_id))))
+
     def runs_in_flight(self) -> list[RunInFlight]:
         """Return every row held by a lease that has not ended; see ``SharedStore``. Any thread."""
         return self._read("runs_in_flight", writes.in_flight)
@@ -570,3 +600,9 @@ _READ_ONLY: Final = "BEGIN READ ONLY"
 
 if TYPE_CHECKING:  # mypy checks here that the class implements the protocol
     _STORE: type[SharedStore] = PostgresStore
+
+
+def _text_id(task_id: object) -> str:
+    if not isinstance(task_id, str):
+        raise TypeError(f"task_id must be a str, got {task_id!r}")
+    return task_id

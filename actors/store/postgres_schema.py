@@ -20,6 +20,11 @@ Layouts:
         dependencies, by ``seq``; ``actors/store/postgres_after.py``); empty when migrated.
     v4: ``run`` also keeps each run's ``attempt``, ``reason``, ``node`` (which node ran it),
         ``manual`` and, for ``keep_result``, ``value_json`` or ``value_note`` (as SQLite's v3).
+    v5: ``task`` keeps the operations of issue 24: ``paused`` (no claim takes the row's
+        scheduled runs), ``grid_due`` (set by ``run_now``: the due time the extra run did not
+        take, the row's ``next_due`` being that run's) and ``manual_fence`` (the fence of the
+        claim that took the extra run); ``task_free`` leaves paused rows out, so claims and
+        wake-ups never walk past them.
 
 To change the layout: bump ``SCHEMA_VERSION``, edit ``CREATE`` to the new layout (fresh
 schemas are created directly at the newest version), and append a step to ``MIGRATIONS``
@@ -46,9 +51,14 @@ logger = logging.getLogger(__name__)
 Connection = psycopg.Connection[TupleRow]
 
 APPLICATION: Final = "pykka-taskscheduler"
-SCHEMA_VERSION: Final = 4
+SCHEMA_VERSION: Final = 5
 TABLES: Final = frozenset({"task", "run", "store_meta", "task_after"})  # what a current schema must have
 MIN_SERVER: Final = 130000  # pg_current_xact_id() and pg_current_snapshot(): PostgreSQL 13
+
+# A row a claim may take (task_free's predicate; the claim and the wake-up repeat it word for
+# word, so the planner matches the partial index): live, held by nobody, and not paused, or
+# paused with a run_now run waiting (grid_due set).
+FREE_ROW: Final = "status = 'scheduled' AND owner IS NULL AND (NOT paused OR grid_due IS NOT NULL)"
 
 # The newest layout. Statements run with search_path set to the store's schema alone.
 #
@@ -94,9 +104,12 @@ CREATE: Final[tuple[str, ...]] = (
         sealed_fence bigint,
         replaced_fence bigint,
         interrupt_fence bigint,
+        paused boolean NOT NULL DEFAULT false,
+        grid_due double precision,
+        manual_fence bigint,
         CHECK ((owner IS NULL) = (lease_until IS NULL))
     )""",
-    "CREATE INDEX task_free ON task (next_due, seq) WHERE status = 'scheduled' AND owner IS NULL",
+    f"CREATE INDEX task_free ON task (next_due, seq) WHERE {FREE_ROW}",
     "CREATE INDEX task_owned ON task (lease_until) WHERE owner IS NOT NULL",
     "CREATE INDEX task_terminal ON task (updated_at, seq) WHERE status <> 'scheduled'",
     "CREATE INDEX task_change ON task (change)",
@@ -171,10 +184,22 @@ def _v3_to_v4(db: Connection) -> None:
     )
 
 
+def _operations_step(db: Connection) -> None:
+    # A self-contained step (issue 24): new columns (a constant default is a change of the
+    # catalogue only, no rewrite), and task_free made again without the paused rows.
+    db.execute(
+        "ALTER TABLE task ADD COLUMN paused boolean NOT NULL DEFAULT false, "
+        "ADD COLUMN grid_due double precision, ADD COLUMN manual_fence bigint"
+    )
+    db.execute("DROP INDEX IF EXISTS task_free")  # (gone already if a column it used was dropped)
+    db.execute(f"CREATE INDEX task_free ON task (next_due, seq) WHERE {FREE_ROW}")
+
+
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     Migration(1, "record started, sealed, replaced and interrupted runs of leased rows", _v1_to_v2),
     Migration(2, "add task_after, the edges of schedule_after", _v2_to_v3),
     Migration(3, "add the run ledger's attempt, reason, node, manual and kept value", _v3_to_v4),
+    Migration(4, "keep paused tasks and run-now requests (pause, resume, run_now)", _operations_step),
 )
 # Step i starts from version i + 1, and the last one reaches SCHEMA_VERSION.
 assert [m.from_version for m in MIGRATIONS] == list(range(1, SCHEMA_VERSION))

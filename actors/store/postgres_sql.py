@@ -19,6 +19,7 @@ from typing import Final
 import psycopg
 from psycopg.rows import TupleRow
 
+from actors.store.postgres_schema import FREE_ROW
 from actors.store.protocol import LedgerRow, StoredTask
 
 # The row-building helpers are backend-neutral (a tuple in TASK_COLUMNS order in, a
@@ -113,6 +114,7 @@ _UPDATE_TASKS: Final = f"""
                         consecutive_failures = given.consecutive_failures,
                         last_error = given.last_error, last_outcome = given.last_outcome,
                         updated_at = {NOW}, change = {XID},
+                        grid_due = CASE WHEN task.manual_fence = given.fence THEN NULL ELSE task.grid_due END,
                         owner = CASE WHEN given.fence IS NULL THEN task.owner END,
                         lease_until = CASE WHEN given.fence IS NULL THEN task.lease_until END
           FROM given
@@ -218,16 +220,19 @@ DB_NOW: Final = f"SELECT {NOW}"
 # as expired when it is not one of those, whatever its lease says (an orphan: claimed by a
 # call whose answer was lost, or given back by a release that failed), and never when it is
 # (its run is on this node, whose keeper renews it: claiming it again would run it twice).
+# A paused row is claimed only for its run_now run (grid_due set; the claim's fence is then
+# its manual_fence, and grid_due comes back last: the lease's run is the manual one).
 _ACQUIRE: Final = """
     WITH free AS MATERIALIZED (
         SELECT seq, next_due FROM task
-         WHERE status = 'scheduled' AND owner IS NULL AND next_due <= {now}{only}
+         WHERE {free} AND next_due <= {now}{only}
          ORDER BY next_due, seq
          LIMIT %(limit)s
            FOR UPDATE SKIP LOCKED),
     expired AS MATERIALIZED (
         SELECT seq, next_due FROM task
          WHERE owner IS NOT NULL AND status = 'scheduled' AND next_due <= {now}{only}
+           AND (NOT paused OR grid_due IS NOT NULL)
            AND CASE WHEN %(adopt)s AND owner = %(node)s THEN seq <> ALL(%(held)s::bigint[])
                     ELSE lease_until < {now} END
          ORDER BY next_due, seq
@@ -237,10 +242,12 @@ _ACQUIRE: Final = """
         SELECT seq FROM (SELECT * FROM free UNION ALL SELECT * FROM expired) AS candidates
          ORDER BY next_due, seq
          LIMIT %(limit)s)
-    UPDATE task SET owner = %(node)s, lease_until = {now} + %(lease)s, fence = task.fence + 1
+    UPDATE task SET owner = %(node)s, lease_until = {now} + %(lease)s, fence = task.fence + 1,
+                    manual_fence = CASE WHEN task.grid_due IS NOT NULL THEN task.fence + 1
+                                        ELSE task.manual_fence END
       FROM picked
      WHERE task.seq = picked.seq
-    RETURNING {returned}, task.fence, task.lease_until, {now}"""
+    RETURNING {returned}, task.fence, task.lease_until, {now}, task.grid_due"""
 _ONLY_IMPORTABLE: Final = " AND fn_ref = ANY(%(importable)s::text[])"
 # A row's executor, read from its options' JSON text (``actors.runtime.durable`` writes
 # ``"executor": "process"`` for a process task, nothing for a thread task). A pattern, not a
@@ -263,7 +270,7 @@ def _limited(statement: str, **values: str) -> dict[tuple[bool, bool], str]:
     }
 
 
-ACQUIRES: Final = _limited(_ACQUIRE, now=NOW, returned=_RETURNED)
+ACQUIRES: Final = _limited(_ACQUIRE, now=NOW, returned=_RETURNED, free=FREE_ROW)
 
 RENEW: Final = f"""
     UPDATE task SET lease_until = {NOW} + %(lease)s
@@ -274,10 +281,12 @@ RENEW: Final = f"""
 # The start of a leased run: the row must still be held with this lease and still be
 # scheduled (a cancel from any node committed before this wins: the run does not start). It
 # renews the lease, and records the start (sealed too, for a run a cancel can no longer stop).
+# A paused row's run does not start, but for the run_now run the claim took (manual_fence).
 START: Final = f"""
     UPDATE task SET lease_until = {NOW} + %(lease)s, started_fence = fence,
                     sealed_fence = CASE WHEN %(seal)s THEN fence ELSE sealed_fence END
      WHERE seq = %(seq)s AND fence = %(fence)s AND owner = %(node)s AND status = 'scheduled'
+       AND (NOT paused OR manual_fence = fence)
     RETURNING {NOW}"""
 # The runs in flight on every node: rows held by a lease that has not ended (task_owned).
 IN_FLIGHT: Final = f"""
@@ -300,11 +309,12 @@ RELEASE: Final = """
 _NEXT_WAKEUP: Final = """
     SELECT least(
         (SELECT next_due FROM task
-          WHERE status = 'scheduled' AND owner IS NULL AND next_due IS NOT NULL{only}
+          WHERE {free} AND next_due IS NOT NULL{only}
           ORDER BY next_due, seq LIMIT 1),
         (SELECT min(greatest(next_due, lease_until)) FROM task
-          WHERE status = 'scheduled' AND owner IS NOT NULL AND next_due IS NOT NULL{only}))"""
-NEXT_WAKEUPS: Final = _limited(_NEXT_WAKEUP)
+          WHERE status = 'scheduled' AND owner IS NOT NULL AND next_due IS NOT NULL{only}
+            AND (NOT paused OR grid_due IS NOT NULL)))"""
+NEXT_WAKEUPS: Final = _limited(_NEXT_WAKEUP, free=FREE_ROW)
 
 # The change feed's cursor: a transaction id below which every writer of this store's task
 # table has ended, judged in the snapshot of the statement it is read in. All a transaction

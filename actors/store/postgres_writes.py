@@ -302,6 +302,7 @@ def acquire(
             owner=node,
             expires=row[_TASK_FIELDS + 1],
             db_now=row[_TASK_FIELDS + 2],
+            grid_due=row[_TASK_FIELDS + 3],
         )
         for row in rows
     ]

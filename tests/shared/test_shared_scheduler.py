@@ -609,3 +609,17 @@ def test_memory_tasks_are_minted_scheduled_and_run_while_the_store_is_unreachabl
             s.schedule_once(RECORD, delay=60.0)
     finally:
         s.shutdown(timeout=10)
+
+
+def test_a_node_without_worker_processes_takes_a_process_task_that_a_node_with_them_runs(
+    node: Node,
+) -> None:
+    """Only what cannot be anywhere is refused at the call: some node of the store may have processes."""
+    a = node("a")  # processes=0: it claims no process runs, but may schedule them
+    node("b", processes=1)
+    handle = a.schedule_once("tests.shared.tasks:echo", 0.0, args=[1], executor="process", keep_result=True)
+    assert handle.result(timeout=30) == [[1], {}]  # kept as JSON, read from the ledger
+    [run] = a.history(handle.task_id)
+    assert (run.outcome, run.node) == ("completed", "b")
+    with pytest.raises(ValueError, match="needs worker processes"):
+        a.schedule_once("tests.shared.tasks:echo", 0.0, executor="process", durable=False)

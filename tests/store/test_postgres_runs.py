@@ -7,6 +7,7 @@ Nodes are ``PostgresStore`` objects on one schema (``make_node``); time is the d
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import psycopg
 from psycopg import sql
@@ -174,14 +175,10 @@ def test_a_version_1_store_is_migrated_and_keeps_its_rows(pg_schema: str) -> Non
         store.add(definition("kept"))
     with admin() as db:  # make it what version 1 created
         db.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(pg_schema)))
+        _make_version_2(db)
         db.execute(
             "ALTER TABLE task DROP COLUMN started_fence, DROP COLUMN sealed_fence, "
             "DROP COLUMN replaced_fence, DROP COLUMN interrupt_fence"
-        )
-        db.execute("DROP TABLE task_after")  # version 3's
-        db.execute(  # and what version 4 added
-            "ALTER TABLE run DROP COLUMN attempt, DROP COLUMN reason, DROP COLUMN node, "
-            "DROP COLUMN manual, DROP COLUMN value_json, DROP COLUMN value_note"
         )
         db.execute("UPDATE store_meta SET schema_version = 1")
 
@@ -201,6 +198,48 @@ def test_a_version_1_store_is_migrated_and_keeps_its_rows(pg_schema: str) -> Non
             db.execute("SELECT attempt, reason, node, manual, value_json, value_note FROM run")
         except psycopg.Error as error:  # pragma: no cover - the assertion's message
             raise AssertionError(f"the columns were not added: {error}") from error
+
+
+def _make_version_2(db: psycopg.Connection[Any]) -> None:
+    """Undo the steps after version 2: the operations' columns (v5) and task_free as version 2 made
+    it, the ledger's columns (v4) and the edges of schedule_after (v3)."""
+    db.execute("ALTER TABLE task DROP COLUMN paused, DROP COLUMN grid_due, DROP COLUMN manual_fence")
+    db.execute("DROP INDEX IF EXISTS task_free")
+    db.execute("CREATE INDEX task_free ON task (next_due, seq) WHERE status = 'scheduled' AND owner IS NULL")
+    db.execute(
+        "ALTER TABLE run DROP COLUMN attempt, DROP COLUMN reason, DROP COLUMN node, "
+        "DROP COLUMN manual, DROP COLUMN value_json, DROP COLUMN value_note"
+    )
+    db.execute("DROP TABLE task_after")
+    db.execute("UPDATE store_meta SET schema_version = 2")
+
+
+def test_a_version_2_store_is_migrated_and_a_paused_row_is_not_claimed(pg_schema: str) -> None:
+    with PostgresStore(DSN, schema=pg_schema) as store:
+        store.add(definition("kept"))
+    with admin() as db:
+        db.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(pg_schema)))
+        _make_version_2(db)
+
+    with PostgresStore(DSN, schema=pg_schema, lease=30.0) as store:
+        assert store.get("kept") is not None
+        assert store.paused_ids() == frozenset()
+        due(store, "x")
+        assert store.pause("x") is True
+        assert store.paused_ids() == {"x"}
+        assert store.claim_due(1) == []  # paused: passed over
+        assert store.run_now("x") is True  # an extra run is claimable, paused or not
+        (held,) = store.claim_due(1)
+        assert held.grid_due is not None
+        assert store.start(held, seal=False) is not None
+    with admin() as db:
+        db.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(pg_schema)))
+        assert db.execute("SELECT schema_version FROM store_meta").fetchone() == (SCHEMA_VERSION,)
+        predicate = db.execute(
+            "SELECT pg_get_expr(indpred, indrelid) FROM pg_index WHERE indexrelid = 'task_free'::regclass"
+        ).fetchone()
+        assert predicate is not None
+        assert "paused" in predicate[0]
 
 
 def test_references_names_what_a_node_must_import_to_claim_what_was_written(make_node: Node) -> None:

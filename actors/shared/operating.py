@@ -1,0 +1,93 @@
+"""Operating a durable task of a shared store: pause, resume, run now, reschedule, in the store.
+
+On a shared store a durable task lives in its row, and a node holds it only while it runs one
+of its runs (``actors/shared/node.py``). So ``SharedNode.operate`` sends these operations to
+the store, whichever node calls them and whichever holds the task: each is one statement,
+committed before the reply (``actors/store/postgres_operations.py``). The node that holds or
+next claims the row obeys: a paused row is not claimed and its claimed run does not start; a
+``run_now`` run is claimable at once (``Lease.grid_due``); a new trigger is in the row. The
+node that made the change publishes ``PAUSED``/``RESUMED``, as the one whose cancel won
+publishes ``CANCELLED``.
+
+What the store needs computed, this computes: a fixed-delay task's delay (its resume), a new
+trigger's column and first due time on the database's clock (``now`` plus the core's wall
+offset, which on a shared node is the database's).
+
+Runs on the scheduler actor's thread (``SharedNode.operate``).
+"""
+
+from __future__ import annotations
+
+from typing import assert_never
+
+from actors.core.operations import first_due, respec
+from actors.core.task_record import TaskSpec
+from actors.core.timetable import Timetable
+from actors.runtime.durable import trigger_json
+from actors.runtime.operations import Operation
+from actors.shared.view import name_of
+from actors.store.protocol import SharedStore
+from actors.store.trigger_json import decode_trigger
+from messages import EventKind, Pause, Reschedule, Resume, RunNow, TaskEvent, Trigger
+
+__all__ = ["operate_stored"]
+
+_PLAIN = TaskSpec()  # respec keeps a spec's options; the row keeps its own, only the trigger goes in
+
+
+def operate_stored(
+    store: SharedStore, message: Operation, core: Timetable, now: float
+) -> tuple[bool | ValueError, TaskEvent | None]:
+    """Apply ``message`` to the stored row of its task; the reply, and the event to publish.
+
+    Raises:
+        StoreError: the store failed (nothing changed, or the statement's commit is unknown).
+    """
+    task_id = message.task_id
+    kind: EventKind | None = None
+    match message:
+        case Pause():
+            done = store.pause(task_id)
+            kind = EventKind.PAUSED
+        case Resume():
+            done = store.resume(task_id, delay=_delay_of(store, task_id))
+            kind = EventKind.RESUMED
+        case RunNow():
+            done = store.run_now(task_id)
+        case Reschedule(_, trigger):
+            try:
+                column, next_due = _new_trigger(trigger, now, core.wall_offset)
+            except ValueError as error:  # a Cron that never fires: nothing changed
+                return error, None
+            done = store.reschedule(task_id, column, next_due)
+        case _:
+            assert_never(message)
+    if not done or kind is None or kind not in core.wanted:
+        return done, None
+    row = store.get(task_id)
+    name = task_id if row is None else name_of(row)
+    return True, TaskEvent(kind=kind, task_id=task_id, name=name, at=now)
+
+
+def _delay_of(store: SharedStore, task_id: str) -> float | None:
+    """A fixed-delay task's delay (it resumes ``delay`` after now); ``None`` for any other."""
+    row = store.get(task_id)
+    if row is None or not row.live:
+        return None
+    try:
+        stored = decode_trigger(row.trigger_json)
+    except (ValueError, TypeError, KeyError):  # a damaged row keeps its due time
+        return None
+    return stored.delay if stored.kind == "delay" else None
+
+
+def _new_trigger(trigger: Trigger, now: float, wall_offset: float) -> tuple[str, float]:
+    """The ``trigger_json`` of ``trigger`` and its first due time (UTC epoch seconds), from ``now``.
+
+    Raises:
+        ValueError: a ``Cron`` that does not parse or never fires.
+    """
+    spec = respec(_PLAIN, trigger, now=now)
+    _, due_wall = first_due(spec, trigger, now=now, wall_offset=wall_offset, durable=True)
+    assert due_wall is not None  # durable: a wall-clock instant
+    return trigger_json(spec, wall_offset), due_wall

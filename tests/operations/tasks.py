@@ -1,0 +1,32 @@
+"""Module-level task functions for the operations matrix (durable tasks are stored by reference)."""
+
+from __future__ import annotations
+
+import threading
+
+from actors import current_run
+
+RUNS: list[tuple[str, bool]] = []  # (task id, whether the run was a run_now run), every node here
+LOCK = threading.Lock()  # guards RUNS: workers of every node append
+
+
+def note() -> None:
+    """Record the run: its task and whether it is manual."""
+    run = current_run()
+    with LOCK:
+        RUNS.append((run.task_id, run.manual))
+
+
+def noop() -> None:
+    return None
+
+
+def runs(task_id: str) -> list[bool]:
+    """The ``manual`` flags of the recorded runs of ``task_id``, in order."""
+    with LOCK:
+        return [manual for tid, manual in RUNS if tid == task_id]
+
+
+def reset() -> None:
+    with LOCK:
+        RUNS.clear()

@@ -17,6 +17,9 @@ Three dicts hold what these operations add to a task, so a task nobody operates 
   ends, ``_plan_after_manual`` puts the task back on its grid.
 - ``_respec``: ``task_id -> (spec, due_at, due_wall)``: a new trigger given to a task whose run
   is in flight, applied when that run ends (``_plan_respec``).
+- ``_queued_now``: ``task_id -> when run_now was asked``: a ``run_now`` of a task whose run was
+  in flight, that its overlap policy (``"queue"``, ``"replace"``) let wait for that run's end
+  (``_start_queued_now``, as the task is planned after it); at most one per task.
 
 The catch-up policy of a resumed task is one function, ``due_on_resume``: the policies of
 issue 24 (``catch_up="all"``, ``"none"``) extend it there.
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from actors.core.policies import OVERLAP_REPLACE, OVERLAP_SKIP
 from actors.core.recurrence import first_due_at, next_fixed_delay
 from actors.core.task_record import TaskRecord, TaskSpec
 from actors.core.task_state import (
@@ -38,6 +42,8 @@ from actors.core.task_state import (
     WAITING,
     move_to,
 )
+from actors.sync.claim import REPLACED
+from actors.sync.token import request_stop
 from messages import Cron, EventKind, FixedDelay, FixedRate, Once, TaskId, TaskInfo, TaskStatus, Trigger
 
 if TYPE_CHECKING:
@@ -103,6 +109,8 @@ def respec(spec: TaskSpec, trigger: Trigger, *, now: float) -> TaskSpec:
         coroutine=spec.coroutine,
         after=spec.after,
         delay=spec.delay,
+        policies=spec.policies,
+        keep_result=spec.keep_result,
     ).or_plain()
 
 
@@ -136,6 +144,7 @@ class Operations:
         _paused: dict[TaskId, float]
         _manual: dict[TaskId, tuple[float, float | None]]
         _respec: dict[TaskId, tuple[TaskSpec, float, float | None]]
+        _queued_now: dict[TaskId, float]
         activity: int
         wall_offset: float
 
@@ -188,6 +197,7 @@ class Operations:
             self._release(now)  # the take-back may have left a worker idle
         # else a run in flight, or waiting for its dependencies: it rests PAUSED when it next would wait
         self._operated(task, EventKind.PAUSED, now)
+        self._queued_now_is_due(task, now)
         return True
 
     def resume(self, task_id: TaskId, *, now: float) -> bool:
@@ -209,20 +219,25 @@ class Operations:
         return True
 
     def run_now(self, task_id: TaskId, *, now: float) -> bool:
-        """Release one extra run of a task now, outside its schedule; whether it did.
+        """Release one extra run of a task now, outside its schedule; whether it did (or queued it).
 
         Its fixed-rate or cron grid does not move (the slot it waited for is kept, and skipped
         only if this run is still going then); a fixed-delay task counts its next delay from this
         run's end; a one-time task's run is its one run, brought forward. A paused task stays
-        paused. ``False`` for an unknown or ended task, one waiting for its dependencies, and
-        one whose run is in progress or about to start (today's overlap policy, ``"skip"``).
+        paused. ``False`` for an unknown or ended task and one waiting for its dependencies.
+
+        With a run of a recurring task in progress or about to start (``READY``, ``HANDED``),
+        its overlap policy decides (``_run_after``): ``"skip"`` returns ``False`` and queues
+        nothing; ``"queue"`` returns ``True`` and the run follows the one in progress; with
+        ``"replace"`` the run in progress is also asked to stop (``REPLACED``, cooperatively).
+        At most one such run waits: a second ``run_now`` before it started returns ``False``.
         """
         task = self.record(task_id)
         if task is None:
             return False
         state = task.state
         if state is not PENDING and state is not PAUSED:
-            return False  # READY, HANDED: a run is about to start or in progress
+            return self._run_after(task, now)  # READY, HANDED: a run is about to start or in progress
         self._manual[task_id] = (task.due_at, task.due_wall)
         if state is PENDING:
             self._heap.remove(task)
@@ -235,6 +250,48 @@ class Operations:
             self._emit(EventKind.DUE, task, now, task.run_count + 1)
         self._release(now)
         return True
+
+    def _run_after(self, task: TaskRecord, now: float) -> bool:
+        """``run_now`` of a task with a run in flight: queue a manual run after it, if its overlap allows."""
+        overlap = task.spec.policies.overlap
+        if (
+            task.spec.trigger is None  # a one-time run in flight is the task's one run
+            or (task.state is not READY and task.state is not HANDED)  # waiting, ending or ended
+            or overlap == OVERLAP_SKIP
+            or task.task_id in self._queued_now  # at most one waits
+        ):
+            return False
+        self._queued_now[task.task_id] = now
+        if overlap == OVERLAP_REPLACE and task.state is HANDED:
+            claim = task.claim
+            if claim is not None:
+                request_stop(claim, REPLACED)  # a run not started yet sees it as it starts
+        self.activity += 1
+        return True
+
+    def _queued_now_is_due(self, task: TaskRecord, now: float) -> None:
+        """The run a ``run_now`` waited for was taken back unstarted (pause, reschedule): run it now."""
+        if (
+            self._queued_now
+            and task.state is not READY
+            and task.state is not HANDED
+            and self._queued_now.pop(task.task_id, None) is not None
+        ):
+            self.run_now(task.task_id, now=now)
+
+    def _start_queued_now(self, task: TaskRecord, after: float) -> None:
+        """The run in flight when ``run_now`` queued one has ended at ``after``: the manual run is due now.
+
+        ``task`` has just been planned on its grid (``PENDING``, not yet in the heap). If the run's
+        end left a grid slot due already (``overlap="queue"`` or ``"replace"`` queued one), that
+        slot's run is the one run that waits, and stands for the manual one.
+        """
+        if self._queued_now.pop(task.task_id, None) is None or task.due_at <= after:
+            return
+        self._manual[task.task_id] = (task.due_at, task.due_wall)
+        task.due_at = after
+        if task.due_wall is not None:
+            task.due_wall = after + self.wall_offset
 
     def reschedule(self, task_id: TaskId, trigger: Trigger, *, now: float) -> bool:
         """Give a live task ``trigger``, keeping its function, arguments, options and counters.
@@ -274,6 +331,7 @@ class Operations:
             self._apply_spec(task, spec, due_at, due_wall)
             if task.state is PENDING:
                 self._rest(task)
+            self._queued_now_is_due(task, now)
         self.activity += 1
         if task.store_seq is not None:
             self._effects.saves.append(task)
@@ -309,8 +367,12 @@ class Operations:
     # -- hooks for the rest of the timetable ------------------------------------------------
 
     def _rest(self, task: TaskRecord) -> None:
-        """A ``PENDING`` task waits for its due time: in the heap, or ``PAUSED`` if it is paused."""
-        if self._paused and task.task_id in self._paused:
+        """A ``PENDING`` task waits for its due time: in the heap, or ``PAUSED`` if it is paused.
+
+        A paused task whose next run is a ``run_now``'s (queued after a run in flight) waits in
+        the heap for that one run.
+        """
+        if self._paused and task.task_id in self._paused and task.task_id not in self._manual:
             move_to(task, PAUSED)
         else:
             self._push_slot(task)  # at its slot plus its jitter (policy_runs.py)
@@ -337,6 +399,7 @@ class Operations:
         self._paused.pop(task_id, None)
         self._manual.pop(task_id, None)
         self._respec.pop(task_id, None)
+        self._queued_now.pop(task_id, None)
 
     # -- internals --------------------------------------------------------------------------
 

@@ -88,11 +88,12 @@ class PolicyRuns:
         _want_missed: bool
         wall_offset: float
         _catching_up: dict[str, float]
+        _manual: dict[str, tuple[float, float | None]]
 
     def _push_slot(self, task: TaskRecord) -> None:
         """Make a pending task wait for its due time plus its jitter (``due_at`` stays the slot)."""
         jitter = task.spec.policies.jitter
-        if not jitter:
+        if not jitter or (self._manual and task.task_id in self._manual):  # run_now's runs: no jitter
             self._heap.push(task, task.due_at)
             return
         seed = task.due_wall if task.due_wall is not None else task.due_at

@@ -65,10 +65,12 @@ class RunEndings(PolicyRuns):
         def _detach(self, task: TaskRecord) -> bool: ...
         def _rest(self, task: TaskRecord) -> None: ...
         def _plan_operated(self, task: TaskRecord, after: float) -> bool: ...
+        def _start_queued_now(self, task: TaskRecord, after: float) -> None: ...
 
         _paused: dict[TaskId, float]
         _manual: dict[TaskId, tuple[float, float | None]]
         _respec: dict[TaskId, tuple[TaskSpec, float, float | None]]
+        _queued_now: dict[TaskId, float]
 
     def _emit(
         self,
@@ -424,6 +426,8 @@ class RunEndings(PolicyRuns):
         if not self._plan_next(task, finished_at, started_at):
             self._finish(task, COMPLETED, finished_at, None)  # a calendar that fires no more
             return
+        if self._queued_now:
+            self._start_queued_now(task, finished_at)  # a run_now waited for this run's end
         move_to(task, PENDING)
         if task.store_seq is not None:
             self._effects.saves.append(task)
@@ -532,6 +536,8 @@ class RunEndings(PolicyRuns):
         if not self._plan_next(task, now, now):
             self._finish(task, COMPLETED, now, None)  # a calendar that fires no more
             return
+        if self._queued_now:
+            self._start_queued_now(task, now)  # a run_now waited for this run
         move_to(task, PENDING)
         if task.store_seq is not None:
             self._effects.saves.append(task)

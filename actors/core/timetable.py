@@ -143,6 +143,7 @@ class Timetable(Operations, Stopping):
         self._paused: dict[TaskId, float] = {}
         self._manual: dict[TaskId, tuple[float, float | None]] = {}
         self._respec: dict[TaskId, tuple[TaskSpec, float, float | None]] = {}
+        self._queued_now: dict[TaskId, float] = {}
         self._dealer.manual = self._manual  # the dealer marks their runs manual
         # Tasks with catch_up="all" running their missed slots in turn: the last slot to run.
         self._catching_up: dict[TaskId, float] = {}
@@ -548,7 +549,7 @@ class Timetable(Operations, Stopping):
         if task.spec.on_wall:
             self._wall_tasks.forget(task)
         self.activity += 1
-        if self._paused or self._manual or self._respec:
+        if self._paused or self._manual or self._respec or self._queued_now:
             self._forget_operated(task.task_id)
         if task.store_seq is not None:
             self._effects.saves.append(task)

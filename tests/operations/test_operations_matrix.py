@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+
 from actors import Scheduler
 from messages import EventKind, FixedRate, TaskStatus
 from tests.operations import tasks
@@ -167,4 +169,23 @@ def test_a_reschedule_during_a_run_applies_from_its_end(rig: Rig) -> None:
     due = (info.next_run_wall - before).total_seconds()
     assert 500.0 - rig.tolerance <= due <= 500.0 + rig.tolerance + (0.0 if rig.fake else 5.0)
     assert info.trigger.interval == 500.0  # type: ignore[union-attr]
+    gates.reset()
+
+
+def test_run_now_while_a_run_is_in_progress_queues_one_run_with_overlap_queue(rig: Rig) -> None:
+    if rig.kind == "postgres":
+        pytest.skip("a shared store's run_now refuses while a node holds the run (overlap 'skip' only)")
+    gates.reset()
+    s = rig.start()
+    s.schedule_at_fixed_rate(gates.gate, 1000.0, 0.0, args=("op",), task_id="op", overlap="queue")
+    assert gates.entered("op", rig.timeout)
+    try:
+        assert s.run_now("op") is True  # one run waits for the run in progress
+        assert s.run_now("op") is False  # at most one
+    finally:
+        gates.open_gate("op")
+    rig.wait_runs(s, "op", 2)
+    info = s.info("op")
+    assert info.run_count == 2
+    assert info.next_run_wall is not None  # back on its grid, 1000 s from its first slot
     gates.reset()

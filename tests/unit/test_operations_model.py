@@ -11,6 +11,10 @@ after every step what ``docs/lifecycle.md`` promises of them:
   and every manual run handed out answers one ``run_now`` that returned ``True``;
 - a fixed-rate task waiting for its next run (in the heap, or paused) is always on its grid
   (``first_at + k * interval``): neither a manual run nor a pause moves it;
+- ``run_now`` of a task with a run in flight answers as its overlap policy says (``"skip"``:
+  ``False``; ``"queue"``, ``"replace"``: ``True``, one waiting run at most), a waiting one waits
+  only behind a run in flight, and each ``True`` ends in one manual run handed out, or in the
+  grid's own queued slot standing for it, or in the task's end;
 - the table is whole: a ``PENDING`` task is in the heap and nothing else is, a ``PAUSED`` one is
   paused, the heap's live count is the pending tasks', and a task's ``run_count`` is the runs
   reported for it.
@@ -26,7 +30,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from actors.core.effects import Effects
-from actors.core.task_state import PAUSED, PENDING, State
+from actors.core.policies import Policies
+from actors.core.task_record import TaskSpec
+from actors.core.task_state import CANCELLING, HANDED, PAUSED, PENDING, READY, State
 from actors.core.timetable import Timetable
 from messages import FixedRate, Once, TaskStatus
 from tests.unit.helpers import ALL_KINDS, Pool, make
@@ -59,10 +65,14 @@ class Operations(RuleBasedStateMachine):
         self.pool = ModelPool(self.table, self._seen)
         self.paused: set[str] = set()  # the model: tasks paused and not ended
         self.run_now_ok = 0  # run_now calls that returned True
-        self.manual_handed = 0  # manual runs handed out
-        self.manual_waiting: set[str] = set()  # tasks whose run_now run is not handed out yet
+        self.manual_runs: set[tuple[str, int, int]] = set()  # (task, generation, run): manual runs handed
+        self.generation: dict[str, int] = {}  # task -> how often an id was scheduled (records come and go)
         self.reported: dict[str, int] = {}  # task -> runs reported (completed)
         self.rescheduled: set[str] = set()  # tasks given a trigger other than their first
+        self.overlap: dict[str, str] = {}  # task -> its overlap policy
+        self.queued: set[str] = set()  # tasks whose run_now waits for the run in flight
+        self.undealt: set[str] = set()  # tasks whose run_now's run is due, not yet handed out
+        self.settled_now = 0  # queued run_now calls answered by a slot's run or by the task's end
 
     # -- helpers
 
@@ -71,47 +81,52 @@ class Operations(RuleBasedStateMachine):
 
     def _seen(self, effects: Effects) -> None:
         for _, run in effects.dispatches:
-            if run.manual:
-                self.manual_handed += 1
-                self.manual_waiting.discard(run.task_id)
+            if run.manual:  # (a run taken back and handed again, or stolen, is one run)
+                self.undealt.discard(run.task_id)
+                self.manual_runs.add((run.task_id, self.generation.get(run.task_id, 0), run.run))
             else:
                 assert run.task_id not in self.paused, (
                     f"a scheduled run of paused {run.task_id!r} was handed out"
                 )
+        for task_id in sorted(self.queued - set(self.table._queued_now)):
+            self.queued.discard(task_id)  # served: its manual run is due (_manual), or it stood down
+            record = self.table.record(task_id)
+            if task_id in self.table._manual:
+                assert record is not None
+                if (task_id, self.generation.get(task_id, 0), record.run_count + 1) not in self.manual_runs:
+                    self.undealt.add(task_id)  # due, not handed out yet
+            else:
+                # A slot's queued run stands for it (due already), or the task ended.
+                assert record is None or self.overlap.get(task_id, "skip") != "skip", task_id
+                self.settled_now += 1
         for record, _ in effects.finished:
             self.paused.discard(record.task_id)
+            if record.task_id in self.undealt:  # it ended before its run_now's run was handed out
+                self.undealt.discard(record.task_id)
+                self.settled_now += 1
         for event in effects.events:
             if event.kind.name == "COMPLETED":
                 self.reported[event.task_id] = self.reported.get(event.task_id, 0) + 1
 
-    def _before(self, task_id: str) -> tuple[State | None, bool]:
-        """The task's state, and whether a run_now run of it is outstanding (the core's own record)."""
-        record = self.table.record(task_id)
-        return (None if record is None else record.state), task_id in self.table._manual
-
-    def _dropped_run_now(self, task_id: str, before: tuple[State | None, bool]) -> None:
-        """A reschedule or cancel drops a run_now run that had not started: it is not owed any more."""
-        state, outstanding = before
-        if task_id in self.manual_waiting:  # not handed out yet
-            self.manual_waiting.discard(task_id)
-            self.run_now_ok -= 1
-            return
-        record = self.table.record(task_id)
-        taken_back = (
-            outstanding and state is State.HANDED and record is not None and record.state is not State.HANDED
-        )
-        if taken_back:  # handed out, then taken back before its worker started it
-            self.run_now_ok -= 1
-            self.manual_handed -= 1
-
     # -- rules
 
-    @rule(task_id=st.sampled_from(IDS), recurring=st.booleans(), offset=st.sampled_from([0.0, 3.0, 10.0]))
-    def schedule(self, task_id: str, recurring: bool, offset: float) -> None:
+    @rule(
+        task_id=st.sampled_from(IDS),
+        recurring=st.booleans(),
+        offset=st.sampled_from([0.0, 3.0, 10.0]),
+        overlap=st.sampled_from(["skip", "queue", "replace"]),
+    )
+    def schedule(self, task_id: str, recurring: bool, offset: float, overlap: str) -> None:
         if self.table.has(task_id):
             return
         trigger = FixedRate(INTERVAL, self.now + offset) if recurring else Once(self.now + offset)
-        self.table.schedule(make(task_id, trigger), now=self.now)
+        record = self.table.schedule(make(task_id, trigger), now=self.now)
+        if recurring and overlap != "skip":  # (a Schedule message has no policies: set them as options do)
+            spec = record.spec
+            record.spec = TaskSpec(spec.trigger, spec.failure_limit, policies=Policies(overlap=overlap))
+        self.overlap[task_id] = overlap if recurring else "skip"
+        self.generation[task_id] = self.generation.get(task_id, 0) + 1
+        self.queued.discard(task_id)
         self.rescheduled.discard(task_id)
         self.reported.pop(task_id, None)
         self._take()
@@ -154,35 +169,54 @@ class Operations(RuleBasedStateMachine):
     def run_now(self, task_id: str) -> None:
         record = self.table.record(task_id)
         expected = record is not None and record.state in (State.PENDING, State.PAUSED)
-        assert self.table.run_now(task_id, now=self.now) is expected
-        self.run_now_ok += expected
+        waits = (
+            record is not None
+            and record.state in (READY, HANDED)
+            and record.spec.trigger is not None
+            and record.spec.policies.overlap != "skip"
+            and task_id not in self.queued
+        )
+        assert self.table.run_now(task_id, now=self.now) is (expected or waits)
+        self.run_now_ok += expected or waits
         if expected:
-            self.manual_waiting.add(task_id)
+            self.undealt.add(task_id)
+        if waits:
+            self.queued.add(task_id)
         self._take()
 
     @rule(task_id=st.sampled_from(IDS), interval=st.sampled_from([5.0, 10.0, 20.0]), once=st.booleans())
     def reschedule(self, task_id: str, interval: float, once: bool) -> None:
         trigger = Once(self.now + interval) if once else FixedRate(interval)
-        before = self._before(task_id)
+        record = self.table.record(task_id)
+        in_hand = [*self.pool.current.values(), *self.pool.claimed.values()]
+        # A run_now's run not started yet gives way to a new trigger (withdrawn).
+        withdrawn = (
+            record is not None
+            and task_id in self.table._manual
+            and record.state in (READY, HANDED)
+            and not any(run.task is record for run in in_hand)
+        )
+        key = (task_id, self.generation.get(task_id, 0), record.run_count + 1 if record is not None else 0)
         if self.table.reschedule(task_id, trigger, now=self.now):
             self.rescheduled.add(task_id)
-            self._dropped_run_now(
-                task_id, before
-            )  # a new schedule: an extra run not handed out yet is dropped
+            if withdrawn:
+                self.undealt.discard(task_id)
+                self.manual_runs.discard(key)
+                self.settled_now += 1
         self._take()
 
     @rule(task_id=st.sampled_from(IDS))
     def cancel(self, task_id: str) -> None:
-        before = self._before(task_id)
-        if self.table.cancel(task_id, now=self.now):
-            self._dropped_run_now(task_id, before)
+        self.table.cancel(task_id, now=self.now)
         self._take()
 
     @rule()
     def settle(self) -> None:
         self.pool.run_everything(self.now)
         self._take()
-        assert self.manual_handed == self.run_now_ok  # every run_now's run was handed out, once
+        assert not self.table._queued_now  # nothing in flight: no run_now waits
+        # Every run_now's run was handed out, once (or a queued one stood down).
+        assert len(self.manual_runs) + self.settled_now == self.run_now_ok
 
     # -- invariants
 
@@ -204,7 +238,12 @@ class Operations(RuleBasedStateMachine):
                 assert math.isclose(slots, round(slots), abs_tol=1e-9), (task_id, record.due_at, trigger)
             assert record.run_count == self.reported.get(task_id, 0)
         assert len(table._heap) == pending
-        assert self.manual_handed <= self.run_now_ok
+        assert len(self.manual_runs) + self.settled_now <= self.run_now_ok
+        for task_id in table._queued_now:  # a run_now waits only behind a run in flight
+            record = table.record(task_id)
+            assert record is not None, task_id
+            assert record.state in (READY, HANDED, CANCELLING), (task_id, record.state)
+            assert task_id in self.queued
         assert set(table._paused) == self.paused
 
 

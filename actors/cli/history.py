@@ -44,15 +44,20 @@ def history(jobfile: str, job: str, store: str | None, *, limit: int, as_json: b
     except JobFileError as error:
         print("\n".join(error.problems), file=sys.stderr)
         return exits.BAD_INPUT
+    in_file = any(spec.job_id == job for spec in loaded.jobs)
     try:
         rows = _read(name, job, limit)
     except ImportError as error:
         print(f"{jobfile}: a PostgreSQL store needs psycopg ({error}): {PSYCOPG}", file=sys.stderr)
         return exits.FAILURE
     except StoreError as error:
-        hint = " (a run of the job file creates it)" if isinstance(name, Path) and not name.exists() else ""
-        print(f"{jobfile}: job {job!r}: {error}{hint}", file=sys.stderr)
-        return exits.FAILURE
+        if not in_file:  # the job named is the first thing wrong
+            rows = None
+        else:
+            missing = isinstance(name, Path) and not name.exists()
+            hint = " (a run of the job file creates it)" if missing else ""
+            print(f"{jobfile}: job {job!r}: {error}{hint}", file=sys.stderr)
+            return exits.FAILURE
     if rows is None:  # neither in the file nor in the store
         try:
             find_job(loaded, jobfile, job)

@@ -128,11 +128,16 @@ class Mailbox:
     def serve(self, carry_out: Callable[[Op, str], Answer]) -> int:
         """Carry out each waiting request with ``carry_out`` and write its answer; return how many."""
         db = self._db
+        waiting = db.execute("SELECT id, asked FROM request WHERE answered IS NULL ORDER BY id").fetchall()
+        if not waiting:  # the common case, every POLL seconds: one read, no write
+            return 0
         too_old = time.time() - ANSWER_WITHIN
-        db.execute("DELETE FROM request WHERE answered IS NULL AND asked < ?", (too_old,))
-        waiting = db.execute("SELECT id FROM request WHERE answered IS NULL ORDER BY id").fetchall()
+        # Requests whose command gave up or was killed, and answers nobody collected.
+        db.execute("DELETE FROM request WHERE asked < ?", (too_old,))
         served = 0
-        for (request,) in waiting:
+        for request, asked in waiting:
+            if asked < too_old:
+                continue
             # One transaction from the read to the answer: a command that gives up meanwhile
             # waits for it, then finds its request answered (and carried out) or not there.
             db.execute("BEGIN IMMEDIATE")

@@ -21,6 +21,7 @@ Threads: ``operate`` on the caller's; ``answer_request`` on the runner's main th
 from __future__ import annotations
 
 import json
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Final
@@ -159,19 +160,25 @@ def _on_file(store: Path, op: Op, spec: JobSpec) -> Answer:
     """Operate a job of an SQLite store: through the ``run`` holding it, else on the file."""
     if not store.exists():
         raise StoreError(f"{shown_store(store)}: no such store (a run of the job file creates it)")
-    for _ in range(2):  # the second time: a run started between the look at the lock and the write
-        if lock_state(lock_path_of(str(store))).held is not False:
-            answer = ask(store, op, spec.job_id)
-            if answer is not None:
-                return answer
-            if lock_state(lock_path_of(str(store))).held is not False:
-                problem = "the run holding it did not answer; is it a current version?"
-                raise StoreError(f"{shown_store(store)}: {problem}")
+    lock = lock_path_of(str(store))
+    held = lock_state(lock).held
+    # Nobody holds it, or this system cannot tell (then trying the lock tells): try the file.
+    if held is False or (held is None and op != "run-now"):
         try:
             return _on_unheld_file(store, op, spec)
         except StoreLockedError:
-            continue
-    raise StoreError(f"{shown_store(store)}: a run was starting and stopping on it; try again")
+            pass  # a run holds it: ask that run
+    try:
+        answer = ask(store, op, spec.job_id)
+        if answer is None and lock_state(lock).held is False:  # the run stopped meanwhile
+            return _on_unheld_file(store, op, spec)
+    except sqlite3.Error as error:
+        raise StoreError(f"{shown_store(store)}: cannot ask the run holding it: {error}") from error
+    except StoreLockedError as error:
+        raise StoreError(f"{shown_store(store)}: runs are starting and stopping on it; try again") from error
+    if answer is None:
+        raise StoreError(f"{shown_store(store)}: the run holding it did not answer; is it a current version?")
+    return answer
 
 
 def _on_unheld_file(store: Path, op: Op, spec: JobSpec) -> Answer:

@@ -165,6 +165,19 @@ def test_paused_true_starts_the_job_paused_and_every_reconcile_follows_the_file(
         assert service.wait() == 0
 
 
+def test_check_names_the_new_keys_of_each_job(tmp_path: Path) -> None:
+    write_jobfile(
+        tmp_path,
+        '[jobs.a]\nfn = "tasks:tick"\nevery = "10s"\noverlap = "queue"\ncatch_up = "all"\n'
+        'max_catch_up = 5\njitter = "2s"\nkeep_result = true\npaused = true\n',
+    )
+    check = cli("check", "jobs.toml", cwd=tmp_path)
+    assert check.returncode == 0, check.stderr
+    assert check.stdout.splitlines()[1] == (
+        "a: every 10s, overlap queue, catch up all (at most 5), jitter 2s, keeps results, paused: tasks:tick"
+    )
+
+
 def test_unknown_jobs_stores_that_keep_nothing_and_bad_keys_are_refused_with_what_and_where(
     tmp_path: Path,
 ) -> None:

@@ -75,6 +75,20 @@ def _options(spec: JobSpec) -> list[str]:
         options.append("in a process")
     if spec.durable is False:
         options.append("memory only")
+    if spec.overlap is not None and spec.overlap != "skip":
+        options.append(
+            f"overlap {spec.overlap}" + (f" (at most {spec.max_instances})" if spec.max_instances else "")
+        )
+    if spec.catch_up is not None and spec.catch_up != "latest":
+        options.append(
+            f"catch up {spec.catch_up}" + (f" (at most {spec.max_catch_up})" if spec.max_catch_up else "")
+        )
+    if spec.jitter:
+        options.append(f"jitter {format_duration(spec.jitter)}")
+    if spec.keep_result:
+        options.append("keeps results")
+    if spec.paused is not None:
+        options.append("paused" if spec.paused else "resumed at each start")
     return options
 
 

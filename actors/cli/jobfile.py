@@ -44,6 +44,7 @@ from actors.cli.jobkeys import (
 )
 from actors.cli.stores import StoreName, store_name, store_problem
 from actors.core.cron import check_cron, next_fires
+from actors.core.policies import check_policies
 from actors.core.task_record import PROCESSES, THREADS
 from actors.errors import JobFileError
 from actors.references import check_json_arguments
@@ -69,9 +70,17 @@ __all__ = [
 _RESERVED_ID: Final = re.compile(r"task-\d+")  # the ids the scheduler mints (actors.api.facade)
 _TOML_POSITION: Final = re.compile(r"(.*) \(at (line (\d+), column \d+|end of document)\)")
 _LONG_INTEGER: Final = re.compile(r"[0-9][0-9_]{4300,}")  # more digits than int() reads from text
-_ADDED_LATER: Final = frozenset({"timeout", "retry", "executor", "durable"})
+_ADDED_LATER: Final = frozenset(
+    {
+        "timeout", "retry", "executor", "durable",
+        "overlap", "max_instances", "catch_up", "max_catch_up", "jitter", "keep_result",
+    }
+)  # fmt: skip
 """``JobSpec`` fields newer than the first fingerprints: left out of the digest while unset, so
 that a job written before they existed keeps its fingerprint (and an ended one-time job stays ended)."""
+_NOT_A_DEFINITION: Final = frozenset({"paused"})
+"""``JobSpec`` fields that are state the file asks for, not the job's definition: never in the digest,
+so writing ``paused = true`` pauses the job (at the next reconcile) instead of replacing it."""
 
 
 @final
@@ -99,6 +108,11 @@ class JobSpec:
         retry: Try a failed run again (``None``: a failed run counts at once).
         executor: ``"thread"`` or ``"process"`` (``None``: a thread).
         durable: Whether the job is kept in the store (``None``: it is, if there is a store).
+        overlap, max_instances, catch_up, max_catch_up, jitter, keep_result: The ``schedule_*``
+            options of the same names (``None``: the library's default).
+        paused: ``True``: the job is paused at every reconcile (start, reload), and a job the
+            reconcile adds or replaces starts paused; ``False``: it is resumed at every
+            reconcile; ``None``: the reconcile leaves its pause as it is (docs/cli.md).
     """
 
     job_id: str
@@ -118,6 +132,13 @@ class JobSpec:
     retry: RetrySpec | None = None
     executor: str | None = None
     durable: bool | None = None
+    overlap: str | None = None
+    max_instances: int | None = None
+    catch_up: str | None = None
+    max_catch_up: int | None = None
+    jitter: float | None = None
+    keep_result: bool | None = None
+    paused: bool | None = None
 
     def fingerprint(self) -> str:
         """Return a digest of the job's definition (everything but its id).
@@ -134,7 +155,7 @@ class JobSpec:
                 value = check_cron(value)
             elif spec_field.name == "at" and value is not None:
                 value = value.timestamp()
-            elif spec_field.name in _ADDED_LATER and value is None:
+            elif spec_field.name in _NOT_A_DEFINITION or (spec_field.name in _ADDED_LATER and value is None):
                 continue
             definition[spec_field.name] = value
         del definition["job_id"]
@@ -431,11 +452,36 @@ def _check_options(values: dict[str, Any], where: str, context: _Context, proble
     if values.get("durable") is True and not context.stored:
         memory = show(MEMORY_STORE)
         problems.append(f"{where}: key 'durable': true needs a store, and [scheduler] store is {memory}")
+    _check_policies(values, where, problems)
     # The defaults written out are the same job as the defaults left out (and fingerprint alike).
+    if values.get("keep_result") is False:
+        values["keep_result"] = None
     if values.get("executor") == THREADS:
         values["executor"] = None
     if values.get("durable") is True and context.stored:
         values["durable"] = None
+
+
+_POLICY_DEFAULTS: Final = (("overlap", "skip"), ("max_instances", None), ("catch_up", "latest"),
+                           ("max_catch_up", 100), ("jitter", 0.0))  # fmt: skip
+
+
+def _check_policies(values: dict[str, Any], where: str, problems: list[str]) -> None:
+    """Ask the library's own rules (``check_policies``) about the job's policy keys together.
+
+    Each key's value is checked alone already; this finds what only the whole says (today:
+    ``max_instances`` needs ``overlap = "allow"``, which the library does not run yet).
+    """
+    given = [(key, values.get(key, default)) for key, default in _POLICY_DEFAULTS]
+    if all(key not in values for key, _ in _POLICY_DEFAULTS):
+        return
+    try:
+        check_policies(*(value for _, value in given), recurring=True)
+    except (TypeError, ValueError) as error:
+        message = str(error)
+        key = next((key for key, _ in given if message.startswith(key)), None)
+        key = key or ("max_instances" if "max_instances" in values else "overlap")
+        problems.append(f"{where}: key {key!r}: {message}")
 
 
 def _check_json(values: dict[str, Any], where: str, problems: list[str]) -> None:

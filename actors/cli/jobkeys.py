@@ -23,12 +23,14 @@ from actors.references import parse_reference, resolve
 from actors.runtime.limits import MAX_PROCESSES
 
 __all__ = [
+    "CATCH_UP_NAMES",
     "DURATION_FORMS",
     "EXECUTORS",
     "JOB_KEYS",
     "MAX_DURATION",
     "MAX_NESTING",
     "MEMORY_STORE",
+    "OVERLAP_NAMES",
     "SCHEDULER_KEYS",
     "TRIGGERS",
     "Key",
@@ -337,6 +339,26 @@ def _retry(value: object) -> RetrySpec:
     )
 
 
+def _one_of(names: tuple[str, ...]) -> Callable[[object], str]:
+    def convert(value: object) -> str:
+        expected = " or ".join(show(name) for name in names)
+        if not isinstance(value, str):
+            raise wrong_type(expected, value)
+        if value not in names:
+            close = difflib.get_close_matches(value, list(names), n=1)
+            hint = f" (did you mean {show(close[0])}?)" if close else ""
+            raise ValueError(f"expected {expected}, found {show(value)}{hint}")
+        return value
+
+    return convert
+
+
+OVERLAP_NAMES: Final = ("skip", "queue", "allow", "replace")
+"""The ``overlap`` policies a job may name (the library says which it runs: ``check_policies``)."""
+CATCH_UP_NAMES: Final = ("latest", "all", "none")
+"""The ``catch_up`` policies."""
+
+
 def _store(value: object) -> str:
     if not isinstance(value, str) or not value:
         raise wrong_type(
@@ -344,6 +366,8 @@ def _store(value: object) -> str:
         )
     return value
 
+
+_RECURRING: Final[tuple[Kind, ...]] = ("every", "delay", "cron")
 
 SCHEDULER_KEYS: Final[Mapping[str, Key]] = MappingProxyType(
     {
@@ -373,6 +397,13 @@ JOB_KEYS: Final[Mapping[str, Key]] = MappingProxyType(
         "retry": Key(_retry),
         "executor": Key(_executor),
         "durable": Key(_boolean),
+        "overlap": Key(_one_of(OVERLAP_NAMES), only_with=_RECURRING),
+        "max_instances": Key(_integer(1), only_with=_RECURRING),
+        "catch_up": Key(_one_of(CATCH_UP_NAMES), only_with=_RECURRING),
+        "max_catch_up": Key(_integer(1), only_with=_RECURRING),
+        "jitter": Key(_duration, only_with=_RECURRING),
+        "keep_result": Key(_boolean),
+        "paused": Key(_boolean),
     }
 )
 """The keys of a ``[jobs.<id>]`` table; each is also a ``JobSpec`` field of the same name."""

@@ -25,6 +25,7 @@ __all__ = ["ConsoleHandler", "LiveView", "render"]
 _STATUS_STYLES = {
     "scheduled": "cyan",
     "running": "bold yellow",
+    "paused": "bold magenta",
     "completed": "green",
     "failed": "bold red",
     "cancelled": "dim",

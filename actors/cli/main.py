@@ -1,4 +1,6 @@
-"""The command line's arguments: ``run``, ``check``, ``status`` and ``demo`` (see docs/cli.md).
+"""The command line's arguments: ``run``, ``check``, ``status``, ``pause``... (see docs/cli.md).
+
+The commands: ``run``, ``check``, ``status``, ``pause``, ``resume``, ``run-now``, ``history``, ``demo``.
 
 ``python -m actors ...`` and the ``pykka-taskscheduler`` console script both call ``main``.
 Bad arguments exit with 2 (argparse's usage message), as a bad job file does. No error prints
@@ -92,11 +94,44 @@ def parser() -> argparse.ArgumentParser:
         "--store", metavar="PATH|URL", help="the store to read: an SQLite file or a PostgreSQL URL"
     )
 
+    for name, what in (
+        ("pause", "pause a job: no new run of it starts until it is resumed (works beside a run)"),
+        ("resume", "resume a paused job (works beside a run)"),
+        ("run-now", "run a job once now, outside its schedule (needs its run, or a shared database)"),
+    ):
+        operation = commands.add_parser(name, help=what)
+        operation.set_defaults(command=_operate, operation=name)
+        _job_arguments(operation)
+
+    history = commands.add_parser("history", help="print how a job's last runs ended, newest first")
+    history.set_defaults(command=_history)
+    _job_arguments(history)
+    history.add_argument("--limit", type=_limit, default=20, metavar="N", help="how many runs (default 20)")
+    history.add_argument("--json", action="store_true", help="print them as a JSON array")
+
     demo = commands.add_parser(
         "demo", help="fixed rate vs fixed delay on the real clock: a 30 ms task whose third run takes 50 ms"
     )
     demo.set_defaults(command=_demo)
     return top
+
+
+def _job_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument("jobfile", metavar="JOBFILE", help="the TOML job file")
+    command.add_argument("job", metavar="JOB", help="the job's id (its [jobs.<id>] table)")
+    command.add_argument(
+        "--store", metavar="PATH|URL", help="the SQLite file or PostgreSQL URL (overrides the file's)"
+    )
+
+
+def _limit(text: str) -> int:
+    try:
+        limit = int(text)
+    except ValueError:
+        limit = 0
+    if limit < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer of 1 or more, got {text!r}")
+    return limit
 
 
 def parse_duration_argument(text: str) -> float:
@@ -162,6 +197,20 @@ def _status(arguments: argparse.Namespace) -> int:
         print("status: give either a JOBFILE or --store PATH|URL (one of the two)", file=sys.stderr)
         return exits.BAD_INPUT
     return status(arguments.jobfile, arguments.store)
+
+
+def _operate(arguments: argparse.Namespace) -> int:
+    from actors.cli.operate import operate  # noqa: PLC0415
+
+    return operate(arguments.operation, arguments.jobfile, arguments.job, arguments.store)
+
+
+def _history(arguments: argparse.Namespace) -> int:
+    from actors.cli.history import history  # noqa: PLC0415
+
+    return history(
+        arguments.jobfile, arguments.job, arguments.store, limit=arguments.limit, as_json=arguments.json
+    )
 
 
 def _demo(arguments: argparse.Namespace) -> int:

@@ -20,6 +20,7 @@ import logging
 import os
 import queue
 import signal
+import sqlite3
 import sys
 import time
 from collections.abc import Callable
@@ -33,11 +34,13 @@ from typing import TYPE_CHECKING, Final, Literal
 from actors.api.facade import Scheduler
 from actors.cli import exits, logs
 from actors.cli.board import Board
+from actors.cli.control import POLL, Answer, Mailbox, Op
 from actors.cli.fingerprints import Stamps
 from actors.cli.holdback import HoldBackStore
 from actors.cli.jobfile import JobFile, check_jobfile, store_problems, stored_argument_problems
+from actors.cli.operate import answer_request
 from actors.cli.service import JobService, event_listener, to_hold_back
-from actors.cli.stores import shown_store, store_name
+from actors.cli.stores import StoreName, shown_store, store_name
 from actors.errors import JobFileError, SchedulerError, SchedulerStartError, StoreError, StoreLockedError
 from messages import EventKind, TaskEvent
 
@@ -162,21 +165,73 @@ def _serve(
         len(jobfile.jobs), options.jobfile, store, jobfile.workers,
     )  # fmt: skip
     deadline = None if options.duration is None else time.monotonic() + options.duration
-    with view.showing() if view is not None else nullcontext():
-        while True:
-            if view is not None:
-                view.draw(service, options.jobfile)
-            wait = _until(deadline, REDRAW_EVERY if view is not None else None)
-            if wait is not None and wait <= 0:
-                logger.info("ran for %s s; stopping", options.duration)
-                break
-            command = signals.next(wait)
-            if command == "stop":
-                logger.info("stopping: running runs get up to %s s to finish", options.grace)
-                break
-            if command == "reload":
-                _reload(service, options)
+    # An SQLite store's mailbox: the pause, resume and run-now commands' requests (control.py).
+    mailbox = _open_mailbox(jobfile.store)
+    try:
+        with view.showing() if view is not None else nullcontext():
+            _loop(scheduler, service, options, signals, view, deadline, mailbox)
+    finally:
+        if mailbox is not None:
+            mailbox.close()
     return exits.OK
+
+
+def _loop(
+    scheduler: Scheduler,
+    service: JobService,
+    options: RunOptions,
+    signals: _Signals,
+    view: _View | None,
+    deadline: float | None,
+    mailbox: Mailbox | None,
+) -> None:
+    """Wait for signals, ``--for``, the mailbox's requests and the redraws, and handle each."""
+    next_draw = time.monotonic()
+    while True:
+        if view is not None and time.monotonic() >= next_draw:
+            view.draw(service, options.jobfile)
+            next_draw = time.monotonic() + REDRAW_EVERY
+        wakes = [next_draw - time.monotonic()] if view is not None else []
+        wakes += [POLL] if mailbox is not None else []
+        wait = _until(deadline, min(wakes) if wakes else None)
+        if deadline is not None and time.monotonic() >= deadline:
+            logger.info("ran for %s s; stopping", options.duration)
+            return
+        command = signals.next(None if wait is None else max(0.0, wait))
+        if command == "stop":
+            logger.info("stopping: running runs get up to %s s to finish", options.grace)
+            return
+        if command == "reload":
+            _reload(service, options)
+        if mailbox is not None and _serve_mailbox(scheduler, mailbox):
+            next_draw = time.monotonic()  # show the change at once
+
+
+def _open_mailbox(store: StoreName | None) -> Mailbox | None:
+    """The mailbox of an SQLite store (``None`` for another store, or one that cannot be made: logged)."""
+    if not isinstance(store, Path):
+        return None
+    try:
+        return Mailbox(store)
+    except sqlite3.Error as error:
+        logger.warning("pause, resume and run-now cannot reach this run: its mailbox: %s", error)
+        return None
+
+
+def _serve_mailbox(scheduler: Scheduler, mailbox: Mailbox) -> int:
+    """Carry out the mailbox's requests; how many (an error of the mailbox is logged, not fatal)."""
+    try:
+        return mailbox.serve(lambda op, job: _answer(scheduler, op, job))
+    except sqlite3.Error as error:
+        logger.warning("the mailbox of pause, resume and run-now failed: %s", error)
+        return 0
+
+
+def _answer(scheduler: Scheduler, op: Op, job: str) -> Answer:
+    """Carry out one request of the mailbox, and log what it did."""
+    answer = answer_request(scheduler, op, job)
+    logger.info("job %s: %s: %s (asked by the %s command)", job, op, answer.message, op)
+    return answer
 
 
 def _reload(service: JobService, options: RunOptions) -> None:

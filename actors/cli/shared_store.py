@@ -40,7 +40,7 @@ from actors.store import IfExists, Lease, PostgresStore, StoredTask, TaskDefinit
 from actors.store.postgres_connections import redact
 from actors.store.postgres_schema import lock_key
 
-__all__ = ["RECONCILE_LOCK_TIMEOUT", "SharedJobStore", "read_shared"]
+__all__ = ["RECONCILE_LOCK_TIMEOUT", "SharedJobStore", "open_shared", "read_shared"]
 
 RECONCILE_LOCK_TIMEOUT: Final = 60.0
 """Seconds a run waits for another run's reconcile to end before it gives up (``StoreError``)."""
@@ -137,6 +137,19 @@ def read_shared(url: str) -> list[StoredTask]:
     Raises:
         StoreError: the database cannot be reached, or holds no store of ours.
     """
+    with open_shared(url) as store:
+        return store.tasks()
+
+
+def open_shared(url: str) -> PostgresStore:
+    """Return the PostgreSQL store at ``url``, for one command (``status``, ``pause``, ``history``...).
+
+    Use it in a ``with`` block (it opens on entering). It creates nothing: a database (schema)
+    that holds no store yet is an error.
+
+    Raises:
+        StoreError: the database cannot be reached, or holds no store of ours.
+    """
     shown = redact(url)
     try:
         with psycopg.connect(url, autocommit=True, application_name="pykka-taskscheduler status") as db:
@@ -146,5 +159,4 @@ def read_shared(url: str) -> list[StoredTask]:
     if row is None or not row[1]:
         schema = "none" if row is None or row[0] is None else row[0]
         raise StoreError(f"{shown} (schema {schema}) holds no task store yet (a run of it creates one)")
-    with PostgresStore(url) as store:
-        return store.tasks()
+    return PostgresStore(url)

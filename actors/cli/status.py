@@ -9,6 +9,7 @@ Threads: the caller's.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -16,10 +17,10 @@ from typing import Final
 
 from actors.cli import exits
 from actors.cli.jobfile import load_jobfile
-from actors.cli.rows import row_from_stored, table_text
+from actors.cli.rows import JobRow, row_from_stored, table_text
 from actors.cli.stores import StoreName, shown_store, store_name
 from actors.errors import JobFileError, StoreError
-from actors.store import SQLiteStore, StoredTask
+from actors.store import KeepsPaused, SQLiteStore, StoredTask
 from actors.store.lockfile import LockState, lock_path_of, lock_state
 
 __all__ = ["status"]
@@ -36,7 +37,7 @@ def status(jobfile: str | None, store: str | None, now: datetime | None = None) 
         print("\n".join(error.problems), file=sys.stderr)
         return exits.BAD_INPUT
     try:
-        tasks = _read(name)
+        tasks, paused = _read(name)
     except ImportError as error:
         print(f"a PostgreSQL store needs psycopg ({error}): pip install 'pykka-taskscheduler[postgres]'",
               file=sys.stderr)  # fmt: skip
@@ -50,7 +51,8 @@ def status(jobfile: str | None, store: str | None, now: datetime | None = None) 
     holder = lock_state(lock_path_of(str(name))) if isinstance(name, Path) else None
     print(f"{shown}: {len(tasks)} task(s), {live} live; times in {now:%Z} (UTC{now:%z})")
     print(f"{shown}: {_holder_line(holder)}")
-    rows = [row_from_stored(task) for task in tasks]
+    rows = [_paused_row(row_from_stored(task)) if task.task_id in paused else row_from_stored(task)
+            for task in tasks]  # fmt: skip
     print(table_text(rows, now, maybe_running=holder is None or holder.held is not False))
     return exits.OK
 
@@ -92,13 +94,21 @@ def _store_to_read(jobfile: str | None, store: str | None) -> StoreName:
     return name
 
 
-def _read(store: StoreName) -> list[StoredTask]:
+def _read(store: StoreName) -> tuple[list[StoredTask], frozenset[str]]:
+    """Every stored task, and the ids of the live ones stored as paused."""
     if isinstance(store, Path):
         with SQLiteStore.inspect(store) as reader:
-            return reader.tasks()
-    from actors.cli.shared_store import read_shared  # noqa: PLC0415 - psycopg is optional
+            return reader.tasks(), reader.paused_ids()
+    from actors.cli.shared_store import open_shared  # noqa: PLC0415 - psycopg is optional
 
-    return read_shared(store)
+    with open_shared(store) as shared:
+        paused = shared.paused_ids() if isinstance(shared, KeepsPaused) else frozenset()
+        return shared.tasks(), paused
+
+
+def _paused_row(row: JobRow) -> JobRow:
+    """A paused task's row: its status says so, and it has no next run until it is resumed."""
+    return dataclasses.replace(row, status="paused", next_run=None)
 
 
 def _looks_like_a_store(path: str) -> bool:

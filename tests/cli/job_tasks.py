@@ -56,3 +56,8 @@ def record_pid(path: str) -> None:
     """Write the id of the process running it to ``path`` (a process job's proof of where it ran)."""
     with open(path, "w") as file:
         file.write(str(os.getpid()))
+
+
+def answer(value: int) -> dict[str, int]:
+    """Return ``{"answer": value}``: JSON data a ``keep_result`` job keeps with its run."""
+    return {"answer": value}

@@ -118,6 +118,7 @@ class RunTally:
         self._duration = Histogram(DURATION_BUCKETS)
         self._started: dict[tuple[str, int, int], float] = {}
         self._samples: dict[str, deque[float]] = {}
+        self._last: dict[str, str] = {}  # labelled task -> how its last run ended (or "missed")
 
     def label(self, task_id: str) -> str:
         """The ``task`` label of ``task_id``: itself for the first ``max_tasks`` ids, else ``"other"``."""
@@ -138,38 +139,46 @@ class RunTally:
         with self._lock:
             label = self._label(event.task_id)
             if kind is EventKind.STARTED:
-                key = (event.task_id, event.run or 0, event.attempt)
-                self._started[key] = event.at
-                if len(self._started) > MAX_IN_FLIGHT:  # a lost end: forget the oldest start
-                    del self._started[next(iter(self._started))]
-                if event.due_at is not None:
-                    late = max(0.0, event.at - event.due_at)
-                    self._lateness.observe(late)
-                    if label != OTHER:
-                        samples = self._samples.get(label)
-                        if samples is None:
-                            samples = self._samples[label] = deque(maxlen=SAMPLES)
-                        samples.append(late)
-                return
-            if kind is EventKind.MISSED:
+                self._started_run(event, label)
+            elif kind is EventKind.MISSED:
                 reason = (label, event.reason or "unknown")
                 self._missed[reason] = self._missed.get(reason, 0) + 1
-                return
-            if event.run is None:  # a CANCELLED that ended no run
-                return
-            started = self._started.pop((event.task_id, event.run, event.attempt), None)
-            if started is None and kind is EventKind.CANCELLED:
-                return  # cancelled before it started: no run ended
-            if kind is EventKind.COMPLETED:
-                outcome = "completed"
-            elif kind is EventKind.FAILED:
-                outcome = "retried" if event.retrying else "failed"
-            else:
-                outcome = "cancelled"
-            key2 = (label, outcome)
-            self._runs[key2] = self._runs.get(key2, 0) + 1
-            if started is not None:
-                self._duration.observe(max(0.0, event.at - started))
+                if label != OTHER:
+                    self._last[label] = "missed"
+            elif event.run is not None:  # not a CANCELLED that ended no run
+                self._ended_run(event, label)
+
+    def _started_run(self, event: TaskEvent, label: str) -> None:
+        self._started[(event.task_id, event.run or 0, event.attempt)] = event.at
+        if len(self._started) > MAX_IN_FLIGHT:  # a lost end: forget the oldest start
+            del self._started[next(iter(self._started))]
+        if event.due_at is None:
+            return
+        late = max(0.0, event.at - event.due_at)
+        self._lateness.observe(late)
+        if label != OTHER:
+            samples = self._samples.get(label)
+            if samples is None:
+                samples = self._samples[label] = deque(maxlen=SAMPLES)
+            samples.append(late)
+
+    def _ended_run(self, event: TaskEvent, label: str) -> None:
+        kind = event.kind
+        started = self._started.pop((event.task_id, event.run or 0, event.attempt), None)
+        if started is None and kind is EventKind.CANCELLED:
+            return  # cancelled before it started: no run ended
+        if kind is EventKind.COMPLETED:
+            outcome = "completed"
+        elif kind is EventKind.FAILED:
+            outcome = "retried" if event.retrying else "failed"
+        else:
+            outcome = "cancelled"
+        key = (label, outcome)
+        self._runs[key] = self._runs.get(key, 0) + 1
+        if label != OTHER:
+            self._last[label] = outcome
+        if started is not None:
+            self._duration.observe(max(0.0, event.at - started))
 
     def snapshot(self) -> TallySnapshot:
         """Copy the counts (any thread; holds the lock for the copy only)."""
@@ -180,6 +189,14 @@ class RunTally:
                 lateness=self._lateness.copy(),
                 duration=self._duration.copy(),
             )
+
+    def last_outcome(self, task_id: str) -> str | None:
+        """How the task's last run seen ended: ``completed``, ``failed``, ``missed``...
+
+        ``None`` if none was seen, or the task is counted under ``"other"``.
+        """
+        with self._lock:
+            return self._last.get(task_id)
 
     def lateness(self, task_id: str) -> tuple[float, float] | None:
         """The p50 and p99 start lateness (seconds) of the task's last ``SAMPLES`` runs; ``None`` if none."""

@@ -76,7 +76,7 @@ function cell(row, value, cls) {
 function when(iso) {
   if (!iso) return null;
   const d = new Date(iso);
-  return d.toLocaleString() + " / " + d.toISOString().slice(0, 19).replace("T", " ");
+  return d.toLocaleString() + " / " + d.toISOString().slice(0, 19).replace("T", " ") + " UTC";
 }
 function utc(iso) { return iso ? new Date(iso).toISOString().slice(0, 23).replace("T", " ") : null; }
 function ms(seconds) {

@@ -40,7 +40,8 @@ def post(url: str, token: str | None) -> int:
         with urllib.request.urlopen(request, timeout=10) as reply:
             return int(reply.status)
     except urllib.error.HTTPError as error:
-        return int(error.code)
+        with error:
+            return int(error.code)
 
 
 def test_run_serves_the_api_beside_the_schedule_and_stops_it_at_shutdown(tmp_path: Path) -> None:

@@ -117,7 +117,8 @@ def run(options: RunOptions) -> int:
             return _serve(scheduler, service, options, signals, view)
         from actors.cli.web_serve import serve_http  # noqa: PLC0415 - the web extra, only if asked
 
-        web = serve_http(scheduler, service, options.http, options.http_token, options.show_args)
+        shared = None if isinstance(store, HoldBackStore) else store  # PostgreSQL: the nodes too
+        web = serve_http(scheduler, service, options.http, options.http_token, options.show_args, shared)
         if isinstance(web, int):
             return web
         try:

@@ -18,6 +18,7 @@ from actors.cli import exits
 from actors.cli.service import JobService
 
 if TYPE_CHECKING:
+    from actors.store import SharedStore
     from actors.web.server import WebServer
 
 __all__ = ["TOKEN_ENV", "serve_http"]
@@ -34,6 +35,7 @@ def serve_http(
     address: str,
     token: str | None,
     show_args: bool,
+    store: SharedStore | None = None,
 ) -> WebServer | int:
     """Start serving on ``address`` (``HOST:PORT`` or ``PORT``): the server, or an exit code (stderr: why)."""
     try:
@@ -56,7 +58,7 @@ def serve_http(
                 return {"args": list(spec.args), "kwargs": dict(spec.kwargs)}
         return None
 
-    server = WebServer(app(scheduler, token, show_args, arguments=arguments), host, port)
+    server = WebServer(app(scheduler, token, show_args, arguments=arguments, store=store), host, port)
     try:
         server.start()
     except OSError as error:

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
     from actors.api.facade import Scheduler
     from actors.metrics.collector import SchedulerCollector
+    from actors.store import SharedStore
 
 __all__ = ["OTHER", "RunTally", "TallySnapshot", "register", "tally_of"]
 
@@ -47,14 +48,20 @@ def tally_of(scheduler: Scheduler, max_tasks: int = 1000) -> RunTally:
 
 
 def register(
-    scheduler: Scheduler, registry: CollectorRegistry | None = None, *, max_tasks: int = 1000
+    scheduler: Scheduler,
+    registry: CollectorRegistry | None = None,
+    *,
+    max_tasks: int = 1000,
+    store: SharedStore | None = None,
 ) -> SchedulerCollector:
     """Add ``scheduler``'s metrics to ``registry`` (prometheus_client's default one if ``None``).
 
     Counts start when this is called (the first time for this scheduler: the metrics of a
     scheduler are one tally, however many registries show it). Tasks beyond the first
     ``max_tasks`` ids seen are counted under ``task="other"``. Returns the collector (pass it
-    to ``registry.unregister`` to take the metrics off). Any thread.
+    to ``registry.unregister`` to take the metrics off). ``store``: the scheduler's shared
+    (PostgreSQL) store, if any, for ``taskscheduler_leases_held`` (one read of it per scrape).
+    Any thread.
 
     Raises:
         ImportError: prometheus_client is not installed (``pip install 'pykka-taskscheduler[metrics]'``).
@@ -65,6 +72,6 @@ def register(
 
     from actors.metrics.collector import SchedulerCollector  # noqa: PLC0415 - needs prometheus_client
 
-    collector = SchedulerCollector(scheduler, tally_of(scheduler, max_tasks))
+    collector = SchedulerCollector(scheduler, tally_of(scheduler, max_tasks), store)
     (REGISTRY if registry is None else registry).register(collector)
     return collector

@@ -8,26 +8,31 @@ thread (the HTTP server's, or ``generate_latest``'s caller's).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
 
 from actors.api.facade import Scheduler
-from actors.errors import SchedulerShutdownError
+from actors.errors import SchedulerShutdownError, StoreError
 from actors.metrics.tally import Histogram, RunTally
+from actors.store import SharedStore
 
 __all__ = ["PREFIX", "SchedulerCollector"]
 
 PREFIX = "taskscheduler"
 
+logger = logging.getLogger(__name__)
+
 
 class SchedulerCollector(Collector):
     """The metrics of one scheduler (``actors.metrics.register`` makes and registers one)."""
 
-    def __init__(self, scheduler: Scheduler, tally: RunTally) -> None:
+    def __init__(self, scheduler: Scheduler, tally: RunTally, store: SharedStore | None = None) -> None:
         self.scheduler = scheduler
         self.tally = tally
+        self.store = store
 
     def describe(self) -> list[object]:
         """Nothing: the registry then calls ``collect`` to learn the names (prometheus_client's rule)."""
@@ -71,6 +76,21 @@ class SchedulerCollector(Collector):
         workers = GaugeMetricFamily(f"{PREFIX}_workers", "Workers (threads and processes) in the pools.")
         workers.add_metric((), pool)
         yield workers
+        if self.store is not None:
+            yield self._leases(self.store)
+
+    @staticmethod
+    def _leases(store: SharedStore) -> GaugeMetricFamily:
+        leases = GaugeMetricFamily(
+            f"{PREFIX}_leases_held", "Runs this node holds a lease on in the shared store."
+        )
+        try:
+            held = sum(run.owner == store.node for run in store.runs_in_flight())
+        except StoreError:
+            logger.warning("metrics: cannot read the leases held", exc_info=True)
+            return leases  # no sample: better than a wrong one
+        leases.add_metric((), held)
+        return leases
 
 
 def _histogram(name: str, documentation: str, histogram: Histogram) -> HistogramMetricFamily:

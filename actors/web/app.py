@@ -22,6 +22,8 @@ from starlette.routing import Route
 from actors.api.facade import Scheduler
 from actors.errors import SchedulerShutdownError, UnknownTaskError
 from actors.metrics import register, tally_of
+from actors.store import SharedStore
+from actors.web.nodes import nodes_json
 from actors.web.page import page
 from actors.web.views import Arguments, record_json, task_json
 
@@ -44,6 +46,7 @@ def app(
     arguments: Arguments | None = None,
     refresh: float = 2.0,
     max_tasks: int = 1000,
+    store: SharedStore | None = None,
 ) -> Starlette:
     """Return an ASGI application showing ``scheduler`` (call on any thread, once per scheduler).
 
@@ -57,6 +60,8 @@ def app(
         arguments: Task id -> its arguments as JSON data, or ``None``; used only with ``show_args``.
         refresh: Seconds between the page's refreshes.
         max_tasks: The metrics' label bound (``actors.metrics.register``).
+        store: The scheduler's shared store (PostgreSQL), if it has one: ``/api/nodes``
+            lists the nodes it shows, the page too, and ``/metrics`` has the leases held.
 
     Raises:
         TypeError: ``token`` is neither a str nor ``None``.
@@ -68,7 +73,7 @@ def app(
     if token == "":
         raise ValueError("token must not be empty (None: no control)")
     registry = CollectorRegistry(auto_describe=True)
-    register(scheduler, registry, max_tasks=max_tasks)
+    register(scheduler, registry, max_tasks=max_tasks, store=store)
     tally = tally_of(scheduler)
     shown = arguments if show_args else None
     html = page(control=token is not None, refresh=refresh)
@@ -93,6 +98,9 @@ def app(
         scheduler.info(task_id)  # 404 for an id it does not know
         runs = scheduler.history(task_id, limit)
         return JSONResponse([record_json(run, show_args) for run in runs])
+
+    def nodes(request: Request) -> Response:
+        return JSONResponse([] if store is None else nodes_json(store))
 
     def metrics(request: Request) -> Response:
         return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
@@ -124,6 +132,7 @@ def app(
             Route("/api/tasks/{task_id}/history", history),
             Route("/api/tasks/{task_id}/{action}", act, methods=["POST"]),
             Route("/api/tasks/{task_id}", task),
+            Route("/api/nodes", nodes),
             Route("/metrics", metrics),
         ],
         exception_handlers={

@@ -44,6 +44,14 @@ small { color: #666; }
 <th>Failures</th><th>Last outcome</th><th>Last error</th><th>Lateness p50 / p99</th><th></th></tr></thead>
 <tbody></tbody>
 </table>
+<div id="nodes" hidden>
+<h3>Nodes</h3>
+<table id="node-table">
+<thead><tr><th>Node</th><th>Last seen (UTC)</th><th>Leases held</th><th>Running</th>
+<th>Runs ended (recent)</th></tr></thead>
+<tbody></tbody>
+</table>
+</div>
 </div>
 <div id="task" hidden>
 <h2 id="task-name"></h2>
@@ -156,6 +164,18 @@ async function showList() {
     rows.push(row);
   }
   body.replaceChildren(...rows);
+  const nodes = await fetchJson("/api/nodes");
+  document.getElementById("nodes").hidden = nodes.length === 0;
+  document.querySelector("#node-table tbody").replaceChildren(...nodes.map((node) => {
+    const row = document.createElement("tr");
+    row.dataset.node = node.node;
+    cell(row, node.this_node ? node.node + " (this one)" : node.node);
+    cell(row, utc(node.last_seen));
+    cell(row, node.leases_held);
+    cell(row, node.runs_running);
+    cell(row, node.runs_ended);
+    return row;
+  }));
 }
 async function showTask(id) {
   const base = "/api/tasks/" + encodeURIComponent(id);

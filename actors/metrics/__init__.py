@@ -12,6 +12,7 @@ import weakref
 from typing import TYPE_CHECKING
 
 from actors.metrics.tally import OTHER, RunTally, TallySnapshot
+from messages import EventKind
 
 if TYPE_CHECKING:
     from prometheus_client.registry import CollectorRegistry
@@ -36,13 +37,12 @@ def tally_of(scheduler: Scheduler, max_tasks: int = 1000) -> RunTally:
         TypeError, ValueError: a ``max_tasks`` that is not an int >= 0.
         SchedulerShutdownError: the scheduler has stopped (and had no tally).
     """
-    from actors.metrics.tally import WATCHED  # noqa: PLC0415 - keeps the public names above short
-
     with _lock:
         tally = _TALLIES.get(scheduler)
         if tally is None:
-            tally = RunTally(max_tasks)
-            scheduler.subscribe(tally.on_event, kinds=WATCHED)
+            tally = RunTally(scheduler, max_tasks)
+            scheduler.subscribe(tally.on_event, kinds=[EventKind.MISSED])
+            tally.totals()  # the core counts from now on
             _TALLIES[scheduler] = tally
         return tally
 

@@ -79,13 +79,15 @@ def app(
     html = page(control=token is not None, refresh=refresh)
 
     def one(task_id: str) -> dict[str, Any]:
-        return task_json(scheduler.info(task_id), tally, shown)
+        info = scheduler.info(task_id)
+        return task_json(info, tally.per_task(), shown)
 
     def index(request: Request) -> Response:
         return HTMLResponse(html, headers=_PAGE_HEADERS)
 
     def tasks(request: Request) -> Response:
-        return JSONResponse([task_json(info, tally, shown) for info in scheduler.tasks()])
+        runs = tally.per_task()
+        return JSONResponse([task_json(info, runs, shown) for info in scheduler.tasks()])
 
     def task(request: Request) -> Response:
         return JSONResponse(one(request.path_params["task_id"]))

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from actors.cli.rows import format_duration, last_error
-from actors.metrics.tally import RunTally
+from actors.metrics.tally import TaskRuns
 from messages import Cron, FixedDelay, FixedRate, Once, RunRecord, TaskInfo, Trigger
 
 __all__ = ["Arguments", "record_json", "task_json", "trigger_words"]
@@ -37,11 +37,13 @@ def _iso(moment: datetime | None) -> str | None:
     return None if moment is None else moment.isoformat()
 
 
-def task_json(info: TaskInfo, tally: RunTally, arguments: Arguments | None = None) -> dict[str, Any]:
-    """The JSON object of one task (``arguments``: only when the app shows them)."""
-    lateness = tally.lateness(info.task_id)
+def task_json(
+    info: TaskInfo, runs: Mapping[str, TaskRuns], arguments: Arguments | None = None
+) -> dict[str, Any]:
+    """The JSON object of one task (``runs``: ``RunTally.per_task``; ``arguments``: if shown)."""
+    seen = runs.get(info.task_id)
     error = last_error(info.last_error)
-    outcome = tally.last_outcome(info.task_id)
+    outcome = None if seen is None else seen.last_outcome
     if outcome is None and info.run_count:  # ran before the tally was there: its counters say
         outcome = "failed" if info.consecutive_failures else "completed"
     data: dict[str, Any] = {
@@ -56,8 +58,8 @@ def task_json(info: TaskInfo, tally: RunTally, arguments: Arguments | None = Non
         "missed": info.missed_count,
         "last_outcome": outcome,
         "last_error": error,
-        "lateness_p50": None if lateness is None else lateness[0],
-        "lateness_p99": None if lateness is None else lateness[1],
+        "lateness_p50": None if seen is None else seen.lateness_p50,
+        "lateness_p99": None if seen is None else seen.lateness_p99,
         "waiting_for": list(info.waiting_for),
         "end_reason": info.end_reason,
         "node": info.node,

@@ -102,6 +102,6 @@ def test_one_tally_per_scheduler_and_bad_max_tasks_is_refused(scheduler: Schedul
     second = register(scheduler, CollectorRegistry())
     assert first.tally is second.tally
     with pytest.raises(TypeError):
-        RunTally("10")  # type: ignore[arg-type]
+        RunTally(scheduler, "10")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="max_tasks"):
-        RunTally(-1)
+        RunTally(scheduler, -1)

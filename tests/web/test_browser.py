@@ -129,3 +129,26 @@ def test_a_page_without_a_token_has_no_buttons_and_the_api_refuses(
         refused.value.close()
         service.send(signal.SIGTERM)
         assert service.wait() == 0
+
+
+def test_a_task_named_like_markup_shows_as_text(browser: WebDriver) -> None:
+    from actors import Scheduler
+    from actors.web import app
+    from actors.web.server import WebServer
+
+    name = '<img src=x onerror="document.title=1"><script>document.title=2</script>'
+    scheduler = Scheduler(1)
+    server = WebServer(app(scheduler))
+    try:
+        scheduler.schedule_at_fixed_rate(lambda: None, 3600, task_id="evil", name=name)
+        server.start()
+        browser.get(server.url + "/")
+        row = 'tr[data-task-id="evil"]'
+        WebDriverWait(browser, WAIT).until(lambda d: d.find_elements(By.CSS_SELECTOR, row))
+        shown = browser.find_element(By.CSS_SELECTOR, f"{row} td a").text
+        assert name in shown
+        assert browser.title == "Task scheduler"  # neither the img nor the script ran
+        assert browser.find_elements(By.CSS_SELECTOR, "#tasks img") == []
+    finally:
+        server.stop()
+        scheduler.shutdown()

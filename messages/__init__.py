@@ -39,6 +39,7 @@ from messages.events import (
     is_minted_id,
 )
 from messages.history import RUN_OUTCOMES, QueryHistory, RunOutcomeName, RunRecord
+from messages.metrics import QueryRunTotals, RunTotals
 from messages.operations import Pause, Reschedule, Resume, RunNow
 from messages.reports import BusExited, Cancelled, Completed, Failed, Skipped, Started, WorkerExited
 from messages.shared import CancelledInStore, Claimed, RetrySaves
@@ -69,6 +70,7 @@ __all__ = [
     "Publish",
     "QueryHistory",
     "QueryNextDue",
+    "QueryRunTotals",
     "QueryStats",
     "QueryTask",
     "QueryTasks",
@@ -81,6 +83,7 @@ __all__ = [
     "RunOutcomeName",
     "RunRecord",
     "RunTask",
+    "RunTotals",
     "Schedule",
     "SchedulerStats",
     "Settle",

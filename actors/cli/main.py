@@ -82,6 +82,20 @@ def parser() -> argparse.ArgumentParser:
         help="the live status table (default: on a terminal); --no-status: a log line per event",
     )
     run.add_argument("--log-level", type=str.lower, choices=LEVELS, default="info", help="default info")
+    run.add_argument(
+        "--http",
+        metavar="[HOST:]PORT",
+        help="serve the status page, JSON API and /metrics there (host 127.0.0.1 unless given)",
+    )
+    run.add_argument(
+        "--http-token",
+        metavar="TOKEN",
+        help="the token that allows pause/resume/run now/cancel over HTTP "
+        "(default: $PYKKA_TASKSCHEDULER_HTTP_TOKEN; none: no control)",
+    )
+    run.add_argument(
+        "--show-args", action="store_true", help="show the jobs' arguments over HTTP (they may hold secrets)"
+    )
 
     check = commands.add_parser("check", help="validate a job file and show each job's next run times")
     check.set_defaults(command=_check)
@@ -180,6 +194,9 @@ def _run(arguments: argparse.Namespace) -> int:
         grace=arguments.grace,
         live_view=arguments.live_view,
         log_level=arguments.log_level,
+        http=arguments.http,
+        http_token=arguments.http_token,
+        show_args=arguments.show_args,
     )
     return run(options)
 

@@ -74,6 +74,9 @@ class RunOptions:
         grace: ``--grace``: seconds running runs get to finish at a stop.
         live_view: ``--status``/``--no-status``; ``None``: the live view on a terminal, logs otherwise.
         log_level: ``--log-level``.
+        http: ``--http``: serve the status page there (``HOST:PORT`` or ``PORT``); ``None``: not.
+        http_token: ``--http-token``: the control token (else the environment's, else none).
+        show_args: ``--show-args``: the page and API show the jobs' arguments.
     """
 
     jobfile: str
@@ -83,6 +86,9 @@ class RunOptions:
     grace: float = 30.0
     live_view: bool | None = None
     log_level: str = "info"
+    http: str | None = None
+    http_token: str | None = None
+    show_args: bool = False
 
 
 def run(options: RunOptions) -> int:
@@ -109,7 +115,19 @@ def run(options: RunOptions) -> int:
         return started
     store, scheduler = started
     try:
-        return _serve(scheduler, JobService(scheduler, jobfile, board, store), options, signals, view)
+        service = JobService(scheduler, jobfile, board, store)
+        if options.http is None:
+            return _serve(scheduler, service, options, signals, view)
+        from actors.cli.web_serve import serve_http  # noqa: PLC0415 - the web extra, only if asked
+
+        shared = None if isinstance(store, HoldBackStore) else store  # PostgreSQL: the nodes too
+        web = serve_http(scheduler, service, options.http, options.http_token, options.show_args, shared)
+        if isinstance(web, int):
+            return web
+        try:
+            return _serve(scheduler, service, options, signals, view)
+        finally:
+            web.stop()  # before the scheduler: no request finds it gone
     finally:
         events.stopping = True
         _stop(scheduler, options.grace)

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from actors.core.dealer import Dealer
     from actors.core.due_heap import DueHeap
     from actors.core.effects import Effects
+    from actors.core.run_totals import RunCounts
 
 __all__ = ["RunEndings"]
 
@@ -59,6 +60,7 @@ class RunEndings(PolicyRuns):
         closed: bool
         wall_offset: float
         durable_runs_once: bool
+        run_counts: RunCounts | None
 
         def _release(self, now: float) -> None: ...
         def _finish(self, task: TaskRecord, state: State, at: float, outcome: object) -> None: ...
@@ -123,6 +125,8 @@ class RunEndings(PolicyRuns):
         if task.state in FINAL_STATES:
             self._release(now)  # the report may have freed its worker
             return
+        if self.run_counts is not None:
+            self.run_counts.ended(task.task_id, task.due_at, report, "completed")
         self.activity += 1
         task.run_count += 1
         attempt = 1 if task.failures is None else self._succeeded(task)
@@ -194,6 +198,9 @@ class RunEndings(PolicyRuns):
         task, stop = self._reported(report)
         if task is not None and task.state not in FINAL_STATES:
             error = report.error
+            if self.run_counts is not None:
+                ending = "cancelled" if stop & INTERRUPTED and isinstance(error, RunCancelled) else "failed"
+                self.run_counts.ended(task.task_id, task.due_at, report, ending)
             if stop & INTERRUPTED and isinstance(error, RunCancelled):
                 self._end_interrupted(
                     task, report.finished_at, report.started_at

@@ -35,6 +35,7 @@ from actors.core.effects import Effects
 from actors.core.operations import Operations
 from actors.core.parked import Parcel, ParkedTasks
 from actors.core.policies import DEFAULT_POLICIES
+from actors.core.run_totals import RunCounts
 from actors.core.stopping import Stopping
 from actors.core.task_record import PROCESSES, Failures, TaskRecord, TaskSpec
 from actors.core.task_state import (
@@ -112,6 +113,7 @@ class Timetable(Operations, Stopping):
         self._want_due = self._want_started = self._want_completed = False
         self._want_failed = self._want_cancelled = self._want_missed = self._want_jumped = False
         self._want_timed_out = False
+        self.run_counts: RunCounts | None = None  # metrics' totals: None until asked (run_totals.py)
         self.closed = False
         self._tasks: dict[TaskId, TaskRecord] = (
             tasks if tasks is not None else {}

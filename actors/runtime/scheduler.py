@@ -22,6 +22,7 @@ import pykka
 from actors.core.dealer import INLINE_WORKER
 from actors.core.effects import Effects
 from actors.core.parked import Parcel, ParkedTasks
+from actors.core.run_totals import RunCounts
 from actors.core.subscriptions import Subscriptions
 from actors.core.task_record import TaskRecord
 from actors.core.timetable import Timetable
@@ -59,6 +60,7 @@ from messages import (
     Publish,
     QueryHistory,
     QueryNextDue,
+    QueryRunTotals,
     QueryStats,
     QueryTask,
     QueryTasks,
@@ -90,6 +92,7 @@ _ANSWERED: Final = (
     FindTask,
     QueryHistory,
     QueryNextDue,
+    QueryRunTotals,
     QueryStats,
     QueryTask,
     QueryTasks,
@@ -392,6 +395,10 @@ class SchedulerActor(LibraryActor):
                 return core.runs(task_id, limit, wall_offset=self._wall_offset() or 0.0)
             case QueryStats():
                 return self._stats()
+            case QueryRunTotals(max_tasks, samples):  # actors.metrics: counting starts at the first
+                if core.run_counts is None:
+                    core.run_counts = RunCounts(max_tasks)
+                return core.run_counts.snapshot(samples)
             case Settle(waiter, until):
                 core.hold = until
                 core.tick(now=self._clock.now())

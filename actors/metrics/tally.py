@@ -1,0 +1,149 @@
+"""``RunTally``: what the metrics and the web page know of runs.
+
+Two sources, both bounded, both free for a scheduler nobody watches:
+
+- **ended runs**, counted by the core where it handles each report (``actors/core/run_totals.py``):
+  per task label and outcome, start lateness (due -> start) and duration (start -> end) in
+  fixed buckets, each labelled task's last outcome and latest latenesses. The counting starts
+  at the tally's first question (``QueryRunTotals``, one message to the scheduler thread per
+  read); the scheduler builds no events for it, so it costs a run a few dict and list operations;
+- **missed due times**, from ``MISSED`` events (rare: one per skipped slot), counted here on the
+  event bus thread by task label and reason.
+
+Labels: the first ``max_tasks`` task ids seen keep their own; later ones count as ``"other"``.
+Threads: ``on_event`` runs on the event bus thread; everything else on any thread (a scrape's,
+a web request's).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
+
+import pykka
+
+from actors.core.run_totals import DURATION_BUCKETS, LATENESS_BUCKETS, OTHER
+from actors.errors import SchedulerInternalError, SchedulerShutdownError
+from messages import EventKind, QueryRunTotals, RunTotals, TaskEvent
+
+if TYPE_CHECKING:
+    from actors.api.facade import Scheduler
+
+__all__ = ["ASK_TIMEOUT", "OTHER", "Histogram", "RunTally", "TallySnapshot", "TaskRuns", "percentile"]
+
+ASK_TIMEOUT: Final = 10.0
+"""Seconds a read waits for the scheduler thread's answer."""
+
+
+@dataclass(frozen=True, slots=True)
+class Histogram:
+    """Counts per bucket (not cumulative; the last is ``+Inf``) and their sum."""
+
+    bounds: Sequence[float]
+    counts: Sequence[int]
+    total: float
+
+
+@dataclass(frozen=True, slots=True)
+class TallySnapshot:
+    """The counts at one moment (keys: the ``task`` label)."""
+
+    runs: dict[tuple[str, str], int]
+    """(task, outcome) -> runs that ended so: ``completed``, ``failed``, ``cancelled``."""
+    missed: dict[tuple[str, str], int]
+    """(task, reason) -> due times missed."""
+    lateness: Histogram
+    """Start lateness of every run (one histogram for all tasks: a ``task`` label would make a
+    scrape of a thousand tasks tens of thousands of lines)."""
+    duration: Histogram
+    """Duration of every run."""
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRuns:
+    """What the page shows of one task's runs: its last outcome, p50 and p99 start lateness."""
+
+    last_outcome: str | None
+    lateness_p50: float | None
+    lateness_p99: float | None
+
+
+class RunTally:
+    """The run counts of one scheduler (``actors.metrics.tally_of`` makes it; see the module)."""
+
+    def __init__(self, scheduler: Scheduler, max_tasks: int = 1000) -> None:
+        if isinstance(max_tasks, bool) or not isinstance(max_tasks, int):
+            raise TypeError(f"max_tasks must be an int, got {max_tasks!r}")
+        if max_tasks < 0:
+            raise ValueError(f"max_tasks must be >= 0, got {max_tasks}")
+        self.max_tasks = max_tasks
+        self._ref = scheduler.ref
+        # Guards _labels and _missed: the bus thread writes them, a scrape copies them.
+        self._lock = threading.Lock()
+        self._labels: set[str] = set()
+        self._missed: dict[tuple[str, str], int] = {}
+
+    def on_event(self, event: TaskEvent) -> None:
+        """Count a ``MISSED`` event (the event bus thread)."""
+        if event.kind is not EventKind.MISSED:
+            return
+        with self._lock:
+            label = event.task_id
+            if label not in self._labels:
+                if len(self._labels) < self.max_tasks:
+                    self._labels.add(label)
+                else:
+                    label = OTHER
+            key = (label, event.reason or "unknown")
+            self._missed[key] = self._missed.get(key, 0) + 1
+
+    def totals(self, samples: bool = False) -> RunTotals:
+        """The core's counts of ended runs (one question to the scheduler thread).
+
+        Raises:
+            SchedulerShutdownError: the scheduler has stopped.
+            TimeoutError: it did not answer within ``ASK_TIMEOUT``.
+        """
+        try:
+            answer = self._ref.ask(QueryRunTotals(self.max_tasks, samples), timeout=ASK_TIMEOUT)
+        except pykka.ActorDeadError as error:
+            raise SchedulerShutdownError("scheduler is shut down") from error
+        except pykka.Timeout as error:
+            raise TimeoutError(f"scheduler did not answer within {ASK_TIMEOUT} s") from error
+        if isinstance(answer, SchedulerInternalError):
+            raise answer
+        assert isinstance(answer, RunTotals)
+        return answer
+
+    def snapshot(self) -> TallySnapshot:
+        """Every count now (any thread): the core's, and the missed ones."""
+        totals = self.totals()
+        with self._lock:
+            missed = dict(self._missed)
+        return TallySnapshot(
+            runs={(label, outcome): count for label, outcome, count in totals.runs},
+            missed=missed,
+            lateness=Histogram(LATENESS_BUCKETS, totals.lateness, totals.lateness_sum),
+            duration=Histogram(DURATION_BUCKETS, totals.duration, totals.duration_sum),
+        )
+
+    def per_task(self) -> dict[str, TaskRuns]:
+        """Each labelled task's last outcome and lateness percentiles (its last 100 runs)."""
+        totals = self.totals(samples=True)
+        samples = dict(totals.samples)
+        shown: dict[str, TaskRuns] = {}
+        for label, outcome in totals.last:
+            ordered = sorted(samples.get(label, ()))
+            if ordered:
+                shown[label] = TaskRuns(outcome, percentile(ordered, 0.5), percentile(ordered, 0.99))
+            else:
+                shown[label] = TaskRuns(outcome, None, None)
+        return shown
+
+
+def percentile(ordered: Sequence[float], q: float) -> float:
+    """The ``q`` quantile of sorted values (nearest rank)."""
+    rank = max(0, min(len(ordered) - 1, round(q * (len(ordered) - 1))))
+    return ordered[rank]

@@ -1,0 +1,49 @@
+"""The web API on a shared PostgreSQL store: every node, and which node ran each run."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+pytest.importorskip("starlette")
+pytest.importorskip("prometheus_client")
+
+from prometheus_client.parser import text_string_to_metric_families
+from starlette.testclient import TestClient
+
+from actors.store import PostgresStore
+from actors.web import app
+from tests.shared import tasks
+from tests.shared.conftest import LEASE, POLL, Node
+from tests.store.pg import DSN
+
+
+def test_nodes_and_the_node_of_each_run(node: Node, schema: str) -> None:
+    store = PostgresStore(DSN, schema=schema, node="a", lease=LEASE, poll=POLL)
+    a = node("a", store=store)
+    node("b")
+    a.schedule_at_fixed_rate(tasks.noop, 0.2, task_id="beat")
+    with TestClient(app(a, token="T", store=store)) as client:
+        deadline = time.monotonic() + 20
+        while len(runs := client.get("/api/tasks/beat/history").json()) < 3:
+            assert time.monotonic() < deadline, f"too few runs: {runs}"
+            time.sleep(0.1)
+        assert {run["node"] for run in runs} <= {"a", "b"}
+        assert all(run["node"] is not None for run in runs)
+
+        nodes = client.get("/api/nodes").json()
+        assert nodes[0]["node"] == "a"
+        assert nodes[0]["this_node"] is True
+        ran = {run["node"] for run in runs}
+        by_name = {entry["node"]: entry for entry in nodes}
+        for name in ran:
+            assert by_name[name]["runs_ended"] >= 1
+            assert by_name[name]["last_seen"] is not None
+        assert {"leases_held", "runs_running"} <= set(nodes[0])
+
+        families = {f.name: f for f in text_string_to_metric_families(client.get("/metrics").text)}
+        [sample] = families["taskscheduler_leases_held"].samples
+        assert sample.value >= 0
+        page = client.get("/")
+        assert 'id="nodes"' in page.text

@@ -1,0 +1,107 @@
+"""``actors.metrics``: a scheduler's metrics, scraped over real HTTP and parsed as Prometheus does."""
+
+from __future__ import annotations
+
+import urllib.request
+from collections.abc import Iterator
+
+import pytest
+
+prometheus_client = pytest.importorskip("prometheus_client")
+
+from prometheus_client import CollectorRegistry, start_http_server  # noqa: E402
+from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
+
+from actors import FakeClock, Scheduler  # noqa: E402
+from actors.metrics import OTHER, RunTally, register  # noqa: E402
+
+
+def boom() -> None:
+    raise RuntimeError("boom")
+
+
+@pytest.fixture
+def scheduler() -> Iterator[Scheduler]:
+    s = Scheduler(2, clock=FakeClock())
+    yield s
+    s.shutdown()
+
+
+def scrape(registry: CollectorRegistry) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:
+    """Serve the registry on a real port, GET /metrics, parse it: sample name -> labels -> value."""
+    server, thread = start_http_server(0, addr="127.0.0.1", registry=registry)
+    try:
+        port = server.server_address[1]
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+            text = response.read().decode()
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+    samples: dict[str, dict[tuple[tuple[str, str], ...], float]] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            samples.setdefault(sample.name, {})[tuple(sorted(sample.labels.items()))] = sample.value
+    return samples
+
+
+def test_a_scrape_shows_runs_by_outcome_lateness_duration_and_gauges(scheduler: Scheduler) -> None:
+    registry = CollectorRegistry()
+    register(scheduler, registry)
+    scheduler.schedule_once(lambda: None, delay=0, task_id="ok")
+    scheduler.schedule_once(boom, delay=0, task_id="bad")
+    scheduler.schedule_at_fixed_rate(lambda: None, 60, 60, task_id="later")
+    scheduler.settle()
+
+    samples = scrape(registry)
+
+    runs = samples["taskscheduler_runs_total"]
+    assert runs[(("outcome", "completed"), ("task", "ok"))] == 1
+    assert runs[(("outcome", "failed"), ("task", "bad"))] == 1
+    assert samples["taskscheduler_start_lateness_seconds_count"][()] == 2
+    on_time = samples["taskscheduler_start_lateness_seconds_bucket"][(("le", "0.001"),)]
+    assert on_time == 2  # a FakeClock stands still: both started at their due time
+    assert samples["taskscheduler_start_lateness_seconds_bucket"][(("le", "+Inf"),)] == 2
+    assert samples["taskscheduler_run_duration_seconds_count"][()] == 2
+    assert samples["taskscheduler_pending_tasks"][()] == 1  # "later"
+    assert samples["taskscheduler_running_runs"][()] == 0
+    assert samples["taskscheduler_workers_busy"][()] == 0
+    assert samples["taskscheduler_workers"][()] == 2
+
+
+def test_missed_due_times_are_counted_by_reason(scheduler: Scheduler) -> None:
+    registry = CollectorRegistry()
+    register(scheduler, registry)
+    clock = scheduler.clock
+    assert isinstance(clock, FakeClock)
+    scheduler.schedule_at_fixed_rate(lambda: None, 10, 10, task_id="tick", misfire_grace=1)
+    clock.advance(25)  # due at 10 and 20, both more than misfire_grace late
+    scheduler.settle()
+
+    missed = scrape(registry)["taskscheduler_missed_total"]
+    assert sum(v for labels, v in missed.items() if ("task", "tick") in labels) >= 1
+    assert all(dict(labels)["reason"] in {"misfire", "catch_up", "overlap"} for labels in missed)
+
+
+def test_tasks_beyond_max_tasks_fold_into_other(scheduler: Scheduler) -> None:
+    registry = CollectorRegistry()
+    register(scheduler, registry, max_tasks=2)
+    for n in range(5):
+        scheduler.schedule_once(lambda: None, delay=0, task_id=f"t{n}")
+    scheduler.settle()
+
+    runs = scrape(registry)["taskscheduler_runs_total"]
+    tasks = {dict(labels)["task"]: value for labels, value in runs.items()}
+    assert len(tasks) == 3
+    assert tasks[OTHER] == 3
+    assert sum(tasks.values()) == 5
+
+
+def test_one_tally_per_scheduler_and_bad_max_tasks_is_refused(scheduler: Scheduler) -> None:
+    first = register(scheduler, CollectorRegistry())
+    second = register(scheduler, CollectorRegistry())
+    assert first.tally is second.tally
+    with pytest.raises(TypeError):
+        RunTally(scheduler, "10")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="max_tasks"):
+        RunTally(scheduler, -1)

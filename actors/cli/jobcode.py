@@ -11,18 +11,53 @@ Threads: the caller's; it runs the imported modules' top-level code.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Protocol
 
+from actors.core.retry import Retry
 from actors.references import resolve
 
-if TYPE_CHECKING:
-    from actors.cli.jobfile import JobSpec
-
-__all__ = ["code_problems"]
+__all__ = ["JobCode", "code_problems"]
 
 
-def code_problems(specs: Iterable[JobSpec], label: str) -> list[str]:
+class MakesRetry(Protocol):
+    """A job's ``retry`` table, checked: what turns it into a ``Retry`` (importing its ``on``)."""
+
+    def to_retry(self) -> Retry:
+        """The ``Retry`` it describes (imports its exception classes: may raise)."""
+        ...
+
+
+class JobCode(Protocol):
+    """What ``code_problems`` reads of a job (``jobfile.JobSpec`` is one): its code and arguments."""
+
+    @property
+    def job_id(self) -> str:
+        """The job's name, the task id."""
+        ...
+
+    @property
+    def fn(self) -> str:
+        """The function's reference, ``module:function``."""
+        ...
+
+    @property
+    def args(self) -> tuple[Any, ...]:
+        """The positional arguments the job passes."""
+        ...
+
+    @property
+    def kwargs(self) -> Mapping[str, Any]:
+        """The keyword arguments the job passes."""
+        ...
+
+    @property
+    def retry(self) -> MakesRetry | None:
+        """The job's retry table, if any."""
+        ...
+
+
+def code_problems(specs: Iterable[JobCode], label: str) -> list[str]:
     """Return one line per problem of each job's code, naming the file ``label``, the job and the key.
 
     The modules must be importable already (``sys.path`` as the caller wants it).
@@ -44,7 +79,7 @@ def code_problems(specs: Iterable[JobSpec], label: str) -> list[str]:
     return problems
 
 
-def _argument_problems(fn: Callable[..., object], spec: JobSpec) -> list[str]:
+def _argument_problems(fn: Callable[..., object], spec: JobCode) -> list[str]:
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError):  # no signature to read (some builtins): the run will say

@@ -222,13 +222,7 @@ KNOWN_UPWARD_ARROWS: Mapping[tuple[str, str], str] = {}
 KNOWN_CYCLES: Mapping[frozenset[str], str] = {}
 """Import cycles through edges that run: the set of modules, and why it is not broken yet."""
 
-KNOWN_TYPING_CYCLES: Mapping[frozenset[str], str] = {
-    frozenset({"actors.cli.jobcode", "actors.cli.jobfile"}): (
-        "jobfile calls jobcode's code_problems on each JobSpec it parses, and jobcode names JobSpec"
-        " in that signature; the command line's own cycle, left to whoever next changes the job"
-        " file (code_problems could take the fields it reads instead)"
-    ),
-}
+KNOWN_TYPING_CYCLES: Mapping[frozenset[str], str] = {}
 """Cycles that exist only through ``TYPE_CHECKING`` imports (never run, but still a circle)."""
 
 FACADE = frozenset(

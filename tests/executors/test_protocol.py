@@ -49,12 +49,15 @@ class PoolExecutor:
         self.jobs: list[Job] = []
         self.gates: dict[str, threading.Event] = {}
         self.closed = False
+        self.submitted = threading.Condition()  # notified at each submit (tests wait on it)
 
     def check_arguments(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> None:
         check_json_arguments(args, kwargs)
 
     def submit(self, job: Job, done: Done) -> PoolRun:
-        self.jobs.append(job)
+        with self.submitted:
+            self.jobs.append(job)
+            self.submitted.notify_all()
         if self.down:
             raise ConnectionError("connection refused (the pool is down)")
         gate = self.gates.setdefault(job.key, threading.Event())
@@ -185,6 +188,8 @@ def test_runs_in_flight_are_bounded_by_max_in_flight(scheduler: Scheduler, pool:
     handles = [
         scheduler.schedule_once(wait_for_gate, 0.0, executor="pool", task_id=f"w{i}") for i in range(4)
     ]
+    with pool.submitted:  # the slots' threads submit on their own time: wait for two
+        assert pool.submitted.wait_for(lambda: len(pool.jobs) >= 2, timeout=10)
     scheduler.schedule_once(add, 0.0, args=(0, 0)).result(timeout=10)  # the others had their time
     assert sorted(job.key for job in pool.jobs) == ["w0:1", "w1:1"]  # two slots: two out, two waiting
     for handle in handles:

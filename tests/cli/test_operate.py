@@ -53,7 +53,7 @@ def test_pause_run_now_and_resume_reach_the_running_service_within_a_second(tmp_
         assert (paused.returncode, paused.stdout) == (0, "jobs.toml: job 'tick': paused\n"), paused.stderr
         # The service logged it before the command returned: it answers only once it is done.
         service.expect(r"task=tick event=paused$", anywhere=True)
-        service.expect(r"INFO job tick: pause: paused \(asked by the pause command\)$", anywhere=True)
+        service.expect(r"INFO job tick: pause: paused \(asked by the pause command\)$")
         assert status_of(tmp_path, "tick") == "paused"  # committed in the store
         again = cli("pause", "jobs.toml", "tick", cwd=tmp_path)
         assert (again.returncode, again.stdout) == (0, "jobs.toml: job 'tick': it is paused already\n")

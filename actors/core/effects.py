@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from actors.core.run_log import RunEntry
-from actors.core.task_record import TaskRecord
+from actors.core.task_record import TaskRecord, TaskSpec
 from messages import RunTask, TaskEvent
 
-__all__ = ["Effects", "RunOutcome"]
+__all__ = ["Effects", "Respecced", "RunOutcome"]
 
 
 class RunOutcome(NamedTuple):
@@ -25,6 +25,18 @@ class RunOutcome(NamedTuple):
     entry: RunEntry
 
 
+class Respecced(NamedTuple):
+    """A durable task given a new trigger (``reschedule``): its save writes the trigger too.
+
+    ``spec`` is the task's new spec, and ``due_wall`` its first due time by it (UTC epoch
+    seconds): the task's own already, or, with a run in flight, what that run's end applies.
+    """
+
+    task: TaskRecord
+    spec: TaskSpec
+    due_wall: float | None
+
+
 @dataclass(slots=True)
 class Effects:
     """What the owner of a ``Timetable`` must now do, in this order.
@@ -32,6 +44,7 @@ class Effects:
     Attributes:
         saves: Durable tasks whose state changed: write them to the store (with ``ledger``),
             before anything below makes the change visible.
+        rescheduled: Durable tasks of ``saves`` given a new trigger: their save writes it too.
         ledger: How runs of durable tasks ended, for the store's run ledger (every task's
             runs are also kept on its record, ``TaskRecord.runs``).
         events: Events to publish (only the kinds in ``Timetable.wanted``).
@@ -42,6 +55,7 @@ class Effects:
     """
 
     saves: list[TaskRecord] = field(default_factory=list)
+    rescheduled: list[Respecced] = field(default_factory=list)
     ledger: list[RunOutcome] = field(default_factory=list)
     events: list[TaskEvent] = field(default_factory=list)
     batches: list[tuple[int, list[RunTask]]] = field(default_factory=list)

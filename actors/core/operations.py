@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from actors.core.effects import Respecced
 from actors.core.policies import OVERLAP_REPLACE, OVERLAP_SKIP
 from actors.core.recurrence import first_due_at, next_fixed_delay
 from actors.core.task_record import TaskRecord, TaskSpec
@@ -335,6 +336,7 @@ class Operations:
         self.activity += 1
         if task.store_seq is not None:
             self._effects.saves.append(task)
+            self._effects.rescheduled.append(Respecced(task, spec, due_wall))
         self._release(now)
         return True
 

@@ -130,7 +130,8 @@ class RunEndings(PolicyRuns):
         self.activity += 1
         task.run_count += 1
         attempt = 1 if task.failures is None else self._succeeded(task)
-        if task.spec.plain and task.store_seq is None:  # the plain path: its report is its run record
+        # The plain path: its report is its run record (not a run_now run's: it is marked manual).
+        if task.spec.plain and task.store_seq is None and not self._manual:
             task.runs = report
         else:
             self._record_run(
@@ -504,9 +505,12 @@ class RunEndings(PolicyRuns):
         value_json = value_note = None
         if task.spec.keep_result and outcome == "completed":
             value_json, value_note = keep_value(value)
+        # A run_now run is the one whose task is in _manual until the run's end plans the next
+        # (_plan_next, after this): the dealer marked the run manual by the same test.
+        manual = bool(self._manual) and task.task_id in self._manual
         entry = RunEntry(
             run, task.due_at, due_wall, started_at, finished_at, outcome,
-            error, attempt, reason, False, value_json, value_note,
+            error, attempt, reason, manual, value_json, value_note,
         )  # fmt: skip
         runs = task.runs  # (a plain task's report is its last run: it runs no more)
         task.runs = keep_run(runs if isinstance(runs, list) else None, entry)

@@ -33,7 +33,7 @@ from heapq import heappush
 from typing import Any, Final
 
 from actors.core.cron import CronSchedule
-from actors.core.effects import RunOutcome
+from actors.core.effects import Respecced, RunOutcome
 from actors.core.parked import Batch, ParkedTasks, StandIn
 from actors.core.policies import DEFAULT_POLICIES, Policies, check_policies
 from actors.core.retry import Retry
@@ -124,10 +124,19 @@ def stored_batch(fn: Callable[..., object], name: str, spec: TaskSpec, location:
     return Batch(fn, EMPTY_KWARGS, name, spec, decode)
 
 
-def task_update(task: TaskRecord, *, paused: bool | None = None) -> TaskUpdate:
+def task_update(
+    task: TaskRecord,
+    *,
+    paused: bool | None = None,
+    rescheduled: Respecced | None = None,
+    wall_offset: float = 0.0,
+) -> TaskUpdate:
     """The state of a durable task to write after a run or at its end (core's state, as it is now).
 
     ``paused``: whether the task is paused (``None``: leave the stored flag as it is).
+    ``rescheduled``: the task's new trigger (``reschedule``), written with its first due time
+    (as a shared store's ``reschedule`` writes both, a run in flight or not), the trigger's
+    times by ``wall_offset`` (wall-clock minus clock time).
     """
     assert task.store_seq is not None
     status = STORED_STATUS[task.state]
@@ -136,17 +145,24 @@ def task_update(task: TaskRecord, *, paused: bool | None = None) -> TaskUpdate:
     # A task loaded from the store has its stored error text only (as its last_traceback):
     # written back as it was, so a later success does not erase the last failed run's error.
     stored_error = failures.last_traceback if error is None else error_text(error)
+    next_due = task.due_wall if status == "scheduled" else None
+    new_trigger = None
+    if rescheduled is not None and status == "scheduled":
+        new_trigger = _trigger_json(rescheduled.spec, wall_offset)
+        if rescheduled.due_wall is not None:
+            next_due = rescheduled.due_wall
     return TaskUpdate(
         task_id=task.task_id,
         seq=task.store_seq,
         status=status,
-        next_due=task.due_wall if status == "scheduled" else None,
+        next_due=next_due,
         run_count=task.run_count,
         failure_count=failures.count,
         consecutive_failures=failures.consecutive,
         last_error=stored_error,
         last_outcome=task.last_outcome,
         paused=paused,
+        trigger_json=new_trigger,
     )
 
 

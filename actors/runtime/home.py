@@ -171,7 +171,14 @@ class StoreHome(MemoryHome):
         """Write what changed of durable tasks, and their runs' outcomes, in one transaction."""
         offset = core.wall_offset
         paused = core.is_paused  # the flag a store that KeepsPaused keeps (others ignore it)
-        updates = [task_update(task, paused=paused(task.task_id)) for task in dict.fromkeys(effects.saves)]
+        # A reschedule's new trigger goes in the task's save (the last one given, if several).
+        respecced = {r.task.task_id: r for r in effects.rescheduled} if effects.rescheduled else {}
+        updates = [
+            task_update(
+                task, paused=paused(task.task_id), rescheduled=respecced.get(task.task_id), wall_offset=offset
+            )
+            for task in dict.fromkeys(effects.saves)
+        ]
         runs = [run_record(outcome, wall_offset=offset) for outcome in effects.ledger]
         try:
             self.store.save(updates, runs)

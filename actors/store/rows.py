@@ -194,6 +194,9 @@ class TaskUpdate:
             applied whoever owns the row (a backend without leases ignores the field).
         paused: Whether the task is paused (``Scheduler.pause``); ``None`` leaves the stored
             flag as it is. Kept by a store that ``KeepsPaused``; others ignore it.
+        trigger_json: The task's new trigger, as JSON text (``Scheduler.reschedule``); ``None``
+            leaves the stored trigger as it is. Kept by a plain ``Store`` (SQLite); a shared
+            store writes a new trigger with its own ``SharedStore.reschedule``.
     """
 
     task_id: str
@@ -207,9 +210,11 @@ class TaskUpdate:
     last_outcome: str | None
     fence: int | None = None
     paused: bool | None = None
+    trigger_json: str | None = None
 
     def __post_init__(self) -> None:
         _check_text("task_id", self.task_id)
+        _check_text("trigger_json", self.trigger_json, optional=True)
         if self.paused is not None and not isinstance(self.paused, bool):
             raise TypeError(f"paused must be a bool or None, got {self.paused!r}")
         _check_count("seq", self.seq)

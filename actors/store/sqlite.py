@@ -106,7 +106,8 @@ _UPDATE_TASK: Final = """
                     next_due = iif(status = 'scheduled', ?2, NULL),
                     run_count = ?3, failure_count = ?4, consecutive_failures = ?5,
                     last_error = ?6, last_outcome = ?7, updated_at = ?8,
-                    paused = coalesce(?11, paused)
+                    paused = coalesce(?11, paused),
+                    trigger_json = iif(status = 'scheduled', coalesce(?12, trigger_json), trigger_json)
      WHERE seq = ?9 AND task_id = ?10"""
 _INSERT_RUN: Final = """
     INSERT INTO run (task_id, task_seq, run, due, started, finished, outcome, error,
@@ -499,6 +500,7 @@ class SQLiteStore(SQLiteReads):
                             u.seq,
                             u.task_id,
                             None if u.paused is None else int(u.paused),
+                            u.trigger_json,
                         )
                         for u in updates
                     ],

@@ -189,3 +189,33 @@ def test_run_now_while_a_run_is_in_progress_queues_one_run_with_overlap_queue(ri
     assert info.run_count == 2
     assert info.next_run_wall is not None  # back on its grid, 1000 s from its first slot
     gates.reset()
+
+
+def test_a_reschedule_survives_a_restart(rig: Rig) -> None:
+    if not rig.durable:
+        return  # nothing outlives a memory scheduler
+    s = rig.start()
+    s.schedule_at_fixed_rate(tasks.note, 1000 * rig.interval, 1000 * rig.interval, task_id="op")
+    assert s.reschedule("op", FixedRate(2 * rig.interval)) is True
+    due = s.info("op").next_run_wall
+    assert due is not None
+    s.shutdown(timeout=10)
+    again = rig.start("b")
+    rig.witness(again)
+    info = again.info("op")
+    assert info.trigger.interval == 2 * rig.interval  # type: ignore[union-attr]
+    assert info.next_run_wall is not None
+    assert abs((info.next_run_wall - due).total_seconds()) < rig.tolerance
+    rig.slots(again, 2)
+    rig.wait_runs(again, "op", 1)  # on its new trigger, not 1000 intervals away
+
+
+def test_history_marks_a_run_now_run_manual(rig: Rig) -> None:
+    s = rig.start()
+    s.schedule_at_fixed_rate(tasks.note, 1000 * rig.interval, 1000 * rig.interval, task_id="op")
+    assert s.run_now("op") is True
+    rig.wait_runs(s, "op", 1)
+    rig.events(s).wait_for(lambda _: bool(s.history("op")), rig.timeout)
+    records = s.history("op")
+    assert [record.manual for record in records] == [True]
+    assert records[0].outcome == "completed"

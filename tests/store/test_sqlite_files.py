@@ -278,6 +278,27 @@ def test_a_save_that_fails_keeps_nothing(tmp_path: Path) -> None:
         assert store.save([update(a, run_count=1)], [record(a, 1)]) == 1  # the connection is fine
 
 
+def test_a_save_writes_a_new_trigger_of_a_live_task_only(tmp_path: Path) -> None:
+    with SQLiteStore(tmp_path / "s.db") as store:
+        a, _ = store.add(definition("a"))
+        b, _ = store.add(definition("b"))
+        store.save([update(a), update(b)])  # no trigger given: each keeps its own
+        same = store.get("a")
+        assert same is not None
+        assert same.trigger_json == a.trigger_json
+        store.save([update(a, trigger_json='{"delay": 5.0}')])
+        kept = store.get("a")
+        assert kept is not None
+        assert kept.trigger_json == '{"delay": 5.0}'
+        assert store.cancel("b") is True
+        store.save([update(b, trigger_json='{"delay": 5.0}')])  # a terminal row keeps its trigger
+        ended = store.get("b")
+        assert ended is not None
+        assert ended.trigger_json == b.trigger_json
+    with pytest.raises(TypeError, match="trigger_json"):
+        update(a, trigger_json=5)
+
+
 # -- inspection ----------------------------------------------------------------------------------
 
 

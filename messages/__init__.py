@@ -39,7 +39,7 @@ from messages.events import (
     is_minted_id,
 )
 from messages.history import RUN_OUTCOMES, QueryHistory, RunOutcomeName, RunRecord
-from messages.metrics import QueryRunTotals, RunTotals
+from messages.metrics import QueryRunTotals, RunTotals, StoreTotals
 from messages.operations import Pause, Reschedule, Resume, RunNow
 from messages.reports import BusExited, Cancelled, Completed, Failed, Skipped, Started, WorkerExited
 from messages.shared import CancelledInStore, Claimed, RetrySaves
@@ -90,6 +90,7 @@ __all__ = [
     "Shutdown",
     "Skipped",
     "Started",
+    "StoreTotals",
     "Subscribe",
     "Task",
     "TaskEvent",

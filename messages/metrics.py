@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import final
 
-__all__ = ["QueryRunTotals", "RunTotals"]
+__all__ = ["QueryRunTotals", "RunTotals", "StoreTotals"]
 
 
 @final
@@ -24,6 +24,23 @@ class QueryRunTotals:
 
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
+class StoreTotals:
+    """Part of ``RunTotals``: what a scheduler with a store counted of its store, since it started.
+
+    Attributes:
+        commits: How long each commit of outcomes took, counts per bucket (not cumulative; the
+            last is ``+Inf``) of ``actors.core.run_totals.COMMIT_BUCKETS``.
+        commit_sum: Their sum, seconds.
+        claims: Runs this node claimed from a shared store; ``None`` for a store not shared.
+    """
+
+    commits: tuple[int, ...]
+    commit_sum: float
+    claims: int | None = None
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RunTotals:
     """Reply: counts of ended runs since the counting started, read on the scheduler's thread.
 
@@ -37,6 +54,7 @@ class RunTotals:
         duration_sum: Their sum, seconds.
         last: ``(task label, outcome)`` of each labelled task's last run.
         samples: ``(task label, latenesses)``: the last ones of each labelled task, if asked.
+        store: The store's counts (``StoreTotals``); ``None`` for a scheduler without a store.
     """
 
     runs: tuple[tuple[str, str, int], ...]
@@ -46,3 +64,4 @@ class RunTotals:
     duration_sum: float
     last: tuple[tuple[str, str], ...] = ()
     samples: tuple[tuple[str, tuple[float, ...]], ...] = ()
+    store: StoreTotals | None = None

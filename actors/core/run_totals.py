@@ -14,10 +14,18 @@ from bisect import bisect_left
 from collections import deque
 from typing import Final
 
-from messages.metrics import RunTotals
+from messages.metrics import RunTotals, StoreTotals
 from messages.reports import Completed, Failed
 
-__all__ = ["DURATION_BUCKETS", "LATENESS_BUCKETS", "OTHER", "SAMPLES", "RunCounts"]
+__all__ = [
+    "COMMIT_BUCKETS",
+    "DURATION_BUCKETS",
+    "LATENESS_BUCKETS",
+    "OTHER",
+    "SAMPLES",
+    "CommitTimes",
+    "RunCounts",
+]
 
 OTHER: Final = "other"
 """The task label of every task beyond the first ``max_tasks``."""
@@ -31,6 +39,11 @@ DURATION_BUCKETS: Final = (
     0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0, 1800.0, 3600.0,
 )  # fmt: skip
 """Upper bounds (seconds) of the run-duration histogram's buckets (``+Inf`` follows)."""
+
+COMMIT_BUCKETS: Final = (
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+)  # fmt: skip
+"""Upper bounds (seconds) of the store-commit histogram's buckets (``+Inf`` follows)."""
 
 SAMPLES: Final = 100
 """Latenesses kept per labelled task, for its percentiles."""
@@ -82,8 +95,11 @@ class RunCounts:
                 samples = self._samples[label] = deque(maxlen=SAMPLES)
             samples.append(late)
 
-    def snapshot(self, samples: bool = False) -> RunTotals:
-        """A copy of the counts (``samples``: with each labelled task's latest latenesses)."""
+    def snapshot(self, samples: bool = False, store: StoreTotals | None = None) -> RunTotals:
+        """A copy of the counts (``samples``: with each labelled task's latest latenesses).
+
+        ``store``: what the scheduler's home counted of its store, passed on as it is.
+        """
         return RunTotals(
             runs=tuple((label, outcome, count) for (label, outcome), count in self._runs.items()),
             lateness=tuple(self._lateness),
@@ -92,4 +108,29 @@ class RunCounts:
             duration_sum=self.duration_sum,
             last=tuple(self._last.items()),
             samples=tuple((label, tuple(kept)) for label, kept in self._samples.items()) if samples else (),
+            store=store,
         )
+
+
+class CommitTimes:
+    """How long a home's commits of outcomes took, in ``COMMIT_BUCKETS`` (the scheduler's thread only).
+
+    Kept by a home with a store from its start (one bisect and two adds per commit batch, beside
+    a commit that costs a disk write or a round trip); the time comes in, measured by the shell.
+    """
+
+    __slots__ = ("_counts", "total")
+
+    def __init__(self) -> None:
+        self._counts = [0] * (len(COMMIT_BUCKETS) + 1)
+        self.total = 0.0
+
+    def observe(self, seconds: float) -> None:
+        """Count one commit that took ``seconds``."""
+        took = seconds if seconds > 0.0 else 0.0
+        self._counts[bisect_left(COMMIT_BUCKETS, took)] += 1
+        self.total += took
+
+    def snapshot(self, claims: int | None = None) -> StoreTotals:
+        """A copy of the counts, with ``claims`` (a shared node's runs claimed; ``None``: not shared)."""
+        return StoreTotals(commits=tuple(self._counts), commit_sum=self.total, claims=claims)

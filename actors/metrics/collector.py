@@ -2,7 +2,8 @@
 
 Nothing is counted on a run's path for Prometheus: the gauges come from ``Scheduler.stats()``
 (one question to the scheduler thread per scrape), the counters and histograms from the
-scheduler's ``RunTally`` (a copy of its dicts). Threads: ``collect`` runs on the scraping
+scheduler's ``RunTally`` (a copy of its dicts; with a store, the commit times and claims its
+home keeps come along in the same answer). Threads: ``collect`` runs on the scraping
 thread (the HTTP server's, or ``generate_latest``'s caller's).
 """
 
@@ -57,6 +58,13 @@ class SchedulerCollector(Collector):
         yield _histogram(f"{PREFIX}_run_duration_seconds", duration, snapshot.duration)
         lateness = "How late runs started: due time to start (all tasks)."
         yield _histogram(f"{PREFIX}_start_lateness_seconds", lateness, snapshot.lateness)
+        if snapshot.commits is not None:
+            commits = "How long each commit of runs' outcomes to the store took."
+            yield _histogram(f"{PREFIX}_store_commit_seconds", commits, snapshot.commits)
+        if snapshot.claims is not None:
+            claims = CounterMetricFamily(f"{PREFIX}_claims", "Runs this node claimed from the shared store.")
+            claims.add_metric((), snapshot.claims)
+            yield claims
         try:
             stats = self.scheduler.stats()
         except SchedulerShutdownError:

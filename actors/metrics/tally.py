@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Final
 
 import pykka
 
-from actors.core.run_totals import DURATION_BUCKETS, LATENESS_BUCKETS, OTHER
+from actors.core.run_totals import COMMIT_BUCKETS, DURATION_BUCKETS, LATENESS_BUCKETS, OTHER
 from actors.errors import SchedulerInternalError, SchedulerShutdownError
 from messages import EventKind, QueryRunTotals, RunTotals, TaskEvent
 
@@ -59,6 +59,10 @@ class TallySnapshot:
     scrape of a thousand tasks tens of thousands of lines)."""
     duration: Histogram
     """Duration of every run."""
+    commits: Histogram | None = None
+    """How long each commit of outcomes to the store took; ``None`` without a store."""
+    claims: int | None = None
+    """Runs this node claimed from a shared store; ``None`` unless the store is shared."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,11 +126,14 @@ class RunTally:
         totals = self.totals()
         with self._lock:
             missed = dict(self._missed)
+        store = totals.store
         return TallySnapshot(
             runs={(label, outcome): count for label, outcome, count in totals.runs},
             missed=missed,
             lateness=Histogram(LATENESS_BUCKETS, totals.lateness, totals.lateness_sum),
             duration=Histogram(DURATION_BUCKETS, totals.duration, totals.duration_sum),
+            commits=None if store is None else Histogram(COMMIT_BUCKETS, store.commits, store.commit_sum),
+            claims=None if store is None else store.claims,
         )
 
     def per_task(self) -> dict[str, TaskRuns]:

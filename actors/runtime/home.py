@@ -17,19 +17,21 @@ which a worker calls on its own thread just before it moves a run's token (``run
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
 from typing import Any, Final, Protocol
 
 import pykka
 
 from actors.core.effects import Effects
+from actors.core.run_totals import CommitTimes
 from actors.core.task_record import TaskRecord
 from actors.core.timetable import Timetable
 from actors.runtime.durable import run_record, task_update
 from actors.runtime.operations import Operation, operate
 from actors.store.protocol import IfExists, Store, TaskDefinition
 from actors.sync.threads import ThreadRegistry
-from messages import RunTask, TaskEvent
+from messages import RunTask, StoreTotals, TaskEvent
 
 __all__ = ["NO_EVENTS", "Home", "MemoryHome", "StartCheck", "StoreHome", "local_home"]
 
@@ -112,6 +114,9 @@ class Home(Protocol):
     def close(self) -> None:
         """The actor stops: stop the home's threads and close its store. Never raises."""
 
+    def store_totals(self) -> StoreTotals | None:
+        """What the home counted of its store (commit times, claims), for metrics; ``None``: no store."""
+
 
 class MemoryHome:
     """No store: nothing is durable, and every call but ``cancel`` does nothing."""
@@ -154,6 +159,10 @@ class MemoryHome:
     def close(self) -> None:
         """Nothing to close."""
 
+    def store_totals(self) -> StoreTotals | None:
+        """No store, nothing counted."""
+        return None
+
 
 class StoreHome(MemoryHome):
     """A plain ``Store`` (SQLite), opened already: the actor is its one writer, and closes it."""
@@ -161,6 +170,7 @@ class StoreHome(MemoryHome):
     def __init__(self, store: Store) -> None:
         """Write durable tasks to ``store`` (caller's thread; used on the actor's from then on)."""
         self.store = store
+        self.commits = CommitTimes()  # each save's commit time, for metrics (store_totals)
 
     def add(self, task: TaskRecord, definition: TaskDefinition, if_exists: IfExists) -> None:
         """Commit the task's definition; its row's ``seq`` becomes ``task.store_seq``."""
@@ -180,8 +190,12 @@ class StoreHome(MemoryHome):
             for task in dict.fromkeys(effects.saves)
         ]
         runs = [run_record(outcome, wall_offset=offset) for outcome in effects.ledger]
+        if not updates and not runs:
+            return
+        began = time.perf_counter()
         try:
             self.store.save(updates, runs)
+            self.commits.observe(time.perf_counter() - began)
         except Exception:
             # Not fatal: the runs ran. After a restart they count as not run (at least once).
             logger.exception("could not save %d task(s) and %d run(s) to the store", len(updates), len(runs))
@@ -198,6 +212,10 @@ class StoreHome(MemoryHome):
                 logger.exception("could not commit the cancel of task %r", task_id)
                 return error, NO_EVENTS
         return cancelled, NO_EVENTS
+
+    def store_totals(self) -> StoreTotals:
+        """The commit times of the saves so far."""
+        return self.commits.snapshot()
 
     def close(self) -> None:
         """Close the store (errors logged)."""

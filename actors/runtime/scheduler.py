@@ -398,7 +398,7 @@ class SchedulerActor(LibraryActor):
             case QueryRunTotals(max_tasks, samples):  # actors.metrics: counting starts at the first
                 if core.run_counts is None:
                     core.run_counts = RunCounts(max_tasks)
-                return core.run_counts.snapshot(samples)
+                return core.run_counts.snapshot(samples, self._home.store_totals())  # home: its store's
             case Settle(waiter, until):
                 core.hold = until
                 core.tick(now=self._clock.now())

@@ -75,6 +75,7 @@ class LeaseBook:
         self._held: dict[int, Held] = {}
         self._idle: dict[str, int] = {}  # per executor
         self._in_transit: dict[int, str] = {}  # seq -> executor: claimed, not yet taken by the scheduler
+        self._claimed = 0  # leases acquired since the node started (taskscheduler_claims_total)
 
     # -- room --------------------------------------------------------------------------------
 
@@ -99,9 +100,16 @@ class LeaseBook:
     def acquired(self, leases: Sequence[Lease], executor: str = THREADS) -> None:
         """Hold new leases claimed for ``executor``'s pool (lease loop); on their way until ``arrived``."""
         with self._lock:
+            self._claimed += len(leases)
             for lease in leases:
                 self._held[lease.seq] = Held(lease)
                 self._in_transit[lease.seq] = executor
+
+    @property
+    def claimed(self) -> int:
+        """Leases acquired (``acquired``) since the book was made: the runs this node claimed."""
+        with self._lock:
+            return self._claimed
 
     def arrived(self, leases: Sequence[Lease]) -> None:
         """The scheduler has taken these leases (its idle counts will say so from now on)."""

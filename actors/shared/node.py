@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeGuard
@@ -40,6 +41,7 @@ from typing import Any, TypeGuard
 import pykka
 
 from actors.core.effects import Effects, RunOutcome
+from actors.core.run_totals import CommitTimes
 from actors.core.task_record import TaskRecord
 from actors.core.task_state import COMPLETED, FAILED
 from actors.core.timetable import Timetable
@@ -59,7 +61,7 @@ from actors.shared.plan import local_due, on_grid
 from actors.store.protocol import IfExists, Lease, LedgerRow, SharedStore, Store, TaskDefinition, TaskUpdate
 from actors.store.trigger_json import decode_trigger
 from actors.sync.threads import ThreadRegistry
-from messages import CancelledInStore, Claimed, EventKind, RetrySaves, RunTask, TaskEvent
+from messages import CancelledInStore, Claimed, EventKind, RetrySaves, RunTask, StoreTotals, TaskEvent
 
 __all__ = ["SharedNode", "is_shared"]
 
@@ -126,6 +128,7 @@ class SharedNode:
         self._retry_asked = False  # a RetrySaves is on its way (read by the lease loop)
         self._scheduler: pykka.ActorRef[Any] | None = None
         self.fenced_out = 0  # runs whose outcome the store refused (another node's stands)
+        self.commits = CommitTimes()  # each fenced save's commit time, for metrics (store_totals)
 
     @property
     def start_check(self) -> StartCheck:
@@ -358,6 +361,7 @@ class SharedNode:
                     self.board.ended(task.task_id, task.store_seq, None, last)
         seqs = [update.seq for update in item.updates]
         self.book.saving(seqs)
+        began = time.perf_counter()
         try:
             fenced_out = self.store.save_outcomes(item.updates, item.runs)
         except StoreError as error:
@@ -366,6 +370,7 @@ class SharedNode:
             item.retried = True
             self._unsaved.append(item)
             return None
+        self.commits.observe(time.perf_counter() - began)
         self.book.forget(seqs)
         refused = {update.task_id for update in item.updates if update.seq in fenced_out}
         if refused and item.retried:  # an earlier attempt failed at its commit, and may have landed
@@ -399,6 +404,10 @@ class SharedNode:
             if refused is not None:
                 events += [event for event in item.events if event.task_id not in refused]
         return events
+
+    def store_totals(self) -> StoreTotals:
+        """The commit times of the fenced saves so far, and the runs the lease loop claimed."""
+        return self.commits.snapshot(claims=self.book.claimed)
 
     def after_message(self, core: Timetable) -> None:
         """Tell the lease loop how many workers are idle (after each message); wake it for more room."""

@@ -9,9 +9,11 @@ import pytest
 pytest.importorskip("starlette")
 pytest.importorskip("prometheus_client")
 
+from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
+from actors.metrics import register
 from actors.store import PostgresStore
 from actors.web import app
 from tests.shared import tasks
@@ -47,3 +49,20 @@ def test_nodes_and_the_node_of_each_run(node: Node, schema: str) -> None:
         assert sample.value >= 0
         page = client.get("/")
         assert 'id="nodes"' in page.text
+
+
+def test_claims_total_counts_the_runs_this_node_claimed(node: Node) -> None:
+    a = node("a")
+    registry = CollectorRegistry()
+    register(a, registry)
+    handles = [a.schedule_once(tasks.noop, delay=0.0, task_id=f"once-{n}") for n in range(3)]
+    for handle in handles:
+        handle.result(timeout=20)
+
+    samples = {
+        sample.name: sample.value
+        for family in text_string_to_metric_families(generate_latest(registry).decode())
+        for sample in family.samples
+    }
+    assert samples["taskscheduler_claims_total"] == 3  # one node: it claimed each run once
+    assert samples["taskscheduler_store_commit_seconds_count"] >= 1  # their fenced outcomes

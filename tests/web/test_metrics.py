@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +14,7 @@ from prometheus_client import CollectorRegistry, start_http_server  # noqa: E402
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
 from actors import FakeClock, Scheduler  # noqa: E402
+from actors.core.run_totals import COMMIT_BUCKETS, CommitTimes  # noqa: E402
 from actors.metrics import OTHER, RunTally, register  # noqa: E402
 
 
@@ -105,3 +107,40 @@ def test_one_tally_per_scheduler_and_bad_max_tasks_is_refused(scheduler: Schedul
         RunTally(scheduler, "10")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="max_tasks"):
         RunTally(scheduler, -1)
+
+
+def test_a_store_s_commits_are_a_histogram_and_a_memory_scheduler_has_none(tmp_path: Path) -> None:
+    with Scheduler(2, clock=FakeClock(), store=tmp_path / "metrics.db") as stored:
+        registry = CollectorRegistry()
+        register(stored, registry)
+        for n in range(3):
+            stored.schedule_once("tests.durable.tasks:noop", delay=0, task_id=f"durable-{n}")
+        stored.settle()
+        samples = scrape(registry)
+    commits = samples["taskscheduler_store_commit_seconds_count"][()]
+    assert commits >= 1  # the outcomes of 3 runs, in one commit or more
+    assert samples["taskscheduler_store_commit_seconds_bucket"][(("le", "+Inf"),)] == commits
+    assert samples["taskscheduler_store_commit_seconds_sum"][()] > 0
+    assert "taskscheduler_claims_total" not in samples  # not a shared store
+
+    with Scheduler(1, clock=FakeClock()) as memory:
+        registry = CollectorRegistry()
+        register(memory, registry)
+        memory.schedule_once(lambda: None, delay=0, task_id="m")
+        memory.settle()
+        samples = scrape(registry)
+    assert not any(name.startswith("taskscheduler_store_commit_seconds") for name in samples)
+    assert "taskscheduler_claims_total" not in samples
+
+
+def test_commit_times_fall_in_their_buckets() -> None:
+    times = CommitTimes()
+    for seconds in (0.0002, 0.003, 0.003, 20.0, -1.0):
+        times.observe(seconds)
+    totals = times.snapshot(claims=4)
+    assert len(totals.commits) == len(COMMIT_BUCKETS) + 1
+    assert totals.commits[0] == 2  # 0.0002 and a clock step back, counted as 0
+    assert totals.commits[COMMIT_BUCKETS.index(0.005)] == 2
+    assert totals.commits[-1] == 1
+    assert totals.commit_sum == pytest.approx(20.0062)
+    assert totals.claims == 4

@@ -124,17 +124,20 @@ class Scheduling(Submitting):
             StoreError: the store could not commit the task.
             SchedulerShutdownError: after ``shutdown``.
         """
-        policy = (overlap, max_instances, catch_up, max_catch_up, jitter)
-        tail = (
+        tail = (  # KEYWORD_TAIL, flat: this call is the hot path
             executor,
             misfire_grace,
             if_exists,
             durable,
             timeout,
             retry,
-            *policy,
+            overlap,
+            max_instances,
+            catch_up,
+            max_catch_up,
+            jitter,
             keep_result,
-        )  # KEYWORD_TAIL
+        )
         if at is None and type(delay) is float and delay - delay == 0.0:  # the common case, fast
             due_at = self._clock.now() + delay
             if (

@@ -100,19 +100,7 @@ def respec(spec: TaskSpec, trigger: Trigger, *, now: float) -> TaskSpec:
         recurring = trigger if trigger.first_at is not None else FixedDelay(trigger.delay, now + start)
     else:
         recurring = trigger
-    return TaskSpec(
-        recurring,
-        spec.failure_limit,
-        spec.executor,
-        spec.misfire_grace,
-        timeout=spec.timeout,
-        retry=spec.retry,
-        coroutine=spec.coroutine,
-        after=spec.after,
-        delay=spec.delay,
-        policies=spec.policies,
-        keep_result=spec.keep_result,
-    ).or_plain()
+    return spec.replace(trigger=recurring, on_wall=False).or_plain()  # a Cron makes itself on_wall
 
 
 def first_due(

@@ -229,6 +229,16 @@ class TaskSpec:
         """``PLAIN`` if it stands for this spec (one spec shared by every plain task), else this spec."""
         return PLAIN if self.plain else self
 
+    def replace(self, **changes: Any) -> TaskSpec:
+        """A spec like this one but for ``changes`` (keywords of ``__init__``): every other option kept.
+
+        The one way to derive a spec, so that an option added to ``__init__`` is never dropped
+        by a copy that forgot it (``tests/unit/test_options.py`` holds the field list whole).
+        """
+        kept = {name: getattr(self, name) for name in SPEC_FIELDS}
+        kept.update(changes)
+        return TaskSpec(**kept)
+
     def __repr__(self) -> str:
         return (
             f"TaskSpec({self.trigger!r}, failure_limit={self.failure_limit!r}, "
@@ -238,6 +248,22 @@ class TaskSpec:
             f"keep_result={self.keep_result!r})"
         )
 
+
+SPEC_FIELDS: Final = (
+    "trigger",
+    "failure_limit",
+    "executor",
+    "misfire_grace",
+    "on_wall",
+    "timeout",
+    "retry",
+    "coroutine",
+    "after",
+    "delay",
+    "policies",
+    "keep_result",
+)
+"""The parameters of ``TaskSpec.__init__``, each kept by ``TaskSpec.replace``."""
 
 PLAIN: Final = TaskSpec()
 """The spec of a one-time task with no options (most tasks)."""

@@ -614,16 +614,4 @@ def _put_off(task: TaskRecord, due_at: float) -> None:
         task.due_wall += later
     trigger, spec = task.spec.trigger, task.spec
     if isinstance(trigger, FixedRate):
-        task.spec = TaskSpec(
-            dataclasses.replace(trigger, first_at=due_at),
-            spec.failure_limit,
-            spec.executor,
-            spec.misfire_grace,
-            on_wall=spec.on_wall,
-            timeout=spec.timeout,
-            retry=spec.retry,
-            coroutine=spec.coroutine,
-            after=spec.after,
-            delay=spec.delay,
-            policies=spec.policies,
-        )
+        task.spec = spec.replace(trigger=dataclasses.replace(trigger, first_at=due_at))

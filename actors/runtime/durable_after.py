@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Final
 
-from actors.core.task_record import TaskRecord, TaskSpec
+from actors.core.task_record import TaskRecord
 from actors.core.task_state import COMPLETED, State
 from actors.store.protocol import Dependency, KeepsDependencies, Waiting
 from messages.commands import EMPTY_KWARGS
@@ -131,18 +131,7 @@ class Waits:
         if not after:  # every edge was to a completed row: due delay from its load
             after.append(_stand_in(waits[0].dependency, COMPLETED))
         spec = task.spec
-        task.spec = TaskSpec(
-            spec.trigger,
-            spec.failure_limit,
-            spec.executor,
-            spec.misfire_grace,
-            on_wall=spec.on_wall,
-            timeout=spec.timeout,
-            retry=spec.retry,
-            coroutine=spec.coroutine,
-            after=tuple(after),
-            delay=waits[0].dependency.delay,
-        )
+        task.spec = spec.replace(after=tuple(after), delay=waits[0].dependency.delay)
         task.due_wall = None  # due once released (the core plans it then)
 
 

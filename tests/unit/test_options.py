@@ -80,3 +80,15 @@ def test_any_option_off_its_default_makes_the_options_not_plain(option: str) -> 
 
 def test_non_default_values_cover_every_option_but_the_name() -> None:
     assert set(NON_DEFAULT) == set(TaskOptions._fields) - {"name"}
+
+
+def test_a_derived_spec_keeps_every_option_of_its_spec() -> None:
+    from actors.core.task_record import SPEC_FIELDS, TaskSpec
+
+    assert tuple(inspect.signature(TaskSpec.__init__).parameters)[1:] == SPEC_FIELDS
+    spec = TaskSpec(None, 3, misfire_grace=1.0, timeout=2.0, delay=4.0, keep_result=True)
+    derived = spec.replace(delay=5.0)
+    assert [getattr(derived, name) for name in SPEC_FIELDS if name != "delay"] == [
+        getattr(spec, name) for name in SPEC_FIELDS if name != "delay"
+    ]
+    assert derived.delay == 5.0

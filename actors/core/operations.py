@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 from actors.core.effects import Respecced
 from actors.core.policies import OVERLAP_REPLACE, OVERLAP_SKIP
 from actors.core.recurrence import first_due_at, next_fixed_delay
+from actors.core.stopping import Stopping
 from actors.core.task_record import TaskRecord, TaskSpec
 from actors.core.task_state import (
     CANCELLING,
@@ -119,8 +120,8 @@ def first_due(
     return due_at, due_at + wall_offset if durable else None
 
 
-class Operations:
-    """The part of the ``Timetable`` that operates live tasks (a mixin: the state is the timetable's)."""
+class Operations(Stopping):
+    """The part of the ``Timetable`` that operates live tasks, on the run endings and queries below it."""
 
     if TYPE_CHECKING:  # the timetable's state and methods this part uses
         _tasks: dict[TaskId, TaskRecord]
@@ -137,26 +138,7 @@ class Operations:
         activity: int
         wall_offset: float
 
-        def record(self, task_id: TaskId, *, finished: bool = False) -> TaskRecord | None:
-            """``Queries.record``."""
-
         def _release(self, now: float) -> None: ...
-        def _push_slot(self, task: TaskRecord) -> None: ...
-        def _emit(
-            self,
-            kind: EventKind,
-            task: TaskRecord,
-            at: float,
-            run: int | None,
-            *,
-            error: BaseException | None = None,
-            traceback: str | None = None,
-            value: object = None,
-            final: bool = False,
-            retrying: bool = False,
-            attempt: int | None = None,
-            reason: str | None = None,
-        ) -> None: ...
 
     # -- commands ---------------------------------------------------------------------------
 

@@ -36,7 +36,6 @@ from actors.core.operations import Operations
 from actors.core.parked import Parcel, ParkedTasks
 from actors.core.policies import DEFAULT_POLICIES
 from actors.core.run_totals import RunCounts
-from actors.core.stopping import Stopping
 from actors.core.task_record import PROCESSES, Failures, TaskRecord, TaskSpec
 from actors.core.task_state import (
     CANCELLED,
@@ -66,17 +65,18 @@ from messages import (
 )
 
 
-class Timetable(Operations, Stopping):
+class Timetable(Operations):
     """Every task's schedule and state, and which worker holds what.
 
     Mutators take ``now`` (clock seconds) and record what should happen; ``take_effects``
     hands that over. Reports about runs carry their own ``finished_at``.
 
     This class holds the state, the commands and the release of due tasks to the workers;
-    its parts hold the rest: ``RunEndings`` (how a run ends, ``actors/core/run_endings.py``),
-    ``Stopping`` (shutting down and abandoning, ``actors/core/stopping.py``) and ``Queries``
-    (what it answers about its tasks, ``actors/core/queries.py``) and ``Operations`` (pause,
-    resume, run now, reschedule, ``actors/core/operations.py``).
+    its parts, each built on the ones before, hold the rest: ``RunEndings`` (how a run ends,
+    ``actors/core/run_endings.py``) and ``Queries`` (what it answers about its tasks,
+    ``actors/core/queries.py``), ``Stopping`` (shutting down and abandoning,
+    ``actors/core/stopping.py``), ``Operations`` (pause, resume, run now, reschedule,
+    ``actors/core/operations.py``).
     """
 
     def __init__(

@@ -29,3 +29,11 @@ def once_hang(marker: str, pid_file: str) -> str:
         path.write_text("first")
         return hang(pid_file)
     return "second"
+
+
+def count_and_sleep(effects: str, seconds: float) -> int:
+    """Append a line to ``effects`` (one per execution: the test counts them), sleep, return the count."""
+    with Path(effects).open("a") as log:
+        log.write(f"{os.getpid()}\n")
+    time.sleep(seconds)
+    return len(Path(effects).read_text().splitlines())

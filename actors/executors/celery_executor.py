@@ -8,6 +8,13 @@ imports the function by reference and calls it, with ``acks_late`` (a run whose 
 dies is not acknowledged before it ran) and without ``reject_on_worker_lost`` (such a run is
 recorded ``FAILURE`` with Celery's ``WorkerLostError``, which this executor turns into an
 ``ExecutorWorkerLostError``: the scheduler counts the run ``FAILED`` and its ``Retry`` applies).
+
+A stored task's run may have been sent before under its key: by this scheduler before a
+restart, or by the node of a shared store that held the run and died while it was out. With a
+fixed ``namespace`` (the same on every node), the first send of each such key leaves a *sent
+mark* in the result backend (Redis: one ``SET NX``, which is also the question "was it sent
+before?"). A key already marked is not sent again: the executor waits for that Celery task's
+outcome through the backend, as for any run it sent (``_adopt``), so the run's body runs once.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ import threading
 import time
 import uuid
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any, Final
 
 from actors.errors import ExecutorWorkerLostError, RunCancelled, TaskTimeoutError
@@ -24,12 +32,15 @@ from actors.executors.engine_call import call_reference, engine_key
 from actors.references import check_json_arguments, check_picklable_arguments
 from actors.runtime.executor_protocol import DEFAULT_MAX_IN_FLIGHT, Done, Job
 
-__all__ = ["TASK_NAME", "CeleryExecutor", "celery_task"]
+__all__ = ["SENT_MARK", "TASK_NAME", "CeleryExecutor", "celery_task"]
 
 logger = logging.getLogger(__name__)
 
 TASK_NAME: Final = "actors.run_reference"
 """The Celery task every run is sent as: it imports ``args[0]`` by reference and calls it."""
+
+SENT_MARK: Final = "actors-sent-"
+"""Before a Celery task id in the result backend's Redis: the key that says the run was sent."""
 
 
 def celery_task(app: Any) -> Any:
@@ -67,9 +78,11 @@ class CeleryExecutor:
         queue: The Celery queue to send runs to (``None``: the app's default).
         max_in_flight: Runs out on Celery at once; more due runs wait in the scheduler.
         namespace: Put before each run key to make the Celery task id. Give a fixed one, unique
-            to the store, for a durable schedule: a run re-sent after a restart is then the same
-            Celery task. ``None`` (the default): a fresh random one per executor, so that two
-            schedulers, or one started again on memory, never read each other's results.
+            to the store (and the same on every node of a shared store), for a durable schedule:
+            a stored task's run already sent under its key, before a restart or by a node that
+            died, is then found on Celery and waited for instead of run again. ``None`` (the
+            default): a fresh random one per executor, so that two schedulers, or one started
+            again on memory, never read each other's results (and nothing is ever found).
         poll_interval: Seconds between two reads of the result backend for the runs in flight.
         revoke_grace: Seconds an interrupted run waits for Celery to confirm the revoke (no
             worker may be there to) before it ends anyway, as cancelled.
@@ -95,9 +108,11 @@ class CeleryExecutor:
         self.queue = queue
         self.max_in_flight = max_in_flight
         self.namespace = uuid.uuid4().hex[:12] if namespace is None else namespace
+        self._fresh = namespace is None  # no key of this namespace was ever sent before this executor
+        self.adopted = 0  # runs found on Celery, sent before, and waited for instead of sent again
         self._poll_interval = poll_interval
         self._revoke_grace = revoke_grace
-        self._lock = threading.Lock()  # guards _out and _poller
+        self._lock = threading.Lock()  # guards _out, _poller and adopted
         self._out: dict[str, _Out] = {}  # Celery task id -> run out on Celery
         self._poller: threading.Thread | None = None
         self._wake = threading.Event()  # a new run is out, or closing: the poller looks now
@@ -120,6 +135,8 @@ class CeleryExecutor:
         if job.reference is None:
             raise ValueError(f"task {job.task_id!r} has no function reference to send")
         task_id = engine_key(self.namespace, job.key)
+        if job.seq is not None and not self._fresh and not self._first_send(task_id):
+            return self._adopt(job, task_id, done)
         options: dict[str, Any] = {"task_id": task_id, "retry": False}
         if self.queue is not None:
             options["queue"] = self.queue
@@ -130,9 +147,44 @@ class CeleryExecutor:
         result = self.app.send_task(
             TASK_NAME, args=(job.reference, list(job.args), dict(job.kwargs)), **options
         )
-        out = _Out(self, task_id, result, done)
+        return self._watch(_Out(self, task_id, result, done))
+
+    def _first_send(self, task_id: str) -> bool:
+        """Mark ``task_id`` sent; whether it was its first send (a slot's thread; raises if Redis is down).
+
+        The mark goes before the send, so a run on Celery always has one: a node that dies
+        between the two leaves a mark and no run, and the node after it waits for that run
+        until the task's ``timeout`` (the one window where a stored run without a timeout
+        waits for ever; a run that ran twice is the other way round, and worse).
+        """
+        backend = self.app.backend
+        client = getattr(backend, "client", None)  # a Redis backend's connection
+        if client is not None and callable(getattr(client, "set", None)):
+            expires = self.app.conf.result_expires  # the mark lasts as long as the result
+            if isinstance(expires, timedelta):
+                expires = expires.total_seconds()
+            ttl = None if expires is None else max(1, int(expires))
+            return bool(client.set(SENT_MARK + task_id, "1", nx=True, ex=ttl))
+        # Another backend: no atomic mark; a run that started or ended is found, a queued one not.
+        from celery import states  # noqa: PLC0415  (as in _outcome)
+
+        return bool(self.app.AsyncResult(task_id).state == states.PENDING)
+
+    def _adopt(self, job: Job, task_id: str, done: Done) -> _Out:
+        """Wait for the outcome of a run sent before under this key, instead of sending it again."""
+        logger.info(
+            "run %s of task %r was sent to Celery before (task %s): waiting for its outcome, not resending",
+            job.run,
+            job.task_id,
+            task_id,
+        )
+        return self._watch(_Out(self, task_id, self.app.AsyncResult(task_id), done), adopted=True)
+
+    def _watch(self, out: _Out, *, adopted: bool = False) -> _Out:
+        """Hand a run out on Celery to the poller (a slot's thread); ``adopted``: one sent before."""
         with self._lock:
-            self._out[task_id] = out
+            self.adopted += adopted
+            self._out[out.id] = out
             if self._poller is None:
                 self._poller = threading.Thread(target=self._poll, name="celery-executor-poller", daemon=True)
                 self._poller.start()

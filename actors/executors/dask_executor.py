@@ -6,10 +6,17 @@ Each run is submitted with ``key=`` its run key and ``pure=False``; its future's
 worker lost mid-run: Dask tries the run again on another worker up to the scheduler's
 ``distributed.scheduler.allowed-failures`` (3 by default; 0 to fail at once), then fails it with
 ``KilledWorker``, which this executor turns into an ``ExecutorWorkerLostError``.
+
+A stored task's run may have been sent before under its key, by a scheduler that died while it
+was out. Dask keeps a key only while some client wants it, and a dead client wants nothing: so,
+with a fixed ``namespace``, each stored run's future is also *published* on the cluster under
+its key (``publish_dataset``) until its outcome is back here. A node that submits the key
+again meanwhile (the next owner of the run) joins that Dask task instead of running it again.
 """
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -21,6 +28,8 @@ from actors.references import check_picklable_arguments
 from actors.runtime.executor_protocol import DEFAULT_MAX_IN_FLIGHT, Done, Job
 
 __all__ = ["DaskExecutor"]
+
+logger = logging.getLogger(__name__)
 
 FETCHERS: Final = 8
 """Most threads that fetch finished runs' values from the workers at once."""
@@ -49,7 +58,9 @@ class DaskExecutor:
             for it) that stays the caller's.
         max_in_flight: Runs out on Dask at once; more due runs wait in the scheduler.
         namespace: Put before each run key to make the Dask key (``None``: a random one per
-            executor, so two schedulers never share a key).
+            executor, so two schedulers never share a key). Give a fixed one, the same on
+            every node of a shared store, for a durable schedule: a stored run the cluster
+            still holds, sent by a node that died, is then joined instead of run again.
 
     Threads: ``submit`` on the scheduler's slot threads; ``done`` on this executor's fetcher
     threads (at most ``FETCHERS``), which take each finished run's value from its worker;
@@ -76,6 +87,7 @@ class DaskExecutor:
             min(max_in_flight, FETCHERS), thread_name_prefix="dask-executor-fetch"
         )
         self.namespace = uuid.uuid4().hex[:12] if namespace is None else namespace
+        self._fresh = namespace is None  # no key of this namespace was ever sent before this executor
         if isinstance(address_or_client, Client):
             self.client = address_or_client
             self._own = False
@@ -103,18 +115,19 @@ class DaskExecutor:
             raise ConnectionError(f"the Dask client to {self.address} is {status}")
         if job.reference is None:
             raise ValueError(f"task {job.task_id!r} has no function reference to send")
+        key = engine_key(self.namespace, job.key)
+        # The same key as a task the cluster still holds (published by a node that died) joins it.
         future = self.client.submit(
-            call_reference,
-            job.reference,
-            job.args,
-            dict(job.kwargs),
-            key=engine_key(self.namespace, job.key),
-            pure=False,
+            call_reference, job.reference, job.args, dict(job.kwargs), key=key, pure=False
         )
+        kept = job.seq is not None and not self._fresh
+        if kept:  # held by the cluster for whoever submits the key next, until the outcome is here
+            self.client.publish_dataset(future, name=key, override=True)
         # The callback runs on the client's one callback thread: fetching the value there would
         # take the runs' results one round trip at a time, so a fetcher thread takes it.
         fetchers = self._fetchers
-        future.add_done_callback(lambda ended: fetchers.submit(_report, ended, done))
+        client = self.client if kept else None
+        future.add_done_callback(lambda ended: fetchers.submit(_report, ended, done, client))
         return _DaskRun(future)
 
     def close(self) -> None:
@@ -124,8 +137,20 @@ class DaskExecutor:
             self.client.close()
 
 
-def _report(future: Any, done: Done) -> None:
-    """Call ``done`` with a finished future's outcome (a Dask client's callback thread)."""
+def _report(future: Any, done: Done, published: Any | None) -> None:
+    """Call ``done`` with a finished future's outcome (a fetcher thread); unpublish it from ``published``."""
+    try:
+        _outcome(future, done)
+    finally:
+        if published is not None:
+            try:
+                published.unpublish_dataset(future.key)
+            except Exception as error:  # gone already (another node's end), or the cluster is down
+                logger.debug("could not unpublish %s: %r", future.key, error)
+
+
+def _outcome(future: Any, done: Done) -> None:
+    """Call ``done`` with a finished future's outcome."""
     from distributed import KilledWorker  # noqa: PLC0415  (as above)
 
     status = future.status

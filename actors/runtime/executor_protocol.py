@@ -27,21 +27,30 @@ Done = Callable[[object, BaseException | None], None]
 """How an executor reports a run's outcome: ``done(value, None)`` or ``done(None, error)``, once."""
 
 
-def run_key(task_id: str, run: int, attempt: int = 1) -> str:
+def run_key(task_id: str, run: int, attempt: int = 1, seq: int | None = None) -> str:
     """The key of run ``run`` of task ``task_id`` on an engine: the same after a scheduler restart.
 
     ``"<task id>:<run>"``; a run's later attempts (its ``Retry``) are new engine tasks, so they
-    get keys of their own: ``"<task id>:<run>:<attempt>"``.
+    get keys of their own: ``"<task id>:<run>:<attempt>"``. A stored task's keys name its row's
+    incarnation too (``seq``: ``"<task id>@<seq>:<run>"``): derived from the row alone, so the
+    node that takes a run over from one that died computes the key the dead one sent, and a
+    task added again under the same id never meets the keys of the one it followed.
     """
-    return f"{task_id}:{run}" if attempt == 1 else f"{task_id}:{run}:{attempt}"
+    head = task_id if seq is None else f"{task_id}@{seq}"
+    return f"{head}:{run}" if attempt == 1 else f"{head}:{run}:{attempt}"
 
 
 @dataclass(frozen=True, slots=True)
 class Job:
     """One run, as an executor sees it.
 
-    ``key`` is ``run_key(task_id, run, attempt)``: the engine's id for the run (a Celery task id, a Dask
-    key), so a run re-sent after a scheduler crash is the same engine task, not a second one.
+    ``key`` is ``run_key(task_id, run, attempt, seq)``: the engine's id for the run (a Celery task id,
+    a Dask key), so a run re-sent after a scheduler crash is the same engine task, not a second one.
+    ``seq`` is the stored row's incarnation, ``None`` for a memory task. A job with a ``seq`` may
+    have been sent before under its key (by this scheduler before a restart, or by the node of a
+    shared store that held the run and died while it was out): an executor that can find a run
+    by its key should look for it first, and wait for that run's outcome instead of sending it
+    again (``CeleryExecutor`` does; ``docs/executors.md``).
     ``reference`` is the function's ``"module:function"`` (``None`` only when the function has
     none: a local executor may still call ``fn``). ``timeout`` is the task's, in seconds: an
     engine that has time limits should use it as the run's.
@@ -56,6 +65,7 @@ class Job:
     args: tuple[Any, ...]
     kwargs: Mapping[str, Any]
     timeout: float | None
+    seq: int | None = None
 
 
 class Submission(Protocol):

@@ -18,7 +18,7 @@ from typing import Any
 import pykka
 
 from actors.errors import ExecutorUnavailableError, RunCancelled
-from actors.references import LazyReference
+from actors.references import LazyReference, reference_of
 from actors.runtime.executor_protocol import Executor, Job, run_key
 from actors.runtime.worker import WorkerActor
 from actors.sync.clock import Clock
@@ -56,16 +56,18 @@ class ExecutorWorkerActor(WorkerActor):
     def _call(self, run: RunTask) -> object:
         """Submit the run to the executor; wait (this thread) for its ``done``; return or raise that."""
         fn = run.fn
+        seq: int | None = getattr(run.task, "store_seq", None)  # a stored task's row (record = token)
         job = Job(
-            run_key(run.task_id, run.run, run.attempt),
+            run_key(run.task_id, run.run, run.attempt, seq),
             run.task_id,
             run.run,
             run.attempt,
             fn,
-            fn.reference if isinstance(fn, LazyReference) else None,
+            _reference(fn),
             run.args,
             run.kwargs,
             run.timeout,
+            seq,
         )
         finished = threading.Event()
         outcome: list[tuple[object, BaseException | None]] = []
@@ -99,6 +101,21 @@ class ExecutorWorkerActor(WorkerActor):
                 f"ended it with {type(error).__name__}: {error}"
             ) from error
         raise error
+
+
+def _reference(fn: object) -> str | None:
+    """The ``"module:function"`` a run's function imports by, or ``None`` if it has none.
+
+    A task scheduled by reference keeps it (a ``LazyReference``); a stored task loaded back (a
+    restart, a shared store's lease) has its function imported already, whose name is its
+    reference.
+    """
+    if isinstance(fn, LazyReference):
+        return fn.reference
+    try:
+        return reference_of(fn)
+    except (TypeError, ValueError):  # a lambda, a bound method...: a local executor may still call it
+        return None
 
 
 def close_executors(executors: Mapping[str, Executor]) -> None:

@@ -29,3 +29,21 @@ def once_hang(marker: str, pid_file: str) -> str:
         path.write_text("first")
         return hang(pid_file)
     return "second"
+
+
+def count_and_wait(effects: str, release: str, timeout: float = 60.0) -> int:
+    """Append a line to ``effects``, wait for the file ``release`` (at most ``timeout``), return the count."""
+    with Path(effects).open("a") as log:
+        log.write(f"{os.getpid()}\n")
+    deadline = time.monotonic() + timeout
+    while not Path(release).exists() and time.monotonic() < deadline:
+        time.sleep(0.02)  # another process makes the file: there is nothing to wait on
+    return len(Path(effects).read_text().splitlines())
+
+
+def count_and_sleep(effects: str, seconds: float) -> int:
+    """Append a line to ``effects`` (one per execution: the test counts them), sleep, return the count."""
+    with Path(effects).open("a") as log:
+        log.write(f"{os.getpid()}\n")
+    time.sleep(seconds)
+    return len(Path(effects).read_text().splitlines())

@@ -111,3 +111,46 @@ def test_a_cluster_that_is_gone_fails_the_run_naming_dask(dask_cluster: Any) -> 
         assert scheduler.schedule_once(f"{JOBS}:add", 0.0, args=(1, 2)).result(timeout=5) == 3
     finally:
         scheduler.shutdown()
+
+
+def test_a_stored_run_the_cluster_still_holds_is_the_same_dask_task_for_the_next_node(
+    dask_cluster: Any, tmp_path: Path
+) -> None:
+    """Two nodes' executors under one namespace: the second submit of a key Dask holds runs nothing more."""
+    import threading
+
+    from actors.executors import DaskExecutor, Job
+
+    effects = tmp_path / "effects"
+    job = Job(
+        key="job@3:1",
+        task_id="job",
+        run=1,
+        attempt=1,
+        fn=print,
+        reference=f"{JOBS}:count_and_sleep",
+        args=(str(effects), 1.0),
+        kwargs={},
+        timeout=None,
+        seq=3,
+    )
+    outcomes: list[tuple[object, BaseException | None]] = []
+    ended = threading.Semaphore(0)
+
+    def done(value: object, error: BaseException | None) -> None:
+        outcomes.append((value, error))
+        ended.release()
+
+    namespace = f"held-{os.getpid()}"
+    first, second = (DaskExecutor(dask_cluster, namespace=namespace) for _ in range(2))
+    try:
+        first.submit(job, done)
+        wait_for_file(effects)
+        second.submit(job, done)  # the old node's client still holds the key: Dask joins the two
+        assert ended.acquire(timeout=15)
+        assert ended.acquire(timeout=15)
+        assert outcomes == [(1, None), (1, None)]
+        assert len(effects.read_text().splitlines()) == 1
+    finally:
+        first.close()
+        second.close()

@@ -225,7 +225,8 @@ def test_a_durable_task_keeps_its_executor_across_a_restart(tmp_path: Path) -> N
     try:
         again.advance(5.0)
         assert again.info("kept").status is TaskStatus.COMPLETED
-        assert [job.key for job in pool.jobs] == ["kept:1"]  # the same key a run sent before a crash had
+        assert [job.key for job in pool.jobs] == ["kept@1:1"]  # the key a run sent before a crash had
+        assert [job.reference for job in pool.jobs] == [f"{__name__}:add"]  # loaded, yet by reference
     finally:
         again.shutdown()
 

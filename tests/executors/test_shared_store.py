@@ -33,6 +33,8 @@ def test_a_shared_node_runs_a_task_on_its_registered_executor(schema: str) -> No
         )
         assert handle.result(timeout=15) == 42
         assert handle.info().status is TaskStatus.COMPLETED
-        assert [job.key for job in pool.jobs] == ["shared:1"]
+        assert [job.key for job in pool.jobs] == ["shared@1:1"]  # a stored task: its row's seq in the key
+        # The leased row's function was imported, and still goes to a remote engine by reference.
+        assert [(job.reference, job.seq) for job in pool.jobs] == [("tests.executors.jobs:add", 1)]
     finally:
         scheduler.shutdown(timeout=10)

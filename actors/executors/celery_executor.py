@@ -28,7 +28,7 @@ from datetime import timedelta
 from typing import Any, Final
 
 from actors.errors import ExecutorWorkerLostError, RunCancelled, TaskTimeoutError
-from actors.executors.engine_call import call_reference, engine_key
+from actors.executors.engine_call import call_reference, job_engine_key
 from actors.references import check_json_arguments, check_picklable_arguments
 from actors.runtime.executor_protocol import DEFAULT_MAX_IN_FLIGHT, Done, Job
 
@@ -109,6 +109,8 @@ class CeleryExecutor:
         self.max_in_flight = max_in_flight
         self.namespace = uuid.uuid4().hex[:12] if namespace is None else namespace
         self._fresh = namespace is None  # no key of this namespace was ever sent before this executor
+        # Under a fixed namespace, what keeps a memory task's keys apart from an earlier process's.
+        self._incarnation = None if self._fresh else uuid.uuid4().hex[:8]
         self.adopted = 0  # runs found on Celery, sent before, and waited for instead of sent again
         self._poll_interval = poll_interval
         self._revoke_grace = revoke_grace
@@ -134,7 +136,7 @@ class CeleryExecutor:
             raise RuntimeError("the executor is closed")
         if job.reference is None:
             raise ValueError(f"task {job.task_id!r} has no function reference to send")
-        task_id = engine_key(self.namespace, job.key)
+        task_id = job_engine_key(self.namespace, job, self._incarnation)
         if job.seq is not None and not self._fresh and not self._first_send(task_id):
             return self._adopt(job, task_id, done)
         options: dict[str, Any] = {"task_id": task_id, "retry": False}

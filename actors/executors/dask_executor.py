@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final
 
 from actors.errors import ExecutorWorkerLostError, RunCancelled
-from actors.executors.engine_call import call_reference, engine_key
+from actors.executors.engine_call import call_reference, job_engine_key
 from actors.references import check_picklable_arguments
 from actors.runtime.executor_protocol import DEFAULT_MAX_IN_FLIGHT, Done, Job
 
@@ -88,6 +88,8 @@ class DaskExecutor:
         )
         self.namespace = uuid.uuid4().hex[:12] if namespace is None else namespace
         self._fresh = namespace is None  # no key of this namespace was ever sent before this executor
+        # Under a fixed namespace, what keeps a memory task's keys apart from an earlier process's.
+        self._incarnation = None if self._fresh else uuid.uuid4().hex[:8]
         if isinstance(address_or_client, Client):
             self.client = address_or_client
             self._own = False
@@ -115,7 +117,7 @@ class DaskExecutor:
             raise ConnectionError(f"the Dask client to {self.address} is {status}")
         if job.reference is None:
             raise ValueError(f"task {job.task_id!r} has no function reference to send")
-        key = engine_key(self.namespace, job.key)
+        key = job_engine_key(self.namespace, job, self._incarnation)
         # The same key as a task the cluster still holds (published by a node that died) joins it.
         future = self.client.submit(
             call_reference, job.reference, job.args, dict(job.kwargs), key=key, pure=False

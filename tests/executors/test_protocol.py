@@ -246,3 +246,18 @@ def test_a_stored_task_of_an_executor_not_registered_fails_its_run_naming_it(tmp
         assert "'pool'" in str(info.last_error)
     finally:
         again.shutdown()
+
+
+def test_under_a_fixed_namespace_memory_runs_never_share_an_engine_id_across_processes() -> None:
+    """A memory task's ids repeat in every process; a stored run's key is the one the next owner computes."""
+    from actors.executors.engine_call import job_engine_key
+
+    def job(seq: int | None) -> Job:
+        return Job(run_key("report", 1, seq=seq), "report", 1, 1, print, "builtins:print", (), {}, None, seq)
+
+    memory, stored = job(None), job(7)
+    first, second = "a1b2c3d4", "e5f6a7b8"  # two processes' executors, one namespace
+    assert job_engine_key("prod", memory, first) != job_engine_key("prod", memory, second)
+    assert job_engine_key("prod", stored, first) == "prod:report@7:1"
+    assert job_engine_key("prod", stored, second) == "prod:report@7:1"
+    assert job_engine_key("rnd", memory, None) == "rnd:report:1"  # a random namespace is unique already

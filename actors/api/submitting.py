@@ -24,7 +24,7 @@ from actors.core.task_record import (
 )
 from actors.references import check_json_arguments, reference_of
 from actors.runtime.durable import json_arguments
-from messages import TaskId
+from messages import FixedDelay, TaskId
 from messages.commands import as_args
 
 
@@ -120,4 +120,9 @@ class Submitting(Plumbing):
             delay=delay if after else 0.0,
             policies=options.policies(recurring=trigger is not None),
         )
+        if spec.policies.allows and isinstance(trigger, FixedDelay):
+            raise ValueError(
+                'overlap="allow" is for fixed-rate and cron tasks: a fixed-delay task counts its next '
+                "run from the end of the last, so its runs never overlap"
+            )
         return spec.or_plain()

@@ -37,6 +37,7 @@ The diagram (``TRANSITIONS`` below is the same, as data)::
     WAITING --one of them failed or was cancelled, or it was cancelled--> CANCELLED
     PENDING | READY | HANDED (taken back, or its run reported) | WAITING (released) --paused--> PAUSED
     PAUSED --resumed--> PENDING;  PAUSED --run now--> READY;  PAUSED --> CANCELLED | DETACHED
+    PENDING | PAUSED --an overlap="allow" task cancelled while runs of it go--> CANCELLING
 """
 
 from __future__ import annotations
@@ -93,7 +94,8 @@ class State(enum.IntEnum):
 PENDING, READY, HANDED, CANCELLING, COMPLETED, FAILED, CANCELLED, DETACHED, WAITING, PAUSED = State
 
 _LEGAL: Final[dict[State, frozenset[State]]] = {
-    PENDING: frozenset({READY, CANCELLED, DETACHED, PAUSED}),  # due; cancelled, shut down, detached; paused
+    # due; cancelled, shut down, detached; paused; an overlap="allow" task cancelled while its runs go
+    PENDING: frozenset({READY, CANCELLED, DETACHED, PAUSED, CANCELLING}),
     READY: frozenset(
         {
             HANDED,  # dealt to a worker
@@ -125,6 +127,7 @@ _LEGAL: Final[dict[State, frozenset[State]]] = {
             READY,  # run now (it stays paused: the run's end brings it back here)
             CANCELLED,
             DETACHED,  # the scheduler stopped; it stays paused in its store
+            CANCELLING,  # an overlap="allow" task cancelled while its runs go (they end it)
         }
     ),
     COMPLETED: frozenset(),

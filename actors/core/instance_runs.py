@@ -63,7 +63,7 @@ class Instances:
 
     def __init__(self, numbered: int) -> None:
         self.going: list[RunInstance] = []  # made and not yet ended: queued, handed or running
-        self.numbered = numbered  # the last run number given (a missed run's number is not reused)
+        self.numbered = numbered  # the last run number given
         self.spent = False  # its calendar fires no more: it ends COMPLETED with its last run
 
 
@@ -107,7 +107,8 @@ class InstanceRuns(PolicyRuns):
         """An ``overlap="allow"`` task's slot came: run it, or miss it; wait for the next."""
         self.activity += 1
         if not self._start_instance(task, task.due_at, now, manual=False):
-            self._publish_misses(task, [(task.due_at, REASON_OVERLAP)], now)
+            following = self._instances[task.task_id].numbered + 1  # (a miss takes no number)
+            self._publish_misses(task, [(task.due_at, REASON_OVERLAP)], now, following)
         if not self._plan_next(task, now, now):  # the slots it passes on the way are missed
             self._end_when_idle(task, COMPLETED, now)  # a calendar that fires no more
             return

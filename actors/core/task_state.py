@@ -38,6 +38,8 @@ The diagram (``TRANSITIONS`` below is the same, as data)::
     PENDING | READY | HANDED (taken back, or its run reported) | WAITING (released) --paused--> PAUSED
     PAUSED --resumed--> PENDING;  PAUSED --run now--> READY;  PAUSED --> CANCELLED | DETACHED
     PENDING | PAUSED --an overlap="allow" task cancelled while runs of it go--> CANCELLING
+    PENDING | PAUSED --an overlap="allow" task's run reached its failure limit--> FAILED
+    PENDING | PAUSED --an overlap="allow" task's last run ended, its calendar done--> COMPLETED
 """
 
 from __future__ import annotations
@@ -94,8 +96,9 @@ class State(enum.IntEnum):
 PENDING, READY, HANDED, CANCELLING, COMPLETED, FAILED, CANCELLED, DETACHED, WAITING, PAUSED = State
 
 _LEGAL: Final[dict[State, frozenset[State]]] = {
-    # due; cancelled, shut down, detached; paused; an overlap="allow" task cancelled while its runs go
-    PENDING: frozenset({READY, CANCELLED, DETACHED, PAUSED, CANCELLING}),
+    # due; cancelled, shut down, detached; paused; and an overlap="allow" task (it never runs itself)
+    # cancelled while its runs go, ended by one of them (failure limit), or by its calendar's end
+    PENDING: frozenset({READY, CANCELLED, DETACHED, PAUSED, CANCELLING, FAILED, COMPLETED}),
     READY: frozenset(
         {
             HANDED,  # dealt to a worker
@@ -128,6 +131,8 @@ _LEGAL: Final[dict[State, frozenset[State]]] = {
             CANCELLED,
             DETACHED,  # the scheduler stopped; it stays paused in its store
             CANCELLING,  # an overlap="allow" task cancelled while its runs go (they end it)
+            FAILED,  # an overlap="allow" task's run reached its failure limit
+            COMPLETED,  # an overlap="allow" task's last run ended, its calendar firing no more
         }
     ),
     COMPLETED: frozenset(),

@@ -12,6 +12,7 @@ from actors.api.executor_checks import executor_target
 from actors.api.handles import TaskHandle
 from actors.api.plumbing import Plumbing
 from actors.api.validation import TaskOptions, check_task, process_target, resolve_task_function
+from actors.core.policies import ALLOW_ON_FIXED_DELAY
 from actors.core.task_record import (
     INLINE,
     PROCESSES,
@@ -121,8 +122,5 @@ class Submitting(Plumbing):
             policies=options.policies(recurring=trigger is not None),
         )
         if spec.policies.allows and isinstance(trigger, FixedDelay):
-            raise ValueError(
-                'overlap="allow" is for fixed-rate and cron tasks: a fixed-delay task counts its next '
-                "run from the end of the last, so its runs never overlap"
-            )
+            raise ValueError(ALLOW_ON_FIXED_DELAY)
         return spec.or_plain()

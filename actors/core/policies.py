@@ -33,6 +33,7 @@ from typing import Final
 from messages.triggers import require_finite
 
 __all__ = [
+    "ALLOW_ON_FIXED_DELAY",
     "CATCH_UP",
     "CATCH_UP_ALL",
     "CATCH_UP_LATEST",
@@ -70,6 +71,12 @@ CATCH_UP: Final = (CATCH_UP_LATEST, CATCH_UP_ALL, CATCH_UP_NONE)
 REASON_OVERLAP: Final = "overlap"
 REASON_CATCH_UP: Final = "catch_up"
 REASON_MISFIRE: Final = "misfire"
+
+ALLOW_ON_FIXED_DELAY: Final = (
+    'overlap="allow" is for fixed-rate and cron tasks: a fixed-delay task counts its next run '
+    "from the end of the last, so its runs never overlap"
+)
+"""Why ``overlap="allow"`` is refused on a fixed-delay task (the call and the job file say it)."""
 
 SLOT_LIMIT: Final = 100_000
 """Most slots one decision walks (and counts as missed): a longer gap counts this many."""

@@ -245,6 +245,7 @@ class InstanceRuns(PolicyRuns):
         if runs is not None and runs.going:
             return
         if task.state is CANCELLING:
+            self._instances.pop(task.task_id, None)
             self._finish(task, CANCELLED, at, None)
         elif runs is not None and runs.spent:  # its calendar fires no more
             self._unwait(task)
@@ -318,13 +319,8 @@ class InstanceRuns(PolicyRuns):
             task.due_at = float("inf")
             self._heap.push(task, task.due_at)  # waits (never due) for the last run's end to end it
             return
+        self._instances.pop(task.task_id, None)
         self._finish(task, state, at, None)
-
-    def _forget_instances(self, task: TaskRecord) -> None:
-        """A task has ended: forget what was kept of its runs, unless some still go (they end it as any)."""
-        runs = self._instances.get(task.task_id)
-        if runs is not None and not runs.going:
-            del self._instances[task.task_id]
 
     def _unwait(self, task: TaskRecord) -> None:
         """Take a task out of the heap (or out of its pause), where its next slot waited."""

@@ -563,8 +563,6 @@ class Timetable(Operations):
         self.activity += 1
         if self._paused or self._manual or self._respec or self._queued_now:
             self._forget_operated(task.task_id)
-        if self._instances:
-            self._forget_instances(task)
         if task.store_seq is not None:
             self._effects.saves.append(task)
         if state is CANCELLED and self._want_cancelled:

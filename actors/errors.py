@@ -100,6 +100,16 @@ class UnpicklableExceptionError(SchedulerError):
         return type(self), (self.error_type, self.error_message, self.traceback, self.reason)
 
 
+class SharedStoreUnsupportedError(SchedulerError, ValueError):
+    """An option a shared store (PostgreSQL) cannot keep for a durable task: raised at the call.
+
+    Today: ``overlap="allow"``. A shared store leases one run of a task at a time (one row per
+    task, its lease and fence on that row), so it cannot have several runs of one task going at
+    once; such a task can be memory-only there (``durable=False``), or durable on SQLite
+    (``docs/persistence.md``, the store-support table).
+    """
+
+
 class ResultNotKeptError(SchedulerError, LookupError):
     """A ``keep_result`` task's run completed on another node, but its value was not kept.
 

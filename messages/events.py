@@ -191,6 +191,10 @@ class TaskInfo:
             taken, to turn the clock times above into wall-clock instants; ``None`` if unknown.
         missed_count: Due times that did not get their run (each one published as
             ``MISSED``), counted by this scheduler since it started (not kept in a store).
+        active_runs: For an ``overlap="allow"`` task, how many of its runs are going now
+            (started, or due and waiting for a worker), at most its ``max_instances``; its
+            ``status`` stays ``SCHEDULED`` for its next slot meanwhile. ``0`` for every other
+            task (its ``status`` says whether its one run is going).
 
     Clock seconds (``next_run_at``, a trigger's ``first_at`` or ``at``) are monotonic: no
     person can read them. ``repr`` shows each beside its wall-clock instant (aware, UTC) in
@@ -213,6 +217,7 @@ class TaskInfo:
     node: str | None = None
     wall_offset: float | None = field(default=None, compare=False)  # a reading, not the task's state
     missed_count: int = 0
+    active_runs: int = 0
 
     @property
     def done(self) -> bool:

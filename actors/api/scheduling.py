@@ -97,8 +97,9 @@ class Scheduling(Submitting):
         - ``overlap``, ``catch_up`` (with ``max_catch_up``) and ``jitter``: a recurring task's
           policies for slots that come due during a run, for due times missed while nothing ran,
           and for spreading starts (``docs/lifecycle.md``, "Overlap, catch-up and jitter");
-          off their defaults on a one-time task they are a ``ValueError``. ``max_instances``
-          belongs to ``overlap="allow"``, not supported yet.
+          off their defaults on a one-time task they are a ``ValueError``. ``overlap="allow"``
+          with ``max_instances=N`` (default 1) lets up to N runs of the task go at once;
+          ``max_instances`` above 1 with any other ``overlap`` is a ``ValueError``.
         - ``keep_result``: keep each run's return value with its run record, when it is JSON
           data of at most 64 KiB: ``history`` shows it, and on a shared store ``result()``
           returns it on every node (``docs/lifecycle.md``, "History").
@@ -119,7 +120,9 @@ class Scheduling(Submitting):
                 name (a lambda, a nested function, a bound method...: the message says why and
                 what to pass); ``executor="process"`` without worker processes; ``durable=True``
                 without a store; a bad ``if_exists`` or ``misfire_grace``; an unknown ``overlap``
-                or ``catch_up``, ``max_catch_up < 1``, a negative ``jitter``, ``max_instances``.
+                or ``catch_up``, ``max_catch_up < 1``, a negative ``jitter``,
+                ``max_instances < 1`` (or above 1 without ``overlap="allow"``),
+                ``overlap="allow"`` with a ``timeout`` or a ``retry``.
             DuplicateTaskError: ``task_id`` belongs to a live task (and ``if_exists="error"``).
             StoreError: the store could not commit the task.
             SchedulerShutdownError: after ``shutdown``.

@@ -12,6 +12,7 @@ from actors.api.executor_checks import executor_target
 from actors.api.handles import TaskHandle
 from actors.api.plumbing import Plumbing
 from actors.api.validation import TaskOptions, check_task, process_target, resolve_task_function
+from actors.core.policies import ALLOW_ON_FIXED_DELAY
 from actors.core.task_record import (
     INLINE,
     PROCESSES,
@@ -24,7 +25,7 @@ from actors.core.task_record import (
 )
 from actors.references import check_json_arguments, reference_of
 from actors.runtime.durable import json_arguments
-from messages import TaskId
+from messages import FixedDelay, TaskId
 from messages.commands import as_args
 
 
@@ -120,4 +121,6 @@ class Submitting(Plumbing):
             delay=delay if after else 0.0,
             policies=options.policies(recurring=trigger is not None),
         )
+        if spec.policies.allows and isinstance(trigger, FixedDelay):
+            raise ValueError(ALLOW_ON_FIXED_DELAY)
         return spec.or_plain()

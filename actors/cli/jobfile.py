@@ -44,7 +44,7 @@ from actors.cli.jobkeys import (
 )
 from actors.cli.stores import StoreName, store_name, store_problem
 from actors.core.cron import check_cron, next_fires
-from actors.core.policies import check_policies
+from actors.core.policies import ALLOW_ON_FIXED_DELAY, OVERLAP_ALLOW, check_policies
 from actors.core.task_record import PROCESSES, THREADS
 from actors.errors import JobFileError
 from actors.references import check_json_arguments
@@ -435,6 +435,8 @@ def _job(job_id: str, table: object, where: str, context: _Context, problems: li
                 f"{where}: key {key!r}: only with {_quoted(allowed, 'or')}, and this job has {kind!r}"
             )
     _check_options(values, where, context, problems)
+    if values.get("overlap") == OVERLAP_ALLOW:
+        _check_allow(values, kind, where, problems)
     if context.stored and values.get("durable") is not False:  # a stored job's arguments are JSON
         _check_json(values, where, problems)
     if len(problems) > count or kind is None:
@@ -470,7 +472,7 @@ def _check_policies(values: dict[str, Any], where: str, problems: list[str]) -> 
     """Ask the library's own rules (``check_policies``) about the job's policy keys together.
 
     Each key's value is checked alone already; this finds what only the whole says (today:
-    ``max_instances`` needs ``overlap = "allow"``, which the library does not run yet).
+    ``max_instances`` above 1 needs ``overlap = "allow"``).
     """
     given = [(key, values.get(key, default)) for key, default in _POLICY_DEFAULTS]
     if all(key not in values for key, _ in _POLICY_DEFAULTS):
@@ -482,6 +484,17 @@ def _check_policies(values: dict[str, Any], where: str, problems: list[str]) -> 
         key = next((key for key, _ in given if message.startswith(key)), None)
         key = key or ("max_instances" if "max_instances" in values else "overlap")
         problems.append(f"{where}: key {key!r}: {message}")
+
+
+def _check_allow(values: dict[str, Any], kind: str | None, where: str, problems: list[str]) -> None:
+    """What ``overlap = "allow"`` does not combine with (the library refuses the same at the call)."""
+    if kind == "delay":
+        problems.append(f"{where}: key 'overlap': {ALLOW_ON_FIXED_DELAY}")
+    for key in ("timeout", "retry"):
+        if values.get(key) is not None:
+            problems.append(
+                f'{where}: key {key!r}: does not combine with overlap = "allow" (not supported yet)'
+            )
 
 
 def _check_json(values: dict[str, Any], where: str, problems: list[str]) -> None:

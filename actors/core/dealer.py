@@ -23,7 +23,7 @@ from collections import deque
 from collections.abc import Container, Mapping
 from typing import Final
 
-from actors.core.task_record import INLINE, PROCESSES, THREADS, TaskRecord
+from actors.core.task_record import INLINE, PROCESSES, THREADS, RunInstance, TaskRecord
 from actors.core.task_state import HANDED, READY, move_to
 from actors.sync.claim import Claim
 from messages import RunTask, TaskId
@@ -349,6 +349,8 @@ def _detailed(run: RunTask, task: TaskRecord, manual: bool = False) -> RunTask:
     """
     spec = task.spec
     failures = task.failures
+    if isinstance(task, RunInstance):  # a run of an overlap="allow" task says itself if run_now made it
+        manual = task.manual
     return RunTask(
         run.task,
         run.task_id,

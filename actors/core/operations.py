@@ -207,6 +207,8 @@ class Operations(Stopping):
         if task is None:
             return False
         state = task.state
+        if task.spec.policies.allows and (state is PENDING or state is PAUSED):
+            return self._run_instance_now(task, now)  # one more run, if fewer than N go (instance_runs.py)
         if state is not PENDING and state is not PAUSED:
             return self._run_after(task, now)  # READY, HANDED: a run is about to start or in progress
         self._manual[task_id] = (task.due_at, task.due_wall)

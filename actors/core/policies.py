@@ -8,7 +8,9 @@ asks for none, so the plain path tests one identity). The timetable asks the fun
 - ``overlap``: what a slot that comes due while the task's run is in progress gets.
   ``"skip"`` (it is missed), ``"queue"`` (the latest such slot runs right after the run; the
   others are missed: at most one waits), ``"replace"`` (as ``"queue"``, and the run is asked to
-  stop, cooperatively, as the slot comes due).
+  stop, cooperatively, as the slot comes due), ``"allow"`` with ``max_instances=N`` (a slot due
+  while fewer than N runs are going starts another run at once, each with its own run number;
+  with N going it is missed, as with ``"skip"``).
 - ``catch_up``: what due times get that passed while nothing ran (the scheduler was down, or a
   timer or clock jump let several slots pass): ``"latest"`` (one late run, if within
   ``misfire_grace``: the behaviour before these policies), ``"all"`` (each one within
@@ -31,6 +33,7 @@ from typing import Final
 from messages.triggers import require_finite
 
 __all__ = [
+    "ALLOW_ON_FIXED_DELAY",
     "CATCH_UP",
     "CATCH_UP_ALL",
     "CATCH_UP_LATEST",
@@ -38,6 +41,7 @@ __all__ = [
     "DEFAULT_POLICIES",
     "MISSED_EVENTS",
     "OVERLAP",
+    "OVERLAP_ALLOW",
     "OVERLAP_QUEUE",
     "OVERLAP_REPLACE",
     "OVERLAP_SKIP",
@@ -56,8 +60,9 @@ __all__ = [
 OVERLAP_SKIP: Final = "skip"
 OVERLAP_QUEUE: Final = "queue"
 OVERLAP_REPLACE: Final = "replace"
-OVERLAP: Final = (OVERLAP_SKIP, OVERLAP_QUEUE, OVERLAP_REPLACE)
-"""The overlap policies (``"allow"`` is not built yet: refused at the call)."""
+OVERLAP_ALLOW: Final = "allow"
+OVERLAP: Final = (OVERLAP_SKIP, OVERLAP_QUEUE, OVERLAP_REPLACE, OVERLAP_ALLOW)
+"""The overlap policies."""
 CATCH_UP_LATEST: Final = "latest"
 CATCH_UP_ALL: Final = "all"
 CATCH_UP_NONE: Final = "none"
@@ -67,12 +72,16 @@ REASON_OVERLAP: Final = "overlap"
 REASON_CATCH_UP: Final = "catch_up"
 REASON_MISFIRE: Final = "misfire"
 
+ALLOW_ON_FIXED_DELAY: Final = (
+    'overlap="allow" is for fixed-rate and cron tasks: a fixed-delay task counts its next run '
+    "from the end of the last, so its runs never overlap"
+)
+"""Why ``overlap="allow"`` is refused on a fixed-delay task (the call and the job file say it)."""
+
 SLOT_LIMIT: Final = 100_000
 """Most slots one decision walks (and counts as missed): a longer gap counts this many."""
 MISSED_EVENTS: Final = 1_000
 """Most ``MISSED`` events one decision publishes (the newest misses); ``missed_count`` counts all."""
-
-_NOT_BUILT: Final = ("allow",)
 
 
 class Policies:
@@ -94,6 +103,11 @@ class Policies:
         self.catch_up = catch_up
         self.max_catch_up = max_catch_up
         self.jitter = jitter
+
+    @property
+    def allows(self) -> bool:
+        """Whether runs of the task may overlap (``overlap="allow"``: up to ``max_instances`` at once)."""
+        return self.overlap == OVERLAP_ALLOW
 
     @property
     def replaces(self) -> bool:
@@ -137,11 +151,11 @@ def check_policies(
     Raises:
         TypeError: a policy name that is not a str; ``max_instances``/``max_catch_up`` not an
             int; ``jitter`` not a number.
-        ValueError: an unknown policy name; ``overlap="allow"``/``"replace"`` (not built yet);
-            ``max_instances`` given at all (it belongs to ``overlap="allow"``); ``max_catch_up < 1``;
+        ValueError: an unknown policy name; ``max_instances < 1``, or above 1 without
+            ``overlap="allow"`` (the only policy it means anything to); ``max_catch_up < 1``;
             ``jitter`` negative, NaN or infinite; any policy off its default on a one-time task.
     """
-    overlap = _check_overlap(overlap, max_instances)
+    overlap, instances = _check_overlap(overlap, max_instances)
     if not isinstance(catch_up, str):
         raise TypeError(f"catch_up must be a str, got {catch_up!r}")
     if catch_up not in CATCH_UP:
@@ -155,7 +169,7 @@ def check_policies(
     jitter = require_finite("jitter", jitter)
     if jitter < 0:
         raise ValueError(f"jitter must not be negative, got {jitter!r}")
-    policies = Policies(overlap, None, catch_up, max_catch_up, float(jitter))
+    policies = Policies(overlap, instances, catch_up, max_catch_up, float(jitter))
     if policies == DEFAULT_POLICIES:
         return DEFAULT_POLICIES
     if not recurring:
@@ -163,21 +177,30 @@ def check_policies(
     return policies
 
 
-def _check_overlap(overlap: object, max_instances: object) -> str:
-    """The rules of ``overlap`` and ``max_instances`` (``check_policies``); return ``overlap``."""
+def _check_overlap(overlap: object, max_instances: object) -> tuple[str, int | None]:
+    """The rules of ``overlap`` and ``max_instances`` (``check_policies``); return them as kept.
+
+    ``max_instances`` is kept only with ``"allow"`` (``1`` when not given); with any other
+    policy it may be given only as ``1``, which is what every other policy means, and is kept
+    as ``None`` (so that the defaults stay ``DEFAULT_POLICIES``).
+    """
     if not isinstance(overlap, str):
         raise TypeError(f"overlap must be a str, got {overlap!r}")
-    if overlap in _NOT_BUILT:
-        raise ValueError(f"overlap={overlap!r} is not supported yet; use 'skip', 'queue' or 'replace'")
     if overlap not in OVERLAP:
-        raise ValueError(f"overlap must be 'skip', 'queue' or 'replace', got {overlap!r}")
+        raise ValueError(f"overlap must be 'skip', 'queue', 'replace' or 'allow', got {overlap!r}")
     if max_instances is not None:
         if type(max_instances) is not int:
             raise TypeError(f"max_instances must be an int, got {max_instances!r}")
         if max_instances < 1:
             raise ValueError(f"max_instances must be at least 1, got {max_instances!r}")
-        raise ValueError('max_instances needs overlap="allow", which is not supported yet')
-    return overlap
+    if overlap == OVERLAP_ALLOW:
+        return overlap, 1 if max_instances is None else max_instances
+    if max_instances is not None and max_instances > 1:
+        raise ValueError(
+            f'max_instances={max_instances!r} needs overlap="allow" (with overlap={overlap!r} '
+            "at most one run of the task is going at a time)"
+        )
+    return overlap, None
 
 
 def jitter_delay(task_id: str, due: float, jitter: float) -> float:

@@ -99,14 +99,19 @@ class PolicyRuns:
         seed = task.due_wall if task.due_wall is not None else task.due_at
         self._heap.push(task, task.due_at + jitter_delay(task.task_id, seed, jitter))
 
-    def _publish_misses(self, task: TaskRecord, misses: list[tuple[float, str]], now: float) -> None:
-        """Count due times that did not get their run, and publish ``MISSED`` for (the newest of) them."""
+    def _publish_misses(
+        self, task: TaskRecord, misses: list[tuple[float, str]], now: float, run: int | None = None
+    ) -> None:
+        """Count due times that did not get their run, and publish ``MISSED`` for (the newest of) them.
+
+        Each names ``run``, the number the task's next run has (``run_count + 1`` when not given).
+        """
         if not misses:
             return
         task.count_missed(len(misses))
         if not self._want_missed:
             return
-        run = task.run_count + 1
+        run = task.run_count + 1 if run is None else run
         events = self._effects.events
         name = task.label()
         for due_at, reason in misses[-MISSED_EVENTS:]:

@@ -21,6 +21,7 @@ from messages import RunRecord, TaskId, TaskInfo
 if TYPE_CHECKING:
     from actors.core.dealer import Dealer
     from actors.core.due_heap import DueHeap
+    from actors.core.instance_runs import Instances
     from actors.core.parked import ParkedTasks
 
 __all__ = ["Queries"]
@@ -39,7 +40,10 @@ class Queries:
         hold: float | None
         _paused: dict[TaskId, float]
 
+        _instances: dict[TaskId, Instances]
+
         def _shown(self, info: TaskInfo) -> TaskInfo: ...
+        def _with_active_runs(self, info: TaskInfo) -> TaskInfo: ...
         def _unpark(self, task_id: TaskId, *, waiting: bool) -> TaskRecord | None: ...
         def _due_by(self, now: float) -> float: ...
 
@@ -84,6 +88,8 @@ class Queries:
         task = self._tasks.get(task_id)
         if task is not None:
             info = task.snapshot(running=self._dealer.is_current(task), wall_offset=wall_offset)
+            if self._instances:
+                info = self._with_active_runs(info)
             return self._shown(info) if self._paused else info
         task = self._parked.peek(task_id)
         if task is not None:
@@ -110,6 +116,8 @@ class Queries:
         infos = [
             task.snapshot(running=is_current(task), wall_offset=wall_offset) for task in self._tasks.values()
         ]
+        if self._instances:
+            infos = [self._with_active_runs(info) for info in infos]
         if self._paused:
             infos = [self._shown(info) for info in infos]
         infos.extend(task.snapshot(wall_offset=wall_offset) for task in self._parked.peek_all())

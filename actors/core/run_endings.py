@@ -12,11 +12,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from actors.core.effects import RunOutcome
+from actors.core.instance_runs import InstanceRuns
 from actors.core.policies import REASON_MISFIRE
-from actors.core.policy_runs import PolicyRuns
 from actors.core.recurrence import next_cron, next_fixed_delay, next_fixed_rate
 from actors.core.run_log import RunEntry, keep_run, keep_value
-from actors.core.task_record import Failures, TaskRecord, TaskSpec
+from actors.core.task_record import Failures, RunInstance, TaskRecord, TaskSpec
 from actors.core.task_state import (
     CANCELLED,
     CANCELLING,
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 __all__ = ["RunEndings"]
 
 
-class RunEndings(PolicyRuns):
+class RunEndings(InstanceRuns):
     """The half of the ``Timetable`` that takes runs' ends (a mixin: the state is the timetable's)."""
 
     if TYPE_CHECKING:  # the timetable's state and methods this half uses
@@ -118,8 +118,8 @@ class RunEndings(PolicyRuns):
     def completed(self, report: Completed, *, now: float) -> None:
         """Record that a worker finished a run normally."""
         task = self._dealer.report(report.worker, report.task_id, report.run, idle=report.idle)
-        if task is None:
-            self._release(now)  # a stale report
+        if task is None or (self._instances and self._instance_completed(task, report)):
+            self._release(now)  # a stale report; or a run of an overlap="allow" task, counted by its task
             return
         claim = self._ended_run(task)  # (not _reported: the busiest report reads the stop only if needed)
         if task.state in FINAL_STATES:
@@ -234,7 +234,9 @@ class RunEndings(PolicyRuns):
     def skipped(self, report: Skipped, *, now: float) -> None:
         """Record that a worker did not start a run: the task's token said it was cancelled."""
         task, _ = self._reported(report)
-        if task is not None and task.state not in FINAL_STATES:  # else it ended when cancelled
+        if task is not None and self._instances and isinstance(task, RunInstance):
+            self._instance_skipped(task, now)  # its task's token had ended: it ends (or has) as such
+        elif task is not None and task.state not in FINAL_STATES:  # else it ended when cancelled
             self.activity += 1
             self._finish(task, CANCELLED, now, None)
         self._release(now)  # the report freed its worker
@@ -380,6 +382,9 @@ class RunEndings(PolicyRuns):
     ) -> None:
         """Count a failed run (``interrupted``: one asked to stop, which raised something else)."""
         self.activity += 1
+        if self._instances and isinstance(task, RunInstance):  # overlap="allow": its task counts it
+            self._instance_failed(task, error, traceback, finished_at, started_at)
+            return
         attempt = 1
         if task.spec.retry is not None:
             if not interrupted and self._retry(task, error, traceback, finished_at):
@@ -524,6 +529,9 @@ class RunEndings(PolicyRuns):
         A recurring task waits for its next slot; a one-time task ends ``FAILED`` with a
         ``MissedRunError`` (unless a cancel has just won its token).
         """
+        if self._instances and isinstance(task, RunInstance):  # overlap="allow": its task counts it
+            self._instance_missed(task, now)
+            return
         self.activity += 1
         run = task.run_count + 1
         late = now - task.due_at

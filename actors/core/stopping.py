@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from actors.core.dealer import Dealer
 from actors.core.queries import Queries
 from actors.core.run_endings import RunEndings
-from actors.core.task_record import TaskRecord
+from actors.core.task_record import RunInstance, TaskRecord
 from actors.core.task_state import CANCELLED, CANCELLING, DETACHED, FINAL_STATES, HANDED, State, move_to
 from actors.sync.token import FREE, RAN, REVOKED, RUNNING, TAKEN
 from messages import TaskId
@@ -65,7 +65,9 @@ class Stopping(RunEndings, Queries):
             task.heap_seq = None  # the heap is emptied at once below, not entry by entry
         self._heap.clear()
         for task in self._dealer.take_back_all():
-            if not (task.store_seq is not None and self._detach(task)):
+            if self._instances and isinstance(task, RunInstance):
+                self._instance_skipped(task, now)  # a run of an overlap="allow" task: its task ends below
+            elif not (task.store_seq is not None and self._detach(task)):
                 task.revoke()
                 self._finish(task, CANCELLED, now, None)
         for task in list(self._tasks.values()):

@@ -52,6 +52,7 @@ __all__ = [
     "PROCESSES",
     "THREADS",
     "Failures",
+    "RunInstance",
     "TaskRecord",
     "TaskSpec",
     "default_name",
@@ -207,7 +208,10 @@ class TaskSpec:
         self.policies = policies  # overlap, catch-up, jitter (actors/core/policies.py)
         self.keep_result = keep_result  # each run's value is kept with its run record (as JSON)
         # Whether a run needs no more than the common RunTask (the dealer builds a fuller one).
-        self.plain_run = retry is None and timeout is None and not coroutine and not policies.replaces
+        # (A run of an overlap="allow" task is a RunInstance's: it says whether run_now made it.)
+        self.plain_run = (
+            retry is None and timeout is None and not coroutine and not (policies.replaces or policies.allows)
+        )
         # Whether a run takes the task's token for good as it starts (a one-time task never retried).
         self.single_start = trigger is None and retry is None
         # Whether it asks for nothing beyond one run on a thread (PLAIN can stand for it).
@@ -477,6 +481,34 @@ class TaskRecord(Token):
         return tuple(
             dependency.task_id for dependency in self.spec.after if dependency.state is not COMPLETED
         )
+
+
+class RunInstance(TaskRecord):
+    """One run of an ``overlap="allow"`` task: a record of its own, so several may go at once.
+
+    ``actors/core/instance_runs.py`` makes them and routes their ends back to ``parent``.
+
+    It has its task's id, function, arguments, name and spec (so its events and reports name
+    the task), its own token, claim and state, and its run number (``run_count + 1``, as the
+    dealer numbers a record's run). ``manual``: a run of ``run_now``.
+    """
+
+    __slots__ = ("manual", "parent")
+
+    def __init__(self, parent: TaskRecord, run: int, due_at: float, *, manual: bool) -> None:
+        """Make run ``run`` of ``parent``, due at ``due_at`` (core's thread)."""
+        super().__init__(
+            parent.task_id, parent.fn, parent.args, parent.kwargs, due_at, parent.name, parent.spec
+        )
+        self.parent = parent
+        self.manual = manual
+        self.run_count = run - 1
+        if parent.due_wall is not None:
+            self.due_wall = parent.due_wall - parent.due_at + due_at
+
+    def try_start(self, one_time: bool) -> bool:
+        """Worker: may this run start? Only while its task's token lets a run start (``try_start_beside``)."""
+        return self.try_start_beside(self.parent)
 
 
 _END_REASONS: dict[State, str] = {

@@ -37,6 +37,9 @@ The diagram (``TRANSITIONS`` below is the same, as data)::
     WAITING --one of them failed or was cancelled, or it was cancelled--> CANCELLED
     PENDING | READY | HANDED (taken back, or its run reported) | WAITING (released) --paused--> PAUSED
     PAUSED --resumed--> PENDING;  PAUSED --run now--> READY;  PAUSED --> CANCELLED | DETACHED
+    PENDING | PAUSED --an overlap="allow" task cancelled while runs of it go--> CANCELLING
+    PENDING | PAUSED --an overlap="allow" task's run reached its failure limit--> FAILED
+    PENDING | PAUSED --an overlap="allow" task's last run ended, its calendar done--> COMPLETED
 """
 
 from __future__ import annotations
@@ -93,7 +96,9 @@ class State(enum.IntEnum):
 PENDING, READY, HANDED, CANCELLING, COMPLETED, FAILED, CANCELLED, DETACHED, WAITING, PAUSED = State
 
 _LEGAL: Final[dict[State, frozenset[State]]] = {
-    PENDING: frozenset({READY, CANCELLED, DETACHED, PAUSED}),  # due; cancelled, shut down, detached; paused
+    # due; cancelled, shut down, detached; paused; and an overlap="allow" task (it never runs itself)
+    # cancelled while its runs go, ended by one of them (failure limit), or by its calendar's end
+    PENDING: frozenset({READY, CANCELLED, DETACHED, PAUSED, CANCELLING, FAILED, COMPLETED}),
     READY: frozenset(
         {
             HANDED,  # dealt to a worker
@@ -125,6 +130,9 @@ _LEGAL: Final[dict[State, frozenset[State]]] = {
             READY,  # run now (it stays paused: the run's end brings it back here)
             CANCELLED,
             DETACHED,  # the scheduler stopped; it stays paused in its store
+            CANCELLING,  # an overlap="allow" task cancelled while its runs go (they end it)
+            FAILED,  # an overlap="allow" task's run reached its failure limit
+            COMPLETED,  # an overlap="allow" task's last run ended, its calendar firing no more
         }
     ),
     COMPLETED: frozenset(),

@@ -32,6 +32,7 @@ from actors.core.dealer import Dealer
 from actors.core.dependencies import Blocked, Dependencies
 from actors.core.due_heap import DueHeap
 from actors.core.effects import Effects
+from actors.core.instance_runs import Instances
 from actors.core.operations import Operations
 from actors.core.parked import Parcel, ParkedTasks
 from actors.core.policies import DEFAULT_POLICIES
@@ -149,6 +150,8 @@ class Timetable(Operations):
         self._dealer.manual = self._manual  # the dealer marks their runs manual
         # Tasks with catch_up="all" running their missed slots in turn: the last slot to run.
         self._catching_up: dict[TaskId, float] = {}
+        # Tasks with overlap="allow" that have had a run: their runs going (instance_runs.py).
+        self._instances: dict[TaskId, Instances] = {}
 
     @property
     def wanted(self) -> frozenset[EventKind]:
@@ -462,9 +465,14 @@ class Timetable(Operations):
             if task.state is HANDED or task.state is CANCELLING:
                 self._overdue(task, now)  # not a due time: a running task's deadline
                 continue
-            if task.spec.policies is not DEFAULT_POLICIES and self._caught_up(task, now, restart=False):
-                self._push_slot(task)  # its catch_up skipped what passed: it waits for a later slot
-                continue
+            policies = task.spec.policies
+            if policies is not DEFAULT_POLICIES:
+                if self._caught_up(task, now, restart=False):
+                    self._push_slot(task)  # its catch_up skipped what passed: it waits for a later slot
+                    continue
+                if policies.allows:  # overlap="allow": each slot's run is a run instance of its own
+                    self._due_allowed(task, now)
+                    continue
             queue(task)
             self.activity += 1
             if want_due:
@@ -482,6 +490,8 @@ class Timetable(Operations):
         if task.state is HANDED and not self._dealer.take_back(task) and mid_run:
             move_to(task, CANCELLING)  # its worker runs it, or skips it, then reports
             return
+        if self._instances and self._cancel_instances(task):
+            return  # overlap="allow": its runs going end it, the last of them (instance_runs.py)
         if task.heap_seq is not None:
             self._heap.remove(task)
         self._finish(task, CANCELLED, now, None)

@@ -188,6 +188,23 @@ class Token:
             self._token = new
             return True
 
+    def try_start_beside(self, parent: Token) -> bool:
+        """Worker: may this run of an ``overlap="allow"`` task start? Only while ``parent`` is ``FREE``.
+
+        The run has a token of its own (``RunInstance``, ``actors/core/instance_runs.py``: several
+        runs of one task may go at once), and the task's token still decides, in the same hold of
+        the lock: a cancel (``REVOKED``), a task ended after too many failures (``TAKEN``) or
+        ended at all stops every run not yet started, exactly as a task's own token would.
+        """
+        with _LOCK:
+            if parent._token is not FREE:
+                return False
+            new = _MOVES.get((self._token, Move.START_RECURRING))
+            if new is None:
+                return False
+            self._token = new
+            return True
+
     def end_run(self, claim: Claim | None = None) -> bool:
         """Worker, after any run (before reporting it): the run has ended, its report follows.
 

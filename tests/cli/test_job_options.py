@@ -105,3 +105,19 @@ def test_check_shows_each_jobs_options(tmp_path: Path) -> None:
         "flaky: every 10s, timeout 30s, retry: 5 attempts, 1s then x2 (at most 1m, jitter 0.1), "
         "on ConnectionError, TimeoutError, in a process, memory only: tasks:tick"
     ) in result.stdout
+
+
+def test_overlap_allow_runs_up_to_max_instances_of_a_job_at_once(tmp_path: Path) -> None:
+    write_jobfile(
+        tmp_path,
+        '[jobs.wide]\nfn = "tasks:slow"\nevery = "200ms"\nargs = [1]\noverlap = "allow"\nmax_instances = 2\n',
+    )
+    with Service("jobs.toml", "--no-status", "--store", ":memory:", "--grace", "2", cwd=tmp_path) as service:
+        service.expect(r"WARNING slow started$")
+        service.expect(r"WARNING slow started$")  # a second run while the first goes on
+        service.expect(r"WARNING task=wide event=missed run=3$")  # two go: the next slot is missed
+        service.expect(r"INFO task=wide event=completed run=1 ")
+        service.send(signal.SIGTERM)
+        assert service.wait() == 0
+    output = service.output()
+    assert output.index("event=missed run=3") < output.index("slow finished")

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from actors import FakeClock, Scheduler, current_run
+from actors import FakeClock, Retry, Scheduler, current_run
 from actors.core.policies import jitter_delay
 from messages import EventKind, TaskEvent
 from tests.conftest import EventRecorder
@@ -172,9 +172,12 @@ def test_jitter_delays_each_start_repeatably_and_the_grid_never_moves(
     [
         ({"overlap": "sometimes"}, ValueError),
         ({"overlap": 1}, TypeError),
-        ({"overlap": "allow", "max_instances": 2}, ValueError),
+        ({"overlap": "allow", "max_instances": 0}, ValueError),
+        ({"overlap": "allow", "timeout": 1.0}, ValueError),
+        ({"overlap": "allow", "retry": Retry()}, ValueError),
         ({"max_instances": 0}, ValueError),
         ({"max_instances": 2}, ValueError),
+        ({"overlap": "queue", "max_instances": 3}, ValueError),
         ({"max_instances": 2.0}, TypeError),
         ({"catch_up": "most"}, ValueError),
         ({"catch_up": None}, TypeError),
@@ -196,7 +199,25 @@ def test_bad_policies_raise_at_the_call_and_schedule_nothing(
     assert s.tasks() == []
 
 
-@pytest.mark.parametrize("options", [{"overlap": "queue"}, {"catch_up": "none"}, {"jitter": 1.0}])
+def test_allow_on_a_fixed_delay_task_is_a_value_error_that_says_why(
+    make_scheduler: Callable[..., Scheduler],
+) -> None:
+    s = make_scheduler()
+    with pytest.raises(ValueError, match="never overlap"):
+        s.schedule_with_fixed_delay(lambda: None, 1.0, overlap="allow", max_instances=2)
+    assert s.tasks() == []
+
+
+def test_max_instances_one_is_the_default_of_every_policy(make_scheduler: Callable[..., Scheduler]) -> None:
+    s = make_scheduler()
+    s.schedule_at_fixed_rate(lambda: None, 1.0, max_instances=1)
+    s.schedule_once(lambda: None, 1.0, max_instances=1)
+    assert len(s.tasks()) == 2
+
+
+@pytest.mark.parametrize(
+    "options", [{"overlap": "queue"}, {"catch_up": "none"}, {"jitter": 1.0}, {"overlap": "allow"}]
+)
 def test_policies_on_a_one_time_task_are_a_value_error(
     make_scheduler: Callable[..., Scheduler], options: dict[str, Any]
 ) -> None:

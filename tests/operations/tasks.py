@@ -30,3 +30,32 @@ def runs(task_id: str) -> list[bool]:
 def reset() -> None:
     with LOCK:
         RUNS.clear()
+
+
+HELD: list[int] = []  # run numbers of hold()'s runs that have started, in start order
+HELD_CHANGED = threading.Condition(LOCK)  # notified as HELD grows
+RELEASE = threading.Event()  # opened by the test: every held run returns
+
+
+def hold() -> int:
+    """Note the run's number, then wait until the test opens ``RELEASE``; return the number."""
+    number = current_run().run
+    with HELD_CHANGED:
+        HELD.append(number)
+        HELD_CHANGED.notify_all()
+    RELEASE.wait(30)
+    return number
+
+
+def wait_held(count: int, timeout: float) -> list[int]:
+    """Wait until ``count`` held runs have started; return their numbers."""
+    with HELD_CHANGED:
+        assert HELD_CHANGED.wait_for(lambda: len(HELD) >= count, timeout), HELD
+        return list(HELD)
+
+
+def reset_held() -> None:
+    RELEASE.set()  # nothing may stay blocked after a test
+    with LOCK:
+        HELD.clear()
+    RELEASE.clear()

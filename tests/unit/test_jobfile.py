@@ -209,6 +209,29 @@ def test_the_scheduling_options_read_into_plain_data() -> None:
     assert (b.timeout, b.executor, b.durable) == (5.0, None, None)
 
 
+def test_overlap_allow_and_max_instances_read_into_the_job() -> None:
+    jobs = parse_jobfile(
+        '[jobs.a]\nfn = "t:f"\nevery = "1s"\noverlap = "allow"\nmax_instances = 3\n'
+        '[jobs.b]\nfn = "t:f"\ncron = "* * * * *"\noverlap = "allow"\n',
+        "jobs.toml",
+    ).jobs
+    assert [(job.overlap, job.max_instances) for job in jobs] == [("allow", 3), ("allow", None)]
+
+
+def test_overlap_allow_is_refused_where_the_library_refuses_it() -> None:
+    assert problems_of(
+        '[jobs.a]\nfn = "t:f"\ndelay = "1s"\noverlap = "allow"\n'
+        '[jobs.b]\nfn = "t:f"\nevery = "1s"\noverlap = "allow"\ntimeout = "1s"\n'
+        '[jobs.c]\nfn = "t:f"\nevery = "1s"\noverlap = "skip"\nmax_instances = 2\n'
+    ) == [
+        "jobs.toml: job 'a': key 'overlap': overlap=\"allow\" is for fixed-rate and cron tasks: "
+        "a fixed-delay task counts its next run from the end of the last, so its runs never overlap",
+        "jobs.toml: job 'b': key 'timeout': does not combine with overlap = \"allow\" (not supported yet)",
+        "jobs.toml: job 'c': key 'max_instances': max_instances=2 needs overlap=\"allow\" (with "
+        "overlap='skip' at most one run of the task is going at a time)",
+    ]
+
+
 def test_a_memory_only_job_may_have_arguments_json_cannot_keep() -> None:
     text = '[jobs.a]\nfn = "t:f"\nevery = 1\ndurable = false\nargs = [2026-01-01]\n'
     assert parse_jobfile(text, "jobs.toml").jobs[0].args == (datetime(2026, 1, 1).date(),)

@@ -29,12 +29,12 @@ from tests.unit.helpers import noop
 PENDING, READY, HANDED, CANCELLING, COMPLETED, FAILED, CANCELLED, DETACHED, WAITING, PAUSED = State
 
 DIAGRAM = {
-    PENDING: {READY, CANCELLED, DETACHED, PAUSED},
+    PENDING: {READY, CANCELLED, DETACHED, PAUSED, CANCELLING, FAILED, COMPLETED},
     READY: {HANDED, CANCELLED, PENDING, FAILED, DETACHED, PAUSED},
     HANDED: {PENDING, READY, CANCELLING, COMPLETED, FAILED, CANCELLED, DETACHED, PAUSED},
     CANCELLING: {CANCELLED},
     WAITING: {PENDING, CANCELLED, PAUSED, DETACHED},
-    PAUSED: {PENDING, READY, CANCELLED, DETACHED},
+    PAUSED: {PENDING, READY, CANCELLED, DETACHED, CANCELLING, FAILED, COMPLETED},
     COMPLETED: set(),
     FAILED: set(),
     CANCELLED: set(),
@@ -53,6 +53,9 @@ DIAGRAM = {
     WAITING --one of them failed or was cancelled, or it was cancelled--> CANCELLED
     PENDING | READY | HANDED (taken back, or its run reported) | WAITING (released) --paused--> PAUSED
     PAUSED --resumed--> PENDING;  PAUSED --run now--> READY;  PAUSED --> CANCELLED | DETACHED
+    PENDING | PAUSED --an overlap="allow" task cancelled while runs of it go--> CANCELLING
+    PENDING | PAUSED --an overlap="allow" task's run reached its failure limit--> FAILED
+    PENDING | PAUSED --an overlap="allow" task's last run ended, its calendar done--> COMPLETED
 """
 
 

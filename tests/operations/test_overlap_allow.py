@@ -1,0 +1,118 @@
+"""``overlap="allow"`` with ``max_instances=N``: the same in memory, on SQLite and on PostgreSQL.
+
+Every test runs on the three stores (``conftest.Rig``). A durable task with ``overlap="allow"``
+is refused on a shared store (PostgreSQL leases one run of a task at a time): there the tests
+run the task memory-only (``durable=False``), as the error says to, on the database node.
+Runs are held at a gate (``tasks.hold``) while the test looks; waits are on events and the
+gate's condition, never sleeps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from actors import Scheduler, SharedStoreUnsupportedError
+from messages import EventKind, TaskStatus
+from tests.operations import tasks
+from tests.operations.conftest import Rig
+
+
+@pytest.fixture(autouse=True)
+def _held() -> Iterator[None]:
+    tasks.reset_held()
+    yield
+    tasks.reset_held()
+
+
+def _options(rig: Rig, **more: Any) -> dict[str, Any]:
+    """``overlap="allow"`` options, memory-only on the shared store (where durable is refused)."""
+    options: dict[str, Any] = {"overlap": "allow", **more}
+    if rig.kind == "postgres":
+        options["durable"] = False
+    return options
+
+
+def _advance(rig: Rig) -> None:
+    """One interval passes while runs are held (FakeClock: moved, its timer wakes; PostgreSQL: real)."""
+    if rig.fake:
+        rig.clock.advance(rig.interval)
+
+
+def _missed(rig: Rig, s: Scheduler) -> list[str | None]:
+    return [e.reason for e in rig.events(s).events if e.task_id == "op" and e.kind is EventKind.MISSED]
+
+
+def test_up_to_n_runs_go_at_once_each_numbered_and_a_slot_beyond_is_missed(rig: Rig) -> None:
+    s = rig.start(workers=4)
+    s.schedule_at_fixed_rate(tasks.hold, rig.interval, 0.0, task_id="op", **_options(rig, max_instances=2))
+    assert tasks.wait_held(1, rig.timeout) == [1]
+    _advance(rig)
+    assert tasks.wait_held(2, rig.timeout) == [1, 2]
+    _advance(rig)  # two go: this slot is missed, as "skip" misses it
+    rig.events(s).wait_for(lambda _: "overlap" in _missed(rig, s), rig.timeout)
+    info = s.info("op")
+    assert info.active_runs == 2
+    assert info.missed_count >= 1
+    assert info.status is TaskStatus.SCHEDULED  # waiting for its next slot meanwhile
+    tasks.RELEASE.set()
+    rig.wait_runs(s, "op", 2)
+    runs = s.history("op")
+    assert {1, 2} <= {r.run for r in runs}
+    assert len({r.run for r in runs}) == len(runs)  # each run its own number
+    events = [(e.kind, e.run) for e in rig.events(s).events if e.task_id == "op"]
+    for run in (1, 2):  # each run's own events, in its order
+        mine = [kind for kind, number in events if number == run and kind is not EventKind.MISSED]
+        assert mine[:3] == [EventKind.DUE, EventKind.STARTED, EventKind.COMPLETED]
+
+
+def test_run_now_starts_another_run_while_fewer_than_n_go(rig: Rig) -> None:
+    s = rig.start(workers=4)
+    s.schedule_at_fixed_rate(tasks.hold, 1000.0, 0.0, task_id="op", **_options(rig, max_instances=2))
+    assert tasks.wait_held(1, rig.timeout) == [1]
+    assert s.run_now("op") is True
+    assert tasks.wait_held(2, rig.timeout) == [1, 2]
+    assert s.run_now("op") is False  # two go: refused, nothing queued
+    tasks.RELEASE.set()
+    rig.wait_runs(s, "op", 2)
+    assert sorted((r.run, r.manual) for r in s.history("op")) == [(1, False), (2, True)]
+    assert s.info("op").run_count == 2
+
+
+def test_cancel_stops_future_runs_and_the_task_ends_with_its_last_run(rig: Rig) -> None:
+    s = rig.start(workers=4)
+    handle = s.schedule_at_fixed_rate(tasks.hold, 1000.0, 0.0, task_id="op", **_options(rig, max_instances=3))
+    assert tasks.wait_held(1, rig.timeout) == [1]
+    assert s.run_now("op") is True
+    assert tasks.wait_held(2, rig.timeout) == [1, 2]
+    assert handle.cancel() is True
+    assert s.info("op").status is TaskStatus.RUNNING  # its runs go on
+    assert s.run_now("op") is False
+    tasks.RELEASE.set()
+    rig.events(s).wait_for(lambda _: s.info("op").status is TaskStatus.CANCELLED, rig.timeout)
+    info = s.info("op")
+    assert (info.status, info.run_count, info.active_runs) == (TaskStatus.CANCELLED, 2, 0)
+
+
+def test_a_durable_allow_task_is_kept_on_sqlite_and_refused_on_the_shared_store(rig: Rig) -> None:
+    if not rig.durable:
+        return  # nothing to keep in memory
+    s = rig.start(workers=4)
+    if rig.kind == "postgres":
+        with pytest.raises(SharedStoreUnsupportedError, match="shared store"):
+            s.schedule_at_fixed_rate(tasks.hold, 1000.0, 0.0, task_id="op", overlap="allow", max_instances=2)
+        assert isinstance(SharedStoreUnsupportedError("x"), ValueError)
+        assert s.tasks() == []
+        return
+    s.schedule_at_fixed_rate(tasks.hold, 1000.0, 1000.0, task_id="op", overlap="allow", max_instances=2)
+    s.shutdown(timeout=10)
+    again = rig.start("b", workers=4)
+    assert again.run_now("op") is True
+    assert again.run_now("op") is True  # the kept policy: two at once
+    assert tasks.wait_held(2, rig.timeout) == [1, 2]
+    assert again.run_now("op") is False
+    tasks.RELEASE.set()
+    rig.wait_runs(again, "op", 2)
+    assert [r.run for r in again.history("op")] in ([2, 1], [1, 2])

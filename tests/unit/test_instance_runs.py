@@ -1,0 +1,252 @@
+"""``overlap="allow"`` in the pure core, by hand: up to N runs of one task at once, each its own record.
+
+The timetable is driven with the test pool (``tests/unit/helpers.py``), which plays the workers'
+side of the protocol: claims, token moves, reports. No threads, no clock: every time is given.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from actors.core.policies import DEFAULT_POLICIES, Policies, check_policies
+from actors.core.task_record import RunInstance, TaskRecord, TaskSpec
+from actors.core.timetable import Timetable
+from messages import EventKind, FixedRate, TaskStatus
+from tests.unit.helpers import Pool, noop, revoke, timetable
+
+
+def allowing(
+    task_id: str = "a", n: int = 2, *, interval: float = 10.0, failure_limit: int | None = None
+) -> TaskRecord:
+    spec = TaskSpec(FixedRate(interval, 0.0), failure_limit, policies=Policies("allow", n))
+    return TaskRecord(task_id, noop, (), {}, 0.0, None, spec)
+
+
+def setup(workers: int = 4) -> tuple[Timetable, Pool]:
+    table = timetable(workers)
+    return table, Pool(table, announce=True)
+
+
+def events_of(table: Timetable, pool: Pool) -> list[tuple[EventKind, int | None, float | None, str | None]]:
+    return [(e.kind, e.run, e.due_at, e.reason) for e in pool.take().events if e.task_id == "a"]
+
+
+# -- the rules of the options ----------------------------------------------------------------------
+
+
+def test_allow_keeps_max_instances_and_defaults_it_to_one() -> None:
+    assert check_policies("allow", 3, "latest", 100, 0.0, recurring=True).max_instances == 3
+    assert check_policies("allow", None, "latest", 100, 0.0, recurring=True).max_instances == 1
+    assert check_policies("allow", 2, "latest", 100, 0.0, recurring=True).allows
+
+
+@pytest.mark.parametrize("overlap", ["skip", "queue", "replace"])
+def test_max_instances_one_means_what_every_other_policy_means(overlap: str) -> None:
+    policies = check_policies(overlap, 1, "latest", 100, 0.0, recurring=True)
+    assert policies.max_instances is None
+    if overlap == "skip":
+        assert policies is DEFAULT_POLICIES  # the plain path stays one identity test
+
+
+@pytest.mark.parametrize(
+    ("overlap", "max_instances", "error", "words"),
+    [
+        ("skip", 2, ValueError, 'needs overlap="allow"'),
+        ("queue", 5, ValueError, 'needs overlap="allow"'),
+        ("allow", 0, ValueError, "at least 1"),
+        ("skip", -1, ValueError, "at least 1"),
+        ("allow", 2.0, TypeError, "must be an int"),
+        ("allow", True, TypeError, "must be an int"),
+    ],
+)
+def test_bad_max_instances_is_refused(
+    overlap: str, max_instances: object, error: type[Exception], words: str
+) -> None:
+    with pytest.raises(error, match=words):
+        check_policies(overlap, max_instances, "latest", 100, 0.0, recurring=True)
+
+
+def test_allow_is_for_recurring_tasks_only() -> None:
+    with pytest.raises(ValueError, match="recurring tasks only"):
+        check_policies("allow", 2, "latest", 100, 0.0, recurring=False)
+
+
+# -- runs at once ----------------------------------------------------------------------------------
+
+
+def test_slots_due_while_fewer_than_n_run_start_new_runs_each_numbered() -> None:
+    table, pool = setup()
+    table.add(allowing(), now=0.0)
+    pool.take()
+    first = pool.start(0, now=0.0)
+    table.tick(now=10.0)
+    pool.take()
+    second = pool.start(1, now=10.0)
+    assert first is not None
+    assert second is not None
+    assert (first.run, first.due_at, second.run, second.due_at) == (1, 0.0, 2, 10.0)
+    assert isinstance(first.task, RunInstance)
+    assert first.task is not second.task
+    info = table.info("a")
+    assert (info.status, info.active_runs, info.next_run_at) == (TaskStatus.SCHEDULED, 2, 20.0)
+
+
+def test_a_slot_due_with_n_runs_going_is_missed_for_overlap_and_counted() -> None:
+    table, pool = setup()
+    table.add(allowing(), now=0.0)
+    pool.take()
+    pool.start(0, now=0.0)
+    table.tick(now=10.0)
+    pool.take()
+    pool.start(1, now=10.0)
+    events_of(table, pool)
+    table.tick(now=20.0)
+    assert events_of(table, pool) == [(EventKind.MISSED, 3, 20.0, "overlap")]
+    info = table.info("a")
+    assert (info.missed_count, info.active_runs, info.next_run_at) == (1, 2, 30.0)
+    pool.finish(0, at=25.0)
+    table.tick(now=30.0)  # one run ended: the next slot starts a run again
+    pool.take()
+    third = pool.start(0, now=30.0)
+    assert third is not None
+    assert third.run == 3  # a missed slot takes no number: its MISSED named the next run's
+
+
+def test_each_run_reports_its_own_events_and_history_and_the_task_counts_them() -> None:
+    table, pool = setup()
+    table.add(allowing(), now=0.0)
+    seen = events_of(table, pool)
+    pool.start(0, now=0.0)
+    table.tick(now=10.0)
+    seen += events_of(table, pool)
+    pool.start(1, now=10.0)
+    pool.finish(1, at=11.0, value="two")  # the later run ends first
+    pool.finish(0, at=12.0, error=RuntimeError("one"))
+    seen += events_of(table, pool)
+    assert [(kind, run) for kind, run, _, _ in seen] == [
+        (EventKind.DUE, 1),
+        (EventKind.STARTED, 1),
+        (EventKind.DUE, 2),
+        (EventKind.STARTED, 2),
+        (EventKind.COMPLETED, 2),
+        (EventKind.FAILED, 1),
+    ]
+    info = table.info("a")
+    assert (info.run_count, info.failure_count, info.active_runs) == (2, 1, 0)
+    history = table.runs("a", 10, wall_offset=0.0)
+    assert history is not None
+    assert [(r.run, r.outcome, r.due_at) for r in history] == [(1, "failed", 0.0), (2, "completed", 10.0)]
+
+
+def test_run_now_starts_another_run_while_fewer_than_n_go_and_keeps_the_grid() -> None:
+    table, pool = setup()
+    table.add(allowing(), now=0.0)
+    pool.take()
+    pool.start(0, now=0.0)
+    assert table.run_now("a", now=3.0) is True
+    pool.take()
+    manual = pool.start(1, now=3.0)
+    assert manual is not None
+    assert (manual.run, manual.manual) == (2, True)
+    assert table.run_now("a", now=4.0) is False  # two go: refused, nothing queued
+    assert table.info("a").next_run_at == 10.0
+    pool.finish(1, at=5.0)
+    history = table.runs("a", 10, wall_offset=0.0)
+    assert history is not None
+    assert [(r.run, r.manual) for r in history] == [(2, True)]
+
+
+def test_cancel_stops_future_runs_and_the_task_ends_when_its_last_run_reports() -> None:
+    table, pool = setup(workers=2)
+    table.add(allowing(n=3), now=0.0)
+    pool.take()
+    pool.start(0, now=0.0)
+    table.tick(now=10.0)
+    pool.take()
+    pool.start(1, now=10.0)
+    table.tick(now=20.0)  # a third run, due, waiting for a worker
+    pool.take()
+    assert table.cancel("a", now=21.0) is True
+    assert table.info("a").status is TaskStatus.RUNNING  # CANCELLING: two runs go on
+    table.tick(now=30.0)
+    pool.finish(0, at=31.0)
+    assert table.info("a").status is TaskStatus.RUNNING
+    pool.finish(1, at=32.0)
+    effects = pool.take()
+    info = table.info("a")
+    assert (info.status, info.run_count) == (TaskStatus.CANCELLED, 2)  # the waiting third never ran
+    assert [e.kind for e in effects.events if e.task_id == "a"][-1] is EventKind.CANCELLED
+    assert [run for _, _, run in pool.started] == [1, 2]
+
+
+def test_a_caller_cancel_through_the_token_stops_a_handed_run_from_starting() -> None:
+    table, pool = setup(workers=1)
+    table.add(allowing(), now=0.0)
+    pool.take()
+    task = table.record("a")
+    assert task is not None
+    pool.claim(0)  # the worker claimed run 1, and has not started it
+    report = revoke(task)  # the handle's cancel wins the task's token
+    assert report is not None
+    assert pool.step(0, now=1.0) is None  # the run's own token would let it: the task's does not
+    table.cancelled(report, now=1.0)
+    pool.take()
+    assert table.info("a").status is TaskStatus.CANCELLED
+    assert table.info("a").run_count == 0
+
+
+def test_reaching_the_failure_limit_ends_the_task_and_no_waiting_run_starts() -> None:
+    table, pool = setup(workers=1)
+    table.add(allowing(n=3, failure_limit=1), now=0.0)
+    pool.take()
+    pool.start(0, now=0.0)
+    table.tick(now=10.0)  # run 2 waits for the one worker
+    pool.take()
+    pool.finish(0, at=11.0, error=RuntimeError("boom"))
+    effects = pool.take()
+    failed = [e for e in effects.events if e.kind is EventKind.FAILED]
+    assert [(e.run, e.final) for e in failed] == [(1, True)]
+    info = table.info("a")
+    assert (info.status, info.run_count) == (TaskStatus.FAILED, 1)
+    assert [run for _, _, run in pool.started] == [1]
+
+
+def test_pause_stops_new_runs_and_runs_going_finish() -> None:
+    table, pool = setup()
+    table.add(allowing(), now=0.0)
+    pool.take()
+    pool.start(0, now=0.0)
+    assert table.pause("a", now=1.0) is True
+    table.tick(now=50.0)
+    pool.take()
+    assert pool.start(1, now=50.0) is None
+    pool.finish(0, at=51.0)
+    info = table.info("a")
+    assert (info.status, info.run_count, info.active_runs) == (TaskStatus.PAUSED, 1, 0)
+
+
+def test_the_plain_task_makes_no_run_instance() -> None:
+    table, pool = setup()
+    table.add(TaskRecord("p", noop, (), {}, 0.0, None, TaskSpec(FixedRate(10.0, 0.0))), now=0.0)
+    pool.take()
+    run = pool.start(0, now=0.0)
+    assert run is not None
+    assert not isinstance(run.task, RunInstance)
+    assert not table._instances
+
+
+def test_shutdown_lets_runs_going_end_and_ends_the_task_cancelled() -> None:
+    table, pool = setup(workers=1)
+    table.add(allowing(), now=0.0)
+    pool.take()
+    pool.start(0, now=0.0)
+    table.tick(now=10.0)  # run 2 waits for the worker
+    pool.take()
+    table.shut_down(now=11.0)
+    pool.take()
+    assert table.info("a").status is TaskStatus.RUNNING
+    pool.finish(0, at=12.0)
+    pool.take()
+    info = table.info("a")
+    assert (info.status, info.run_count) == (TaskStatus.CANCELLED, 1)
+    assert not table.busy

@@ -24,7 +24,7 @@ from actors.core.policies import (
     jitter_delay,
     slots_between,
 )
-from actors.core.task_record import TaskRecord
+from actors.core.task_record import TaskRecord, TaskSpec
 from actors.sync.claim import REPLACED
 from actors.sync.token import request_stop
 from messages import EventKind, FixedRate, TaskEvent
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from actors.core.due_heap import DueHeap
     from actors.core.effects import Effects
 
-__all__ = ["PolicyRuns", "grid_of"]
+__all__ = ["PolicyRuns", "grid_of", "grid_of_spec"]
 
 Grid = Callable[[float], float | None]
 """A recurring task's slots on the clock: its first slot strictly after a time (``None``: none)."""
@@ -44,7 +44,11 @@ def grid_of(task: TaskRecord, wall_offset: float) -> Grid | None:
 
     ``None`` for a task without a grid (one-time, fixed-delay).
     """
-    spec = task.spec
+    return grid_of_spec(task.spec, wall_offset)
+
+
+def grid_of_spec(spec: TaskSpec, wall_offset: float) -> Grid | None:
+    """The slots of a task of ``spec`` on the clock (``grid_of``, for a spec not yet a task's)."""
     calendar = spec.calendar
     if calendar is not None:
 

@@ -21,9 +21,12 @@ from __future__ import annotations
 from typing import assert_never
 
 from actors.core.operations import first_due, respec
+from actors.core.policies import OVERLAP_REPLACE, OVERLAP_SKIP
+from actors.core.policy_runs import grid_of_spec
 from actors.core.task_record import TaskSpec
 from actors.core.timetable import Timetable
-from actors.runtime.durable import trigger_json
+from actors.runtime.durable import stored_spec, trigger_json
+from actors.runtime.stored_columns import ColumnDamage
 from actors.runtime.operations import Operation
 from actors.shared.view import name_of
 from actors.store.protocol import SharedStore
@@ -53,7 +56,8 @@ def operate_stored(
             done = store.resume(task_id, delay=_delay_of(store, task_id))
             kind = EventKind.RESUMED
         case RunNow():
-            done = store.run_now(task_id)
+            after_run, replace = _overlap_of(store, task_id, core.wall_offset)
+            done = store.run_now(task_id, after_run=after_run, replace=replace)
         case Reschedule(_, trigger):
             try:
                 column, next_due = _new_trigger(trigger, now, core.wall_offset)
@@ -79,6 +83,33 @@ def _delay_of(store: SharedStore, task_id: str) -> float | None:
     except (ValueError, TypeError, KeyError):  # a damaged row keeps its due time
         return None
     return stored.delay if stored.kind == "delay" else None
+
+
+def _overlap_of(store: SharedStore, task_id: str, wall_offset: float) -> tuple[float | None, bool]:
+    """What a ``run_now`` of a task whose run is in flight (on any node) may do: its overlap policy.
+
+    ``(after_run, replace)``: ``after_run`` is the slot the task waits for after the run in
+    flight (UTC epoch seconds: the grid's slot after the row's due time, which is that run's; a
+    fixed-delay task's counts from the extra run's end, so any time serves), ``None`` for
+    ``"skip"`` and a one-time task (its run in flight is its one run: refused, as in memory);
+    ``replace``: the run in flight is asked to make way. If no run is in flight the store
+    ignores both.
+    """
+    row = store.get(task_id)
+    if row is None or not row.live or row.next_due is None:
+        return None, False
+    try:
+        spec = stored_spec(row, wall_offset)
+    except ColumnDamage:  # a damaged row: as "skip"
+        return None, False
+    overlap = spec.policies.overlap
+    if spec.trigger is None or overlap == OVERLAP_SKIP:
+        return None, False
+    due = float(row.next_due)
+    grid = grid_of_spec(spec, wall_offset)
+    following = None if grid is None else grid(due - wall_offset)
+    after_run = due if following is None else following + wall_offset
+    return after_run, overlap == OVERLAP_REPLACE
 
 
 def _new_trigger(trigger: Trigger, now: float, wall_offset: float) -> tuple[str, float]:

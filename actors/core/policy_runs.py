@@ -22,6 +22,7 @@ from actors.core.policies import (
     REASON_OVERLAP,
     catch_up,
     jitter_delay,
+    on_slot,
     slots_between,
 )
 from actors.core.task_record import TaskRecord, TaskSpec
@@ -144,6 +145,7 @@ class PolicyRuns:
         grid = grid_of(task, self.wall_offset)
         if grid is None:
             return
+        ran_at = on_slot(grid, ran_at)  # (a stored due time may sit a hair before its slot)
         policies = task.spec.policies
         if policies is not DEFAULT_POLICIES and self._catching_up:
             until = self._catching_up.get(task.task_id)
@@ -198,11 +200,12 @@ class PolicyRuns:
             self._publish_misses(task, [(task.due_at, REASON_CATCH_UP)], now)
             self._set_due(task, now + delay)
             return True
+        due_at = on_slot(grid, task.due_at)  # (a stored due time may sit a hair before its slot)
         if not restart:
-            following = grid(task.due_at)
+            following = grid(due_at)
             if following is None or following > now:
                 return False
-        decision = catch_up(policies, grid, task.due_at, now, task.spec.misfire_grace)
+        decision = catch_up(policies, grid, due_at, now, task.spec.misfire_grace)
         if decision is None:
             return False
         self._publish_misses(task, decision.missed, now)

@@ -26,8 +26,8 @@ from actors.core.policy_runs import grid_of_spec
 from actors.core.task_record import TaskSpec
 from actors.core.timetable import Timetable
 from actors.runtime.durable import stored_spec, trigger_json
-from actors.runtime.stored_columns import ColumnDamage
 from actors.runtime.operations import Operation
+from actors.runtime.stored_columns import ColumnDamage
 from actors.shared.view import name_of
 from actors.store.protocol import SharedStore
 from actors.store.trigger_json import decode_trigger

@@ -477,13 +477,13 @@ class PostgresStore:
         return self._write("resume", lambda db: ops.resume(db, _text_id(task_id), delay, self._channel))
 
     def run_now(self, task_id: str, *, after_run: float | None = None, replace: bool = False) -> bool:
-        """Make one extra run claimable now (or after the run in flight), committed; see ``SharedStore.run_now``.
+        """Make one extra run claimable now (or after the run in flight), committed. Any thread.
 
-        Any thread.
+        See ``SharedStore.run_now``.
         """
+        key = _text_id(task_id)
         return self._write(
-            "run_now",
-            lambda db: ops.run_now(db, _text_id(task_id), self._channel, after_run=after_run, replace=replace),
+            "run_now", lambda db: ops.run_now(db, key, self._channel, after_run=after_run, replace=replace)
         )
 
     def reschedule(self, task_id: str, trigger_json: str, next_due: float) -> bool:

@@ -128,7 +128,8 @@ def run_now(
     a run in flight lets the extra run wait for its end (else it refuses); ``replace``: and asks
     that run to make way.
     """
-    params = {"task_id": task_id, "channel": channel, "after_run": after_run, "replace": replace}
+    params: dict[str, object] = {"task_id": task_id, "channel": channel}
+    params.update(after_run=after_run, replace=replace)
     return _changed(db, RUN_NOW, params)
 
 

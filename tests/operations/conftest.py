@@ -81,13 +81,13 @@ class Rig:
             return
         with admin() as db:
             db.execute(sql.SQL("SET search_path = {}").format(sql.Identifier(self.schema)))
+            anchor = "to_jsonb((trigger_json::jsonb->>'anchor')::float8 - %(d)s)"
             db.execute(
-                """UPDATE task SET next_due = next_due - %(d)s,
-                                   trigger_json = CASE WHEN trigger_json::jsonb ? 'anchor'
-                                       THEN jsonb_set(trigger_json::jsonb, '{anchor}',
-                                                      to_jsonb((trigger_json::jsonb->>'anchor')::float8 - %(d)s))::text
-                                       ELSE trigger_json END
-                    WHERE status = 'scheduled'""",
+                f"""UPDATE task SET next_due = next_due - %(d)s,
+                                    trigger_json = CASE WHEN trigger_json::jsonb ? 'anchor'
+                                        THEN jsonb_set(trigger_json::jsonb, '{{anchor}}', {anchor})::text
+                                        ELSE trigger_json END
+                     WHERE status = 'scheduled'""",
                 {"d": seconds},
             )
 

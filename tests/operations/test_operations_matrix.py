@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-import pytest
-
 from actors import Scheduler
 from messages import EventKind, FixedRate, TaskStatus
 from tests.operations import tasks

@@ -19,8 +19,8 @@ from messages import EventKind, TaskStatus
 from tests.conftest import EventRecorder
 from tests.operations import tasks
 from tests.operations.conftest import WITNESS, Rig, completed
-from tests.store.helpers import ROOT
 from tests.shared import tasks as gates
+from tests.store.helpers import ROOT
 from tests.store.pg import DSN
 
 

@@ -5,11 +5,14 @@ of its runs (``actors/shared/node.py``). So ``SharedNode.operate`` sends these o
 the store, whichever node calls them and whichever holds the task: each is one statement,
 committed before the reply (``actors/store/postgres_operations.py``). The node that holds or
 next claims the row obeys: a paused row is not claimed and its claimed run does not start; a
-``run_now`` run is claimable at once (``Lease.grid_due``); a new trigger is in the row. The
+``run_now`` run is claimable at once (``Lease.grid_due``), or, with a run in flight on any node,
+as the task's overlap policy says (``_overlap_of``: refused, or after that run, which
+``"replace"`` asks to make way); a new trigger is in the row. The
 node that made the change publishes ``PAUSED``/``RESUMED``, as the one whose cancel won
 publishes ``CANCELLED``.
 
-What the store needs computed, this computes: a fixed-delay task's delay (its resume), a new
+What the store needs computed, this computes: a fixed-delay task's delay (its resume), the
+overlap policy and the slot after a run in flight (a ``run_now``), a new
 trigger's column and first due time on the database's clock (``now`` plus the core's wall
 offset, which on a shared node is the database's).
 

@@ -11,7 +11,10 @@ columns mean (schema v3, ``postgres_schema``):
   here, so the claim takes the extra run at once, even of a paused row. The claim that takes
   it records its fence (``manual_fence``) and hands the slot back in the lease
   (``Lease.grid_due``); the node runs it as the core's ``run_now`` and writes the next due
-  time on the grid; that fenced outcome clears ``grid_due``.
+  time on the grid; that fenced outcome clears ``grid_due``. With a run in flight, the task's
+  overlap policy (which the caller reads from the row) decides: refused (``"skip"``), or the
+  extra run waits for that run's end (``"queue"``; ``"replace"`` also asks it to make way,
+  ``interrupt_fence = -fence``, seen by its owner's renewal), as ``RUN_NOW`` says.
 - ``reschedule`` writes the new trigger and its first due time (computed by the caller, on
   the database's clock), as a ``replace`` does: a run in flight keeps going, and its outcome
   keeps the new due time (``replaced_fence``).

@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import assert_never
 
 from actors.core.operations import first_due, respec
-from actors.core.policies import OVERLAP_REPLACE, OVERLAP_SKIP
+from actors.core.policies import OVERLAP_REPLACE, OVERLAP_SKIP, on_slot
 from actors.core.policy_runs import grid_of_spec
 from actors.core.task_record import TaskSpec
 from actors.core.timetable import Timetable
@@ -110,7 +110,7 @@ def _overlap_of(store: SharedStore, task_id: str, wall_offset: float) -> tuple[f
         return None, False
     due = float(row.next_due)
     grid = grid_of_spec(spec, wall_offset)
-    following = None if grid is None else grid(due - wall_offset)
+    following = None if grid is None else grid(on_slot(grid, due - wall_offset))
     after_run = due if following is None else following + wall_offset
     return after_run, overlap == OVERLAP_REPLACE
 

@@ -54,6 +54,7 @@ __all__ = [
     "catch_up",
     "check_policies",
     "jitter_delay",
+    "on_slot",
     "slots_between",
 ]
 
@@ -82,6 +83,9 @@ SLOT_LIMIT: Final = 100_000
 """Most slots one decision walks (and counts as missed): a longer gap counts this many."""
 MISSED_EVENTS: Final = 1_000
 """Most ``MISSED`` events one decision publishes (the newest misses); ``missed_count`` counts all."""
+
+SAME_SLOT: Final = 0.1
+"""Seconds: a due time this close before a slot of its grid is that slot (``on_slot``)."""
 
 
 class Policies:
@@ -232,6 +236,21 @@ def slots_between(
             break
         at = nxt
     return slots
+
+
+def on_slot(after: Callable[[float], float | None], due: float) -> float:
+    """The slot of the grid ``after`` a due time stands for: ``due``, or the slot just after it.
+
+    A stored due time comes back through wall-clock seconds and the offset between clocks, so
+    it may sit a few microseconds (a clock reading apart: up to ``SAME_SLOT``) before the slot
+    it was written for; walking the grid from it would count that slot once more. A slot
+    closer than a quarter of the grid's spacing is never a slot of its own.
+    """
+    following = after(due)
+    if following is None or following - due >= SAME_SLOT:
+        return due
+    beyond = after(following)
+    return following if beyond is None or beyond - following > 4 * (following - due) else due
 
 
 class CatchUp:

@@ -22,9 +22,10 @@ from actors.core.policies import (
     REASON_OVERLAP,
     catch_up,
     jitter_delay,
+    on_slot,
     slots_between,
 )
-from actors.core.task_record import TaskRecord
+from actors.core.task_record import TaskRecord, TaskSpec
 from actors.sync.claim import REPLACED
 from actors.sync.token import request_stop
 from messages import EventKind, FixedRate, TaskEvent
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     from actors.core.due_heap import DueHeap
     from actors.core.effects import Effects
 
-__all__ = ["PolicyRuns", "grid_of"]
+__all__ = ["PolicyRuns", "grid_of", "grid_of_spec"]
 
 Grid = Callable[[float], float | None]
 """A recurring task's slots on the clock: its first slot strictly after a time (``None``: none)."""
@@ -44,7 +45,11 @@ def grid_of(task: TaskRecord, wall_offset: float) -> Grid | None:
 
     ``None`` for a task without a grid (one-time, fixed-delay).
     """
-    spec = task.spec
+    return grid_of_spec(task.spec, wall_offset)
+
+
+def grid_of_spec(spec: TaskSpec, wall_offset: float) -> Grid | None:
+    """The slots of a task of ``spec`` on the clock (``grid_of``, for a spec not yet a task's)."""
     calendar = spec.calendar
     if calendar is not None:
 
@@ -145,6 +150,7 @@ class PolicyRuns:
         grid = grid_of(task, self.wall_offset)
         if grid is None:
             return
+        ran_at = on_slot(grid, ran_at)  # (a stored due time may sit a hair before its slot)
         policies = task.spec.policies
         if policies is not DEFAULT_POLICIES and self._catching_up:
             until = self._catching_up.get(task.task_id)
@@ -199,11 +205,12 @@ class PolicyRuns:
             self._publish_misses(task, [(task.due_at, REASON_CATCH_UP)], now)
             self._set_due(task, now + delay)
             return True
+        due_at = on_slot(grid, task.due_at)  # (a stored due time may sit a hair before its slot)
         if not restart:
-            following = grid(task.due_at)
+            following = grid(due_at)
             if following is None or following > now:
                 return False
-        decision = catch_up(policies, grid, task.due_at, now, task.spec.misfire_grace)
+        decision = catch_up(policies, grid, due_at, now, task.spec.misfire_grace)
         if decision is None:
             return False
         self._publish_misses(task, decision.missed, now)

@@ -42,7 +42,7 @@ from actors.core.task_state import (
     status_of,
 )
 from actors.errors import DependencyFailedError
-from actors.sync.claim import INTERRUPTED, Claim
+from actors.sync.claim import INTERRUPTED, REPLACED, Claim
 from actors.sync.token import FREE, Token, request_stop
 from messages import Completed, Cron, FixedDelay, FixedRate, Once, Schedule, TaskInfo, TaskStatus
 
@@ -389,6 +389,15 @@ class TaskRecord(Token):
         """
         claim = self.claim
         return claim is not None and request_stop(claim, INTERRUPTED)
+
+    def make_way(self) -> bool:
+        """Ask the run in progress, if any, to make way for the next (``overlap="replace"``; any thread).
+
+        As ``interrupt``, but the run that stops counts as a run that made way, and the task goes
+        on (a shared store's ``run_now`` of a task whose run is in flight on this node).
+        """
+        claim = self.claim
+        return claim is not None and request_stop(claim, REPLACED)
 
     def label(self) -> str:
         """Return the task's name: the one it was given, else its function's qualified name."""

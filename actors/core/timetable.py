@@ -217,6 +217,32 @@ class Timetable(Operations):
         if task.due_at <= now and task.state is PENDING and not self._deferred:
             self._release(now)
 
+    def add_caught_up(self, task: TaskRecord, *, now: float) -> None:
+        """Own a task whose due time passed while nothing ran, as ``add``; its ``catch_up`` decides first.
+
+        As a restart's load decides (``add_many``): every due time before ``now`` passed while
+        the scheduler was down. A shared store's node adds so a leased run that was due before
+        the whole fleet came back; if the policy moves its run to a later slot, the task goes
+        back to its store at once (saved, detached), with its misses published.
+
+        Raises:
+            DuplicateTaskError, SchedulerShutdownError: as ``add`` (nothing changes).
+        """
+        if self.closed:
+            raise SchedulerShutdownError(f"scheduler is shut down; task {task.task_id!r} rejected")
+        if task.task_id in self._tasks or task.task_id in self._parked:
+            raise DuplicateTaskError(f"a live task already has id {task.task_id!r}")
+        moved = (
+            task.spec.policies is not DEFAULT_POLICIES
+            and not task.spec.after
+            and task.due_at < now
+            and self._caught_up(task, now, restart=True)
+        )
+        self.add(task, now=now)
+        if moved and task.state is PENDING:
+            self._heap.remove(task)
+            self._wait_for_later_slot(task, now)
+
     def add_many(self, tasks: list[TaskRecord], *, now: float) -> None:
         """Own many new tasks at once (a store's load: a million must take seconds, not minutes).
 
@@ -468,7 +494,7 @@ class Timetable(Operations):
             policies = task.spec.policies
             if policies is not DEFAULT_POLICIES:
                 if self._caught_up(task, now, restart=False):
-                    self._push_slot(task)  # its catch_up skipped what passed: it waits for a later slot
+                    self._wait_for_later_slot(task, now)  # its catch_up skipped what passed
                     continue
                 if policies.allows:  # overlap="allow": each slot's run is a run instance of its own
                     self._due_allowed(task, now)
@@ -478,6 +504,19 @@ class Timetable(Operations):
             if want_due:
                 self._emit(EventKind.DUE, task, now, task.run_count + 1)
         # (a task due too long ago for its misfire_grace is caught by the dealer, as it deals)
+
+    def _wait_for_later_slot(self, task: TaskRecord, now: float) -> None:
+        """A pending task's ``catch_up`` moved its next run to a later slot (out of the heap): it waits.
+
+        Here in the heap; a shared store's leased task in its store (saved and detached, as after
+        a missed run: ``durable_runs_once``), so no lease is held while it waits.
+        """
+        if self.durable_runs_once and task.store_seq is not None:
+            self._effects.saves.append(task)
+            if not self._detach(task):
+                self._finish(task, CANCELLED, now, None)  # a cancel won its token meanwhile
+            return
+        self._push_slot(task)
 
     def _end_cancelled(self, task: TaskRecord, now: float, *, mid_run: bool) -> None:
         """End a task whose cancel has won, or mark it to end when its worker reports.

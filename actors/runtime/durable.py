@@ -490,6 +490,16 @@ def _decode(
     return spec, name or read_column("fn_ref", fn_ref, _reference_name)
 
 
+def stored_spec(row: StoredTask, wall_offset: float) -> TaskSpec:
+    """The spec a stored row decodes to (its trigger on the clock of ``wall_offset``; cached).
+
+    Raises:
+        ColumnDamage: its trigger or options do not decode.
+    """
+    spec, _ = _decode(row.trigger_json, row.options_json, row.fn_ref, wall_offset, False)
+    return spec
+
+
 def trigger_json(spec: TaskSpec, wall_offset: float) -> str:
     """The ``trigger_json`` column of a task of ``spec`` (a shared store's ``reschedule`` writes it)."""
     return _trigger_json(spec, wall_offset)

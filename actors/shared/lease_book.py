@@ -29,6 +29,9 @@ class Stoppable(Protocol):
     def interrupt(self) -> bool:
         """Ask the run in progress, if any, to stop; whether this asked it."""
 
+    def make_way(self) -> bool:
+        """Ask the run in progress, if any, to make way for the next (``overlap="replace"``)."""
+
 
 @dataclass(slots=True)
 class Held:
@@ -40,6 +43,8 @@ class Held:
         lost: The lease was found lost at a renewal: the run's outcome will be refused.
         task: The task the run belongs to, once the scheduler has it (to ask its run to stop).
         stop_asked: Its run was asked to stop (a cancel with ``interrupt`` from some node).
+        make_way_asked: Its run was asked to make way (a ``run_now`` of an ``overlap="replace"``
+            task, from some node).
         saving: Its outcome is being saved, which ends the lease. Still renewed meanwhile (a
             save may wait for a lock or a connection longer than a lease: were the lease let
             go, this node or another would claim the run again and run it twice); but a
@@ -56,6 +61,7 @@ class Held:
     lost: bool = False
     task: Stoppable | None = None
     stop_asked: bool = False
+    make_way_asked: bool = False
     saving: bool = False
     declined: bool = False
     start_failed: bool = False
@@ -196,10 +202,19 @@ class LeaseBook:
 
         Returns:
             The leases asked for but lost, and the tasks whose run was newly asked to stop.
+            The tasks whose run was newly asked to make way are ``make_way`` (the next call).
         """
+        lost, stop, _ = self.renewed_all(asked, renewed)
+        return lost, stop
+
+    def renewed_all(
+        self, asked: Sequence[Lease], renewed: Sequence[Lease]
+    ) -> tuple[list[Lease], list[Stoppable], list[Stoppable]]:
+        """Take a renewal's answer (as ``renewed``); also the tasks whose run was newly asked to make way."""
         fresh = {(lease.seq, lease.fence): lease for lease in renewed}
         lost: list[Lease] = []
         stop: list[Stoppable] = []
+        make_way: list[Stoppable] = []
         with self._lock:
             for lease in asked:
                 held = self._held.get(lease.seq)
@@ -213,9 +228,16 @@ class LeaseBook:
                     lost.append(lease)
                     continue
                 held.lease = dataclasses.replace(
-                    held.lease, expires=new.expires, db_now=new.db_now, stop_requested=new.stop_requested
+                    held.lease,
+                    expires=new.expires,
+                    db_now=new.db_now,
+                    stop_requested=new.stop_requested,
+                    make_way_requested=new.make_way_requested,
                 )
                 if new.stop_requested and not held.stop_asked and held.task is not None:
                     held.stop_asked = True
                     stop.append(held.task)
-        return lost, stop
+                if new.make_way_requested and not held.make_way_asked and held.task is not None:
+                    held.make_way_asked = True
+                    make_way.append(held.task)
+        return lost, stop, make_way

@@ -10,7 +10,8 @@ can, and then the fence refuses the late outcome.
 A lease found lost (another node claimed the row after it ended, or a release) is marked in
 the book and logged: the run goes on, and its outcome will be refused (``LeaseBook``). A
 renewal also says whether a cancel with ``interrupt`` (from any node) asked a run to stop: the
-keeper asks it (``TaskRecord.interrupt``). A hint from the store (``wake``) brings the next
+keeper asks it (``TaskRecord.interrupt``); and whether a ``run_now`` of an ``overlap="replace"``
+task asked it to make way (``TaskRecord.make_way``). A hint from the store (``wake``) brings the next
 renewal forward, so such a request reaches the run within moments, not a third of a lease.
 """
 
@@ -102,9 +103,11 @@ class LeaseKeeper:
             return
         renewed = self._store.renew(asked)
         self.renewals += 1
-        lost, stop = self._book.renewed(asked, renewed)
+        lost, stop, make_way = self._book.renewed_all(asked, renewed)
         for task in stop:
             task.interrupt()  # a cancel with interrupt, from some node: the run is asked to stop
+        for task in make_way:
+            task.make_way()  # a run_now of an overlap="replace" task, from some node
         if lost:
             logger.warning(
                 "lost the lease of %d run(s) (%s): another node may run them; their outcome will be refused",

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -57,7 +58,7 @@ from actors.shared.lease_keeper import LeaseKeeper
 from actors.shared.lease_loop import LeaseLoop
 from actors.shared.operating import operate_stored
 from actors.shared.outcome_board import OutcomeBoard
-from actors.shared.plan import local_due, on_grid
+from actors.shared.plan import down_before, local_due, on_grid
 from actors.store.protocol import IfExists, Lease, LedgerRow, SharedStore, Store, TaskDefinition, TaskUpdate
 from actors.store.trigger_json import decode_trigger
 from actors.sync.threads import ThreadRegistry
@@ -129,6 +130,9 @@ class SharedNode:
         self._scheduler: pykka.ActorRef[Any] | None = None
         self.fenced_out = 0  # runs whose outcome the store refused (another node's stands)
         self.commits = CommitTimes()  # each fenced save's commit time, for metrics (store_totals)
+        # A leased run due before this instant (database clock) passed while no node ran it:
+        # the node's start, less the time a live fleet takes to claim a due run (start sets it).
+        self._fleet_was_down_before = -math.inf
 
     @property
     def start_check(self) -> StartCheck:
@@ -144,6 +148,7 @@ class SharedNode:
             StoreError: The listener could not connect.
         """
         self._scheduler = scheduler
+        self._fleet_was_down_before = down_before(self.store.db_now(), self.store.lease, self.store.poll)
         self.book.set_idle(self._workers)  # every worker is idle at first
         self._keeper = LeaseKeeper(self.store, self.book, threads=threads)
         self._lease_loop = LeaseLoop(
@@ -257,11 +262,17 @@ class SharedNode:
                         functions=self._functions,
                         location=self.store.location,
                     )
-                    if not manual:
+                    if manual:
+                        core.add(task, now=now)
+                        if not core.run_now(task.task_id, now=now):
+                            logger.warning("run_now of leased task %r refused by the core", task.task_id)
+                    else:
                         task.due_at = local_due(task.due_wall, core.wall_offset, now)
-                    core.add(task, now=now)
-                    if manual and not core.run_now(task.task_id, now=now):
-                        logger.warning("run_now of leased task %r refused by the core", task.task_id)
+                        due = lease.task.next_due
+                        if due is not None and due < self._fleet_was_down_before:
+                            core.add_caught_up(task, now=now)  # missed while the fleet was down: catch_up
+                        else:
+                            core.add(task, now=now)
                     self.book.attach(lease.seq, task)
                 except (DuplicateTaskError, SchedulerShutdownError):
                     refused.append(lease)

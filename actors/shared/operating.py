@@ -5,11 +5,14 @@ of its runs (``actors/shared/node.py``). So ``SharedNode.operate`` sends these o
 the store, whichever node calls them and whichever holds the task: each is one statement,
 committed before the reply (``actors/store/postgres_operations.py``). The node that holds or
 next claims the row obeys: a paused row is not claimed and its claimed run does not start; a
-``run_now`` run is claimable at once (``Lease.grid_due``); a new trigger is in the row. The
+``run_now`` run is claimable at once (``Lease.grid_due``), or, with a run in flight on any node,
+as the task's overlap policy says (``_overlap_of``: refused, or after that run, which
+``"replace"`` asks to make way); a new trigger is in the row. The
 node that made the change publishes ``PAUSED``/``RESUMED``, as the one whose cancel won
 publishes ``CANCELLED``.
 
-What the store needs computed, this computes: a fixed-delay task's delay (its resume), a new
+What the store needs computed, this computes: a fixed-delay task's delay (its resume), the
+overlap policy and the slot after a run in flight (a ``run_now``), a new
 trigger's column and first due time on the database's clock (``now`` plus the core's wall
 offset, which on a shared node is the database's).
 
@@ -21,10 +24,13 @@ from __future__ import annotations
 from typing import assert_never
 
 from actors.core.operations import first_due, respec
+from actors.core.policies import OVERLAP_REPLACE, OVERLAP_SKIP, on_slot
+from actors.core.policy_runs import grid_of_spec
 from actors.core.task_record import TaskSpec
 from actors.core.timetable import Timetable
-from actors.runtime.durable import trigger_json
+from actors.runtime.durable import stored_spec, trigger_json
 from actors.runtime.operations import Operation
+from actors.runtime.stored_columns import ColumnDamage
 from actors.shared.view import name_of
 from actors.store.protocol import SharedStore
 from actors.store.trigger_json import decode_trigger
@@ -53,7 +59,8 @@ def operate_stored(
             done = store.resume(task_id, delay=_delay_of(store, task_id))
             kind = EventKind.RESUMED
         case RunNow():
-            done = store.run_now(task_id)
+            after_run, replace = _overlap_of(store, task_id, core.wall_offset)
+            done = store.run_now(task_id, after_run=after_run, replace=replace)
         case Reschedule(_, trigger):
             try:
                 column, next_due = _new_trigger(trigger, now, core.wall_offset)
@@ -79,6 +86,33 @@ def _delay_of(store: SharedStore, task_id: str) -> float | None:
     except (ValueError, TypeError, KeyError):  # a damaged row keeps its due time
         return None
     return stored.delay if stored.kind == "delay" else None
+
+
+def _overlap_of(store: SharedStore, task_id: str, wall_offset: float) -> tuple[float | None, bool]:
+    """What a ``run_now`` of a task whose run is in flight (on any node) may do: its overlap policy.
+
+    ``(after_run, replace)``: ``after_run`` is the slot the task waits for after the run in
+    flight (UTC epoch seconds: the grid's slot after the row's due time, which is that run's; a
+    fixed-delay task's counts from the extra run's end, so any time serves), ``None`` for
+    ``"skip"`` and a one-time task (its run in flight is its one run: refused, as in memory);
+    ``replace``: the run in flight is asked to make way. If no run is in flight the store
+    ignores both.
+    """
+    row = store.get(task_id)
+    if row is None or not row.live or row.next_due is None:
+        return None, False
+    try:
+        spec = stored_spec(row, wall_offset)
+    except ColumnDamage:  # a damaged row: as "skip"
+        return None, False
+    overlap = spec.policies.overlap
+    if spec.trigger is None or overlap == OVERLAP_SKIP:
+        return None, False
+    due = float(row.next_due)
+    grid = grid_of_spec(spec, wall_offset)
+    following = None if grid is None else grid(on_slot(grid, due - wall_offset))
+    after_run = due if following is None else following + wall_offset
+    return after_run, overlap == OVERLAP_REPLACE
 
 
 def _new_trigger(trigger: Trigger, now: float, wall_offset: float) -> tuple[str, float]:

@@ -14,6 +14,7 @@ __all__ = [
     "HINTED_RENEWAL_GAP",
     "RENEWALS_PER_LEASE",
     "ClockSample",
+    "down_before",
     "lease_limit",
     "local_due",
     "on_grid",
@@ -74,6 +75,17 @@ def local_due(due_wall: float | None, wall_offset: float, now: float) -> float:
     if due_wall is None:
         return now
     return min(due_wall - wall_offset, now)
+
+
+def down_before(started: float, lease: float, poll: float) -> float:
+    """The instant (database clock) before which a due run passed while the whole fleet was down.
+
+    A node that starts at ``started`` and claims a run due earlier than this treats it as a
+    restart does its load (the task's ``catch_up`` decides): a live node would have claimed it
+    within ``poll`` (within ``lease + poll`` had its claimer died), so nothing ran it. A run due
+    later is late as any run is (busy workers, a slow poll): it runs, as in memory.
+    """
+    return started - (lease + poll)
 
 
 def on_grid(due: float, anchor: float, interval: float, ran: float | None = None) -> float:

@@ -476,9 +476,15 @@ class PostgresStore:
         """Clear a live task's pause, committed; see ``SharedStore.resume``. Any thread."""
         return self._write("resume", lambda db: ops.resume(db, _text_id(task_id), delay, self._channel))
 
-    def run_now(self, task_id: str) -> bool:
-        """Make one extra run claimable now, committed; see ``SharedStore.run_now``. Any thread."""
-        return self._write("run_now", lambda db: ops.run_now(db, _text_id(task_id), self._channel))
+    def run_now(self, task_id: str, *, after_run: float | None = None, replace: bool = False) -> bool:
+        """Make one extra run claimable now (or after the run in flight), committed. Any thread.
+
+        See ``SharedStore.run_now``.
+        """
+        key = _text_id(task_id)
+        return self._write(
+            "run_now", lambda db: ops.run_now(db, key, self._channel, after_run=after_run, replace=replace)
+        )
 
     def reschedule(self, task_id: str, trigger_json: str, next_due: float) -> bool:
         """Write a new trigger and next due time, committed; see ``SharedStore.reschedule``. Any thread."""

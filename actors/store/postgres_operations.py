@@ -11,7 +11,10 @@ columns mean (schema v3, ``postgres_schema``):
   here, so the claim takes the extra run at once, even of a paused row. The claim that takes
   it records its fence (``manual_fence``) and hands the slot back in the lease
   (``Lease.grid_due``); the node runs it as the core's ``run_now`` and writes the next due
-  time on the grid; that fenced outcome clears ``grid_due``.
+  time on the grid; that fenced outcome clears ``grid_due``. With a run in flight, the task's
+  overlap policy (which the caller reads from the row) decides: refused (``"skip"``), or the
+  extra run waits for that run's end (``"queue"``; ``"replace"`` also asks it to make way,
+  ``interrupt_fence = -fence``, seen by its owner's renewal), as ``RUN_NOW`` says.
 - ``reschedule`` writes the new trigger and its first due time (computed by the caller, on
   the database's clock), as a ``replace`` does: a run in flight keeps going, and its outcome
   keeps the new due time (``replaced_fence``).
@@ -55,13 +58,40 @@ RESUME: Final = f"""
          WHERE task_id = %(task_id)s AND status = 'scheduled' AND paused
         RETURNING task_id)
     {_NOTIFY}"""
-# Refused (the overlap policy "skip": nothing queued) while a run is claimed or in progress
-# under a lease that has not ended, or an extra run already waits.
+# A row held by no live lease: its next_due becomes now and its slot is kept in grid_due
+# (refused while an extra run waits already). A row whose run is claimed or in progress under
+# a lease that has not ended: refused (the overlap policy "skip") unless %(after_run)s is given
+# ("queue", "replace"): then the extra run waits for that run's end. The row is marked as a
+# replace is (replaced_fence: the outcome of the run in flight keeps this next_due, now, so the
+# extra run is claimable as soon as that outcome lands), with grid_due the slot it leaves: the
+# slot after the run in flight (%(after_run)s), the new trigger's first (a reschedule during
+# the run: next_due), or the slot a run_now run in flight left already (that run's fence is
+# taken off manual_fence, so its outcome keeps grid_due). At most one waits: refused while an
+# extra run waits already (grid_due set and not the run in flight's), and while a run_now run
+# is claimed but not started (its start would be refused on a paused row). With %(replace)s
+# the run in flight is asked to make way: interrupt_fence = -fence, which its owner sees when
+# it renews (a cancel's interrupt is +fence).
 RUN_NOW: Final = f"""
     WITH changed AS (
-        UPDATE task SET grid_due = next_due, next_due = {NOW}, change = {XID}, updated_at = {NOW}
-         WHERE task_id = %(task_id)s AND status = 'scheduled' AND grid_due IS NULL
-           AND next_due IS NOT NULL AND (owner IS NULL OR lease_until < {NOW})
+        UPDATE task SET
+            grid_due = CASE WHEN owner IS NULL OR lease_until < {NOW} THEN next_due
+                            WHEN replaced_fence = fence THEN next_due
+                            WHEN grid_due IS NOT NULL THEN grid_due
+                            ELSE %(after_run)s::float8 END,
+            next_due = {NOW},
+            replaced_fence = CASE WHEN owner IS NULL OR lease_until < {NOW} THEN replaced_fence
+                                  ELSE fence END,
+            manual_fence = CASE WHEN owner IS NOT NULL AND lease_until >= {NOW} AND manual_fence = fence
+                                THEN NULL ELSE manual_fence END,
+            interrupt_fence = CASE WHEN owner IS NOT NULL AND lease_until >= {NOW} AND %(replace)s
+                                   THEN -fence ELSE interrupt_fence END,
+            change = {XID}, updated_at = {NOW}
+         WHERE task_id = %(task_id)s AND status = 'scheduled' AND next_due IS NOT NULL
+           AND CASE WHEN owner IS NULL OR lease_until < {NOW} THEN grid_due IS NULL
+                    ELSE %(after_run)s::float8 IS NOT NULL
+                         AND (grid_due IS NULL OR manual_fence = fence)
+                         AND (grid_due IS NULL OR started_fence = fence)
+                         AND sealed_fence IS DISTINCT FROM fence END
         RETURNING task_id)
     {_NOTIFY}"""
 # Refused while a one-time run is sealed in flight (it is ending, as in memory).
@@ -92,9 +122,18 @@ def resume(db: Connection, task_id: str, delay: float | None, channel: str) -> b
     return _changed(db, RESUME, {"task_id": task_id, "delay": delay, "channel": channel})
 
 
-def run_now(db: Connection, task_id: str, channel: str) -> bool:
-    """Make one extra run of a live task claimable now; whether it did."""
-    return _changed(db, RUN_NOW, {"task_id": task_id, "channel": channel})
+def run_now(
+    db: Connection, task_id: str, channel: str, *, after_run: float | None = None, replace: bool = False
+) -> bool:
+    """Make one extra run of a live task claimable now, or after the run in flight; whether it did.
+
+    ``after_run``: the slot the task waits for after the run in flight (UTC epoch seconds): given,
+    a run in flight lets the extra run wait for its end (else it refuses); ``replace``: and asks
+    that run to make way.
+    """
+    params: dict[str, object] = {"task_id": task_id, "channel": channel}
+    params.update(after_run=after_run, replace=replace)
+    return _changed(db, RUN_NOW, params)
 
 
 def set_trigger(db: Connection, task_id: str, trigger_json: str, next_due: float, channel: str) -> bool:

@@ -271,12 +271,15 @@ def _limited(statement: str, **values: str) -> dict[tuple[bool, bool], str]:
 
 ACQUIRES: Final = _limited(_ACQUIRE, now=NOW, returned=_RETURNED, free=FREE_ROW)
 
+# Returns, last, whether a cancel with interrupt asked the run to stop (interrupt_fence =
+# fence), and whether a run_now of an overlap="replace" task asked it to make way (-fence).
 RENEW: Final = f"""
     UPDATE task SET lease_until = {NOW} + %(lease)s
       FROM unnest(%(seq)s::bigint[], %(fence)s::bigint[]) AS held (seq, fence)
      WHERE task.seq = held.seq AND task.fence = held.fence AND task.owner = %(node)s
     RETURNING task.seq, task.fence, task.lease_until, {NOW},
-              coalesce(task.interrupt_fence = task.fence, false)"""
+              coalesce(task.interrupt_fence = task.fence, false),
+              coalesce(task.interrupt_fence = -task.fence, false)"""
 # The start of a leased run: the row must still be held with this lease and still be
 # scheduled (a cancel from any node committed before this wins: the run does not start). It
 # renews the lease, and records the start (sealed too, for a run a cancel can no longer stop).

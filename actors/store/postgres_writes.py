@@ -321,13 +321,17 @@ def renew(db: Connection, leases: Sequence[Lease], node: str, lease: float) -> l
     if not mine:
         return []
     rows = db.execute(q.RENEW, {**_held(mine), "node": node, "lease": lease}).fetchall()
-    renewed = {(seq, fence): (expires, now, stop) for seq, fence, expires, now, stop in rows}
+    renewed = {(seq, fence): (expires, now, stop, way) for seq, fence, expires, now, stop, way in rows}
     result: list[Lease] = []
     for held in mine:
         found = renewed.get((held.seq, held.fence))
         if found is not None:
-            expires, now, stop = found
-            result.append(dataclasses.replace(held, expires=expires, db_now=now, stop_requested=stop))
+            expires, now, stop, way = found
+            result.append(
+                dataclasses.replace(
+                    held, expires=expires, db_now=now, stop_requested=stop, make_way_requested=way
+                )
+            )
     return result
 
 

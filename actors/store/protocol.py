@@ -234,6 +234,8 @@ class Lease:
         grid_due: Set when the leased run is a ``run_now`` run: the due time (UTC epoch
             seconds) of the scheduled slot that run does not take (``task.next_due`` is the
             extra run's). ``None`` for a scheduled run.
+        make_way_requested: A ``run_now`` of an ``overlap="replace"`` task asked the run of
+            this lease to make way for it (known from the last renewal).
     """
 
     task: StoredTask
@@ -243,6 +245,7 @@ class Lease:
     db_now: float
     stop_requested: bool = False
     grid_due: float | None = None
+    make_way_requested: bool = False
 
     @property
     def seq(self) -> int:
@@ -322,11 +325,15 @@ class SharedStore(Store, Protocol):
         ``delay``: a fixed-delay task's, whose next run is then ``delay`` seconds after now.
         """
 
-    def run_now(self, task_id: str) -> bool:
+    def run_now(self, task_id: str, *, after_run: float | None = None, replace: bool = False) -> bool:
         """Make one extra run of a live task claimable now (paused or not), its grid kept.
 
-        ``False`` if unknown or ended, while a run of it is claimed or in progress, or while an
-        extra run waits already. The lease that takes it has ``grid_due`` set.
+        While a run of it is claimed or in progress on any node: ``False`` (the overlap policy
+        ``"skip"``) unless ``after_run`` is given (``"queue"``, ``"replace"``: the slot the task
+        waits for after that run, UTC epoch seconds); then the extra run is claimable as soon
+        as that run's outcome lands, and with ``replace`` that run is asked to make way
+        (``Lease.make_way_requested``, at its owner's next renewal). ``False`` if unknown or
+        ended, or while an extra run waits already. The lease that takes it has ``grid_due`` set.
         """
 
     def reschedule(self, task_id: str, trigger_json: str, next_due: float) -> bool:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from psycopg import sql
 
 from actors import Scheduler
 from actors.store import PostgresStore
@@ -19,7 +20,7 @@ from actors.sync.clock import FakeClock
 from messages import EventKind, TaskEvent
 from tests.conftest import EventRecorder
 from tests.operations import tasks
-from tests.store.pg import DSN, drop_schemas, new_schema, require_postgres
+from tests.store.pg import DSN, admin, drop_schemas, new_schema, require_postgres
 
 STORES = ("memory", "sqlite", "postgres")
 WITNESS = "witness"
@@ -56,16 +57,39 @@ class Rig:
         return None
 
     def start(self, node: str = "a", workers: int = 2) -> Scheduler:
-        """A scheduler on the rig's store, its events recorded (``events(s)``)."""
-        options: dict[str, Any] = {"workers": workers, "store": self.store(node)}
+        """A scheduler on the rig's store, its events recorded (``events(s)``) from its start on.
+
+        (A listener given to the constructor sees the misses a restart's load decides.)
+        """
+        recorder = EventRecorder()
+        options: dict[str, Any] = {"workers": workers, "store": self.store(node), "listeners": [recorder]}
         if self.fake:
             options["clock"] = self.clock
         s = Scheduler(**options)
         self.made.append(s)
-        recorder = EventRecorder()
-        s.subscribe(recorder)
         self.recorders[id(s)] = recorder
         return s
+
+    def down_for(self, seconds: float) -> None:
+        """Every scheduler of the rig is stopped: let ``seconds`` pass before the next starts.
+
+        The FakeClock is advanced; on PostgreSQL the stored times are moved back instead (the
+        row is then as a fleet down for that long leaves it: due times passed, nothing ran).
+        """
+        if self.fake:
+            self.clock.advance(seconds)
+            return
+        with admin() as db:
+            db.execute(sql.SQL("SET search_path = {}").format(sql.Identifier(self.schema)))
+            anchor = "to_jsonb((trigger_json::jsonb->>'anchor')::float8 - %(d)s)"
+            db.execute(
+                f"""UPDATE task SET next_due = next_due - %(d)s,
+                                    trigger_json = CASE WHEN trigger_json::jsonb ? 'anchor'
+                                        THEN jsonb_set(trigger_json::jsonb, '{{anchor}}', {anchor})::text
+                                        ELSE trigger_json END
+                     WHERE status = 'scheduled'""",
+                {"d": seconds},
+            )
 
     def events(self, s: Scheduler) -> EventRecorder:
         return self.recorders[id(s)]

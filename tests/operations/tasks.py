@@ -30,6 +30,7 @@ def runs(task_id: str) -> list[bool]:
 def reset() -> None:
     with LOCK:
         RUNS.clear()
+    RUNNING.clear()
 
 
 HELD: list[int] = []  # run numbers of hold()'s runs that have started, in start order
@@ -59,3 +60,20 @@ def reset_held() -> None:
     with LOCK:
         HELD.clear()
     RELEASE.clear()
+
+
+RUNNING = threading.Event()  # a scheduled run of make_way is in progress
+
+
+def make_way() -> None:
+    """Record the run; a scheduled one then waits until asked to stop (raising ``RunCancelled``)."""
+    note()
+    run = current_run()
+    if run.manual:
+        return
+    RUNNING.set()
+    for _ in range(300):  # at most 30 s
+        if run.cancel_requested:
+            break
+        threading.Event().wait(0.1)
+    run.check()

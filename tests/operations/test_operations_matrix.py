@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-import pytest
-
 from actors import Scheduler
 from messages import EventKind, FixedRate, TaskStatus
 from tests.operations import tasks
@@ -173,8 +171,6 @@ def test_a_reschedule_during_a_run_applies_from_its_end(rig: Rig) -> None:
 
 
 def test_run_now_while_a_run_is_in_progress_queues_one_run_with_overlap_queue(rig: Rig) -> None:
-    if rig.kind == "postgres":
-        pytest.skip("a shared store's run_now refuses while a node holds the run (overlap 'skip' only)")
     gates.reset()
     s = rig.start()
     s.schedule_at_fixed_rate(gates.gate, 1000.0, 0.0, args=("op",), task_id="op", overlap="queue")
@@ -188,6 +184,60 @@ def test_run_now_while_a_run_is_in_progress_queues_one_run_with_overlap_queue(ri
     info = s.info("op")
     assert info.run_count == 2
     assert info.next_run_wall is not None  # back on its grid, 1000 s from its first slot
+    gates.reset()
+
+
+def test_run_now_with_overlap_queue_runs_the_extra_run_manual_and_keeps_the_grid(rig: Rig) -> None:
+    gates.reset()
+    s = rig.start()
+    s.schedule_at_fixed_rate(gates.gate, 1000.0, 0.0, args=("op",), task_id="op", overlap="queue")
+    assert gates.entered("op", rig.timeout)
+    first = s.history
+    try:
+        assert s.run_now("op") is True
+    finally:
+        gates.open_gate("op")
+    rig.wait_runs(s, "op", 2)
+    rig.events(s).wait_for(lambda _: len(first("op")) == 2, rig.timeout)
+    assert [record.manual for record in first("op")] == [True, False]  # newest first
+    rig.events(s).wait_for(lambda _: s.info("op").status is TaskStatus.SCHEDULED, rig.timeout)
+    info = s.info("op")
+    assert info.next_run_wall is not None
+    due = (info.next_run_wall - first("op")[-1].due_wall).total_seconds()
+    assert abs(due - 1000.0) < rig.tolerance  # the slot after the first run's, not counted anew
+    gates.reset()
+
+
+def test_run_now_with_overlap_replace_asks_the_run_in_progress_to_make_way(rig: Rig) -> None:
+    s = rig.start()
+    s.schedule_at_fixed_rate(tasks.make_way, 1000.0, 0.0, task_id="op", overlap="replace")
+    assert tasks.RUNNING.wait(rig.timeout)
+    assert s.run_now("op") is True  # the run in progress is asked to stop, then the extra run starts
+    rig.wait_runs(s, "op", 2)
+    assert tasks.runs("op") == [False, True]
+    if rig.durable:  # a store's run ledger keeps the run that made way, "cancelled"
+        rig.events(s).wait_for(lambda _: len(s.history("op")) == 2, rig.timeout)
+        records = s.history("op")
+        assert [(r.manual, r.outcome) for r in records] == [(True, "completed"), (False, "cancelled")]
+    rig.events(s).wait_for(lambda _: s.info("op").run_count == 2, rig.timeout)
+    assert s.info("op").status is TaskStatus.SCHEDULED  # the task goes on
+
+
+def test_run_now_with_overlap_skip_while_a_run_is_in_progress_is_refused_and_queues_nothing(rig: Rig) -> None:
+    gates.reset()
+    s = rig.start()
+    s.schedule_at_fixed_rate(gates.gate, 1000.0, 0.0, args=("op",), task_id="op")
+    assert gates.entered("op", rig.timeout)
+    try:
+        assert s.run_now("op") is False
+    finally:
+        gates.open_gate("op")
+    rig.wait_runs(s, "op", 1)
+    rig.events(s).wait_for(lambda _: s.info("op").status is TaskStatus.SCHEDULED, rig.timeout)
+    info = s.info("op")
+    assert info.run_count == 1
+    assert info.next_run_wall is not None
+    assert (info.next_run_wall - s.clock.wall()).total_seconds() > 900.0  # nothing queued: its next slot
     gates.reset()
 
 

@@ -19,6 +19,7 @@ from messages import EventKind, TaskStatus
 from tests.conftest import EventRecorder
 from tests.operations import tasks
 from tests.operations.conftest import WITNESS, Rig, completed
+from tests.shared import tasks as gates
 from tests.store.helpers import ROOT
 from tests.store.pg import DSN
 
@@ -128,3 +129,40 @@ def test_a_claimed_run_paused_before_it_starts_does_not_start_and_the_task_stays
     assert info.run_count == 0
     assert tasks.runs("op") == []
     assert not [flight for flight in pausing.runs_in_flight() if flight.task_id == "op"]
+
+
+def _holder(a: Scheduler, b: Scheduler, task_id: str) -> tuple[Scheduler, Scheduler]:
+    """The node whose run of ``task_id`` is in flight, and the other."""
+    node = a.info(task_id).node
+    assert node in ("a", "b")
+    return (a, b) if node == "a" else (b, a)
+
+
+def test_run_now_from_another_node_queues_behind_the_run_in_flight(shared: Rig) -> None:
+    gates.reset()
+    a, b, seen = _both(shared)
+    a.schedule_at_fixed_rate(gates.gate, 1000.0, 0.0, args=("op",), task_id="op", overlap="queue")
+    assert gates.entered("op", shared.timeout)
+    holder, other = _holder(a, b, "op")
+    try:
+        assert other.run_now("op") is True  # committed in the row: the holder's outcome keeps it due
+        assert holder.run_now("op") is False  # at most one waits, on any node
+    finally:
+        gates.open_gate("op")
+    seen.wait_for(lambda events: completed(events, "op") >= 2, shared.timeout)
+    seen.wait_for(lambda _: len(a.history("op")) == 2, shared.timeout)
+    assert [record.manual for record in a.history("op")] == [True, False]
+    gates.reset()
+
+
+def test_run_now_from_another_node_makes_the_run_in_flight_make_way(shared: Rig) -> None:
+    a, b, seen = _both(shared)
+    a.schedule_at_fixed_rate(tasks.make_way, 1000.0, 0.0, task_id="op", overlap="replace")
+    assert tasks.RUNNING.wait(shared.timeout)
+    _, other = _holder(a, b, "op")
+    assert other.run_now("op") is True  # the holder hears of it at its next renewal
+    seen.wait_for(lambda _: len(a.history("op")) == 2, shared.timeout)
+    records = a.history("op")
+    assert [(r.manual, r.outcome) for r in records] == [(True, "completed"), (False, "cancelled")]
+    assert tasks.runs("op") == [False, True]
+    assert a.info("op").status is TaskStatus.SCHEDULED

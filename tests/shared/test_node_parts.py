@@ -16,6 +16,7 @@ from actors.shared.lease_book import LeaseBook
 from actors.shared.lease_loop import Importable, LeaseLoop
 from actors.shared.plan import (
     ClockSample,
+    down_before,
     lease_limit,
     local_due,
     on_grid,
@@ -206,6 +207,43 @@ def test_renewals_mark_lost_leases_and_ask_stopped_runs_once() -> None:
     assert [held.seq for held in book.renewable()] == [1, 2]  # the lost one is not renewed again
     assert book.get(1).lease.expires == T0 + 60  # type: ignore[union-attr]
     assert book.renewed(book.renewable(), renewed)[1] == []  # asked once only
+
+
+def test_renewals_ask_runs_to_make_way_once_and_apart_from_stops() -> None:
+    book = LeaseBook()
+    book.acquired([lease(1), lease(2)])
+    asked_to: list[tuple[str, int]] = []
+
+    class Run:
+        def __init__(self, seq: int) -> None:
+            self.seq = seq
+
+        def interrupt(self) -> bool:
+            asked_to.append(("stop", self.seq))
+            return True
+
+        def make_way(self) -> bool:
+            asked_to.append(("make way", self.seq))
+            return True
+
+    for seq in (1, 2):
+        book.attach(seq, Run(seq))
+    renewed = [
+        lease(1, expires=T0 + 60, make_way_requested=True),
+        lease(2, expires=T0 + 60, stop_requested=True),
+    ]
+    lost, stop, make_way = book.renewed_all(book.renewable(), renewed)
+    assert lost == []
+    for task in stop:
+        task.interrupt()
+    for task in make_way:
+        task.make_way()
+    assert asked_to == [("stop", 2), ("make way", 1)]
+    assert book.renewed_all(book.renewable(), renewed)[2] == []  # asked once only
+
+
+def test_a_run_due_before_a_node_came_up_less_lease_and_poll_was_missed_while_the_fleet_was_down() -> None:
+    assert down_before(1000.0, lease=2.0, poll=0.5) == 997.5  # a live fleet claims within lease + poll
 
 
 def test_a_lease_whose_outcome_is_being_saved_is_still_renewed_and_never_called_lost() -> None:

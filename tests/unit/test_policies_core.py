@@ -13,6 +13,7 @@ from actors.core.policies import (
     catch_up,
     check_policies,
     jitter_delay,
+    on_slot,
     slots_between,
 )
 
@@ -91,3 +92,15 @@ def test_jitter_is_repeatable_and_within_its_bound(task_id: str, due: float, jit
 
 def test_the_defaults_check_to_the_one_shared_default() -> None:
     assert check_policies("skip", None, "latest", 100, 0, recurring=False) is DEFAULT_POLICIES
+
+
+def test_a_due_time_a_hair_before_its_slot_is_that_slot() -> None:
+    after = grid(0.0, 2.0)
+    assert on_slot(after, 3.999994) == 4.0  # a stored due time a few microseconds early
+    assert on_slot(after, 4.0) == 4.0  # on its slot: itself
+    assert on_slot(after, 3.5) == 3.5  # half a slot off: not a slot's
+    fine = grid(0.0, 0.01)
+    assert on_slot(fine, 0.007) == 0.007  # more than a quarter of the spacing before it: its own
+    missed = catch_up(Policies(catch_up="none"), after, on_slot(after, 3.999994), 9.0, None)
+    assert missed is not None
+    assert [time for time, _ in missed.missed] == [4.0, 6.0, 8.0]  # not 3.999994 and 4.0 both

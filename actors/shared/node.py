@@ -42,10 +42,10 @@ import pykka
 
 from actors.core.effects import Effects, RunOutcome
 from actors.core.run_totals import CommitTimes
-from actors.core.task_record import TaskRecord
+from actors.core.task_record import THREADS, TaskRecord
 from actors.core.task_state import COMPLETED, FAILED
 from actors.core.timetable import Timetable
-from actors.errors import DuplicateTaskError, SchedulerShutdownError, StoreError
+from actors.errors import DuplicateTaskError, RunLostError, SchedulerShutdownError, StoreError
 from actors.runtime.base import tell_quietly
 from actors.runtime.durable import load, run_record, task_update
 from actors.runtime.home import NO_EVENTS, StartCheck
@@ -82,6 +82,41 @@ def _on_grid(update: TaskUpdate, held: Held) -> float | None:
     # A run_now run took no slot of the grid: its next slot may be the one it waited for.
     ran = held.lease.task.next_due if held.lease.grid_due is None else None
     return on_grid(due, trigger.anchor, trigger.rate, ran=ran)
+
+
+class LostRun:
+    """The function of a run lost with its node too often: each call raises ``RunLostError``.
+
+    It stands in for the task's own function for that one run (``SharedNode.take``), so the
+    run ends as any failed run does (``FAILED`` event, counters, ledger row), on this node, without
+    calling the function that took the nodes down. A new error each call, as ``DamagedTask``.
+    """
+
+    __slots__ = ("losses", "task_id")
+
+    def __init__(self, task_id: str, losses: int) -> None:
+        """Stand in for ``task_id``'s function, whose run was lost ``losses`` times."""
+        self.task_id = task_id
+        self.losses = losses
+
+    def __call__(self, *args: object, **kwargs: object) -> object:
+        """Raise the ``RunLostError`` (on the worker thread that runs it)."""
+        raise RunLostError(self.task_id, self.losses)
+
+    def __repr__(self) -> str:
+        return f"LostRun({self.task_id!r}, {self.losses})"
+
+
+def _fail_lost(task: TaskRecord, losses: int) -> None:
+    """Make ``task``'s leased run (not seen by anyone yet) fail with ``RunLostError`` when it starts.
+
+    On a thread, never retried, timed or missed: a run that can only fail gains nothing from
+    any of them, and a retry would run the function that killed its nodes again.
+    """
+    task.fn = LostRun(task.task_id, losses)
+    task.spec = task.spec.replace(
+        executor=THREADS, timeout=None, retry=None, coroutine=False, misfire_grace=None
+    ).or_plain()
 
 
 @dataclass(slots=True)
@@ -129,6 +164,7 @@ class SharedNode:
         self._scheduler: pykka.ActorRef[Any] | None = None
         self.fenced_out = 0  # runs whose outcome the store refused (another node's stands)
         self.commits = CommitTimes()  # each fenced save's commit time, for metrics (store_totals)
+        self._max_lost_runs = store.max_lost_runs  # a lease lost this often fails (the poison-pill limit)
 
     @property
     def start_check(self) -> StartCheck:
@@ -259,6 +295,13 @@ class SharedNode:
                     )
                     if not manual:
                         task.due_at = local_due(task.due_wall, core.wall_offset, now)
+                    if lease.lost_runs >= self._max_lost_runs:
+                        logger.warning(
+                            "leased run of %r was lost with its node %d times: it fails (RunLostError)",
+                            task.task_id,
+                            lease.lost_runs,
+                        )
+                        _fail_lost(task, lease.lost_runs)
                     core.add(task, now=now)
                     if manual and not core.run_now(task.task_id, now=now):
                         logger.warning("run_now of leased task %r refused by the core", task.task_id)

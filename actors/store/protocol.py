@@ -234,6 +234,9 @@ class Lease:
         grid_due: Set when the leased run is a ``run_now`` run: the due time (UTC epoch
             seconds) of the scheduled slot that run does not take (``task.next_due`` is the
             extra run's). ``None`` for a scheduled run.
+        lost_runs: How many times in a row this run was lost with its node before this claim
+            (a claim retook it after the lease of a started run ended); at the store's
+            ``max_lost_runs`` the node fails the run with ``RunLostError`` instead of running it.
     """
 
     task: StoredTask
@@ -243,6 +246,7 @@ class Lease:
     db_now: float
     stop_requested: bool = False
     grid_due: float | None = None
+    lost_runs: int = 0
 
     @property
     def seq(self) -> int:
@@ -301,6 +305,10 @@ class SharedStore(Store, Protocol):
     @property
     def poll(self) -> float:
         """How often a node should look for due rows without a hint, in seconds."""
+
+    @property
+    def max_lost_runs(self) -> int:
+        """How many times in a row a run may be lost with its node before it fails (``Lease.lost_runs``)."""
 
     def db_now(self) -> float:
         """Return the database's clock (``now()``) as UTC epoch seconds.

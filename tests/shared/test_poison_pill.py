@@ -19,6 +19,7 @@ import pytest
 from actors import RunLostError, Scheduler
 from actors.store import PostgresStore, TaskDefinition
 from messages import EventKind, TaskEvent, TaskStatus
+from tests.shared import tasks
 from tests.shared.fleet import EFFECT, Fleet, run_keys_counter
 from tests.store.pg import DSN, drop_schemas, new_schema, require_postgres
 
@@ -100,3 +101,62 @@ def test_a_run_whose_every_node_is_killed_ends_failed_after_three_losses(schema:
     assert "RunLostError" in (ledger.error or "")
     assert ledger.node == "last"
     assert sum(run_keys_counter(log).values()) == 3  # the function ran on the three killed nodes only
+
+
+def lose(store: PostgresStore, times: int) -> None:
+    """Claim the due run, start it and let its lease end, ``times`` times: as many nodes dying with it."""
+    for _ in range(times):
+        deadline = time.monotonic() + 10
+        held = store.claim_due(1)
+        while not held:
+            assert time.monotonic() < deadline, "the run was never claimable again"
+            time.sleep(0.02)  # polling the database: the lease ends on its clock
+            held = store.claim_due(1)
+        started = store.start(held[0], seal=False)
+        assert started is not None
+        while store.db_now() <= started + store.lease:
+            time.sleep(0.02)
+
+
+@pytest.mark.parametrize("limit", [1, 2])
+def test_a_recurring_task_counts_the_lost_run_failed_and_goes_on_to_its_next_slot(
+    schema: str, limit: int
+) -> None:
+    with PostgresStore(DSN, schema=schema, node="dying", lease=0.3) as dying:
+        now = dying.db_now()
+        dying.add(
+            TaskDefinition(
+                task_id="every",
+                fn_ref="tests.shared.tasks:record",
+                args_json="[]",
+                kwargs_json="{}",
+                trigger_json=json.dumps({"rate": 3600.0, "anchor": now - 1}),
+                options_json="{}",
+                next_due=now - 1,
+            )
+        )
+        lose(dying, limit)
+
+    events: queue.Queue[TaskEvent] = queue.Queue()
+    store = PostgresStore(DSN, schema=schema, node="next", lease=LEASE, poll=POLL, max_lost_runs=limit)
+    node = Scheduler(workers=1, store=store, listeners=[events.put])
+    try:
+        failed = next(e for e in iter(lambda: events.get(timeout=30), None) if e.kind is EventKind.FAILED)
+        node.settle(timeout=10)
+    finally:
+        node.shutdown(timeout=10)
+
+    assert isinstance(failed.error, RunLostError)
+    assert failed.error.losses == limit
+    assert not failed.final  # a recurring task goes on
+    with PostgresStore(DSN, schema=schema, node="reader") as reader:
+        row = reader.get("every")
+        (ledger,) = reader.runs("every")
+    assert row is not None
+    assert row.status == "scheduled"
+    assert row.failure_count == 1
+    assert row.next_due is not None
+    assert row.next_due > now + 3000  # the next slot, an hour on
+    assert ledger.outcome == "failed"
+    with tasks.LOCK:
+        assert tasks.CALLS == []  # the function was not called here

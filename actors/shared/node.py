@@ -36,13 +36,13 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeGuard
+from typing import Any, Final, TypeGuard
 
 import pykka
 
 from actors.core.effects import Effects, RunOutcome
 from actors.core.run_totals import CommitTimes
-from actors.core.task_record import THREADS, TaskRecord
+from actors.core.task_record import PROCESSES, THREADS, TaskRecord
 from actors.core.task_state import COMPLETED, FAILED
 from actors.core.timetable import Timetable
 from actors.errors import DuplicateTaskError, RunLostError, SchedulerShutdownError, StoreError
@@ -82,6 +82,9 @@ def _on_grid(update: TaskUpdate, held: Held) -> float | None:
     # A run_now run took no slot of the grid: its next slot may be the one it waited for.
     ran = held.lease.task.next_due if held.lease.grid_due is None else None
     return on_grid(due, trigger.anchor, trigger.rate, ran=ran)
+
+
+_IN_NODE: Final = frozenset({THREADS, PROCESSES})  # executors whose runs die with their node
 
 
 class LostRun:
@@ -295,7 +298,9 @@ class SharedNode:
                     )
                     if not manual:
                         task.due_at = local_due(task.due_wall, core.wall_offset, now)
-                    if lease.lost_runs >= self._max_lost_runs:
+                    # A run out on an engine (Celery, Dask) does not die with its node: it is
+                    # not counted against the limit (its next owner finds it on the engine).
+                    if lease.lost_runs >= self._max_lost_runs and task.spec.executor in _IN_NODE:
                         logger.warning(
                             "leased run of %r was lost with its node %d times: it fails (RunLostError)",
                             task.task_id,

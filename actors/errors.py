@@ -199,6 +199,30 @@ class ExecutorUnavailableError(SchedulerError, ConnectionError):
     """
 
 
+class RunLostError(SchedulerError, RuntimeError):
+    """A run on a shared store was lost with its node too many times in a row, so it ends ``FAILED``.
+
+    Each time a node took the run, started it, and then died or stalled past its lease with it
+    (``kill -9``, an out-of-memory kill, a task that ends its process), another node took it
+    again: after ``PostgresStore(max_lost_runs=...)`` such losses (3 by default) the next node
+    does not run it but fails it with this error (the message names the task and the count),
+    so a task that kills whatever runs it is not retried for ever. ``task_id`` and ``losses``
+    say which and how many.
+    """
+
+    def __init__(self, task_id: str, losses: int) -> None:
+        """Make the error for ``task_id``, whose run was lost ``losses`` times in a row."""
+        super().__init__(
+            f"the run of task {task_id!r} was lost with its node {losses} times in a row "
+            "(each node that started it died or stalled past its lease): not run again"
+        )
+        self.task_id = task_id
+        self.losses = losses
+
+    def __reduce__(self) -> tuple[type[RunLostError], tuple[str, int]]:
+        return (type(self), (self.task_id, self.losses))
+
+
 class ExecutorWorkerLostError(WorkerLostError):
     """The engine's worker running a run died mid-run (a Celery ``WorkerLostError``, a Dask ``KilledWorker``).
 

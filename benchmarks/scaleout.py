@@ -1,4 +1,4 @@
-"""Scale-out on PostgreSQL: ``python -m benchmarks.scaleout [--dsn DSN] [--tasks N] [--trials N]``.
+"""Scale-out on PostgreSQL: ``python -m benchmarks.scaleout [--dsn DSN] [--tasks N] [--peers P]``.
 
 Real ``Scheduler`` processes (nodes) sharing one schema of their own on ``--dsn`` (default:
 ``SCHEDULER_TEST_DSN`` or the local ``test`` database), created and dropped per trial.
@@ -11,6 +11,14 @@ Measures, on the database's clock (the ledger's ``due``/``started``/``finished``
   spread over ``--seconds``) on 4 idle nodes: p50/p99/max;
 - **recovery after kill -9**: a task's first owner is killed as soon as its run has started;
   due -> started again on another node, and kill -> started, against ``lease + poll``.
+
+Side by side with procrastinate (``--peers ours,procrastinate``, the default; the peer is
+``benchmarks/procrastinate_peer.py``, skipped with a line saying why when it is not installed):
+the same throughput trials with as many procrastinate worker processes as nodes, each of
+``--workers`` concurrency, in a schema of its own per trial; both peers' jobs/s and due ->
+started (p50/p99) in one table; and the bulk enqueue of ``--tasks`` durable tasks, our
+``schedule_many(..., durable=True)`` against procrastinate's ``batch_defer``. ``--quick``: a
+few hundred tasks, one trial, to check that it all works.
 
 Nodes run ``python -m benchmarks.scaleout node ...`` (a ``Scheduler`` with a ``PostgresStore``).
 """
@@ -33,6 +41,8 @@ import psycopg
 from psycopg import sql
 
 from actors.store import PostgresStore
+from benchmarks import durable_bulk, procrastinate_peer
+from benchmarks.procrastinate_peer import PeerThroughput, lateness_ms
 
 DSN = os.environ.get("SCHEDULER_TEST_DSN", "postgresql://postgres@127.0.0.1:5432/test")
 ROOT = Path(__file__).resolve().parents[1]
@@ -196,11 +206,15 @@ class Throughput:
     seconds: float
     per_second: float
     per_second_trials: list[float]
+    p50_ms: float = 0.0  # due -> started, median over the trials (the side-by-side table's)
+    p99_ms: float = 0.0
 
 
 def throughput(dsn: str, nodes: int, workers: int, tasks: int, trials: int) -> Throughput:
     rates: list[float] = []
     seconds: list[float] = []
+    p50: list[float] = []
+    p99: list[float] = []
     for _ in range(trials):
         with Schema(dsn) as schema:
             fleet = Nodes(dsn, schema.name, lease=30.0, poll=1.0, workers=workers)
@@ -215,7 +229,18 @@ def throughput(dsn: str, nodes: int, workers: int, tasks: int, trials: int) -> T
             took = max(finished for _, _, finished in runs) - due
             seconds.append(took)
             rates.append(tasks / took)
-    return Throughput(nodes, workers, tasks, statistics.median(seconds), statistics.median(rates), rates)
+            p50.append(lateness_ms(runs, 0.5))
+            p99.append(lateness_ms(runs, 0.99))
+    return Throughput(
+        nodes,
+        workers,
+        tasks,
+        statistics.median(seconds),
+        statistics.median(rates),
+        rates,
+        statistics.median(p50),
+        statistics.median(p99),
+    )
 
 
 @dataclass
@@ -295,6 +320,44 @@ def _first_owner(store: PostgresStore, timeout: float) -> str:
     raise AssertionError("no node started the run")
 
 
+# -- side by side with procrastinate -----------------------------------------------------------------
+
+PEERS = ("ours", "procrastinate")
+
+
+def _peers(text: str) -> list[str]:
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in PEERS]
+    if unknown or not names:
+        raise SystemExit(f"unknown peers: {', '.join(unknown) or text!r} (choose from {', '.join(PEERS)})")
+    return names
+
+
+def side_by_side_table(rows: list[dict[str, object]]) -> str:
+    """The side-by-side rows as a Markdown table (printed, and pasted into docs/scale-out.md)."""
+    lines = [
+        "| peer | processes x concurrency | jobs/s | due -> started p50 | p99 |",
+        "|---|---|---|---|---|",
+    ]
+    for row in rows:
+        lines.append(
+            f"| {row['peer']} | {row['processes']} x {row['concurrency']} | {row['per_second']:,.0f} "
+            f"| {row['p50_ms']:,.0f} ms | {row['p99_ms']:,.0f} ms |"
+        )
+    return "\n".join(lines)
+
+
+def bulk_enqueue(dsn: str, peers: list[str], tasks: int, trials: int) -> dict[str, list[float]]:
+    """Seconds to commit ``tasks`` durable tasks in one call, each peer on a fresh schema, interleaved."""
+    seconds: dict[str, list[float]] = {peer: [] for peer in peers}
+    for _ in range(trials):
+        if "ours" in seconds:
+            seconds["ours"].append(durable_bulk.time_bulk(durable_bulk.postgres_opener(dsn), tasks))
+        if "procrastinate" in seconds:
+            seconds["procrastinate"].append(procrastinate_peer.time_bulk(dsn, tasks))
+    return seconds
+
+
 # -- the report ----------------------------------------------------------------------------------------
 
 
@@ -313,18 +376,73 @@ def main() -> None:
     parser.add_argument("--lease", type=float, default=2.0, help="lease of the recovery trials")
     parser.add_argument("--poll", type=float, default=1.0, help="poll of the recovery trials")
     parser.add_argument("--recoveries", type=int, default=5)
+    parser.add_argument(
+        "--peers", default=",".join(PEERS), help=f"comma-separated, of {', '.join(PEERS)} (default both)"
+    )
+    parser.add_argument("--quick", action="store_true", help="300 tasks, one trial: checks that it works")
     options = parser.parse_args()
+    if options.quick:
+        options.tasks, options.trials, options.seconds, options.recoveries = 300, 1, 3.0, 1
+    peers = _peers(options.peers)
+    if "procrastinate" in peers and (why := procrastinate_peer.unavailable()) is not None:
+        print(f"peer procrastinate skipped: {why}")
+        peers.remove("procrastinate")
     RESULTS.mkdir(parents=True, exist_ok=True)
-    report: dict[str, object] = {"cpus": os.cpu_count()}
+    report: dict[str, object] = {"cpus": os.cpu_count(), "load": os.getloadavg(), "peers": peers}
+    if "procrastinate" in peers:
+        report["procrastinate"] = {"version": procrastinate_peer.version(), "poll_s": procrastinate_peer.POLL}
 
     print(f"throughput: {options.tasks} one-time no-op tasks due at once, {options.workers} workers per node")
     report["throughput"] = []
+    rows: list[dict[str, object]] = []
     for nodes in (1, 2, 4):
-        result = throughput(options.dsn, nodes, options.workers, options.tasks, options.trials)
-        report["throughput"].append(asdict(result))  # type: ignore[attr-defined]
-        trials = ", ".join(f"{rate:.0f}" for rate in result.per_second_trials)
-        took = f"{result.seconds:.2f} s; trials {trials}"
-        print(f"  {nodes} node(s): {result.per_second:7.0f} executions/s  ({took})")
+        if "ours" in peers:
+            result = throughput(options.dsn, nodes, options.workers, options.tasks, options.trials)
+            report["throughput"].append(asdict(result))  # type: ignore[attr-defined]
+            trials = ", ".join(f"{rate:.0f}" for rate in result.per_second_trials)
+            took = f"{result.seconds:.2f} s; trials {trials}"
+            print(f"  {nodes} node(s): {result.per_second:7.0f} executions/s  ({took})")
+            rows.append(
+                asdict(
+                    PeerThroughput(
+                        "ours",
+                        nodes,
+                        options.workers,
+                        options.tasks,
+                        result.seconds,
+                        result.per_second,
+                        result.p50_ms,
+                        result.p99_ms,
+                        result.per_second_trials,
+                    )
+                )
+            )
+        if "procrastinate" in peers:
+            theirs = procrastinate_peer.throughput(
+                options.dsn, nodes, options.workers, options.tasks, options.trials
+            )
+            trials = ", ".join(f"{rate:.0f}" for rate in theirs.per_second_trials)
+            print(
+                f"  procrastinate, {nodes} worker process(es): {theirs.per_second:7.0f} jobs/s  "
+                f"({theirs.seconds:.2f} s; trials {trials})"
+            )
+            rows.append(asdict(theirs))
+    report["side_by_side"] = rows
+    print(f"side by side ({options.tasks} no-op jobs due at once, median of {options.trials}):")
+    print(side_by_side_table(rows))
+
+    bulk = bulk_enqueue(options.dsn, peers, options.tasks, options.trials)
+    report["bulk_enqueue"] = {"tasks": options.tasks, "seconds": bulk}
+    calls = {"ours": "schedule_many(durable=True)", "procrastinate": "batch_defer"}
+    for peer, times in bulk.items():
+        median = statistics.median(times)
+        print(
+            f"bulk enqueue, {peer} {calls[peer]} of {options.tasks} tasks: {median:.3f} s "
+            f"({options.tasks / median:,.0f} tasks/s; trials {', '.join(f'{t:.3f}' for t in times)})"
+        )
+    if "ours" not in peers:
+        _write(report)
+        return
 
     latency = claim_latency(options.dsn, 4, options.workers, options.rate, options.seconds)
     report["claim_latency"] = asdict(latency)
@@ -345,6 +463,10 @@ def main() -> None:
         f"max {max(result.due_to_restart):.2f} s; kill -> started median "
         f"{statistics.median(result.kill_to_restart):.2f} s, max {max(result.kill_to_restart):.2f} s"
     )
+    _write(report)
+
+
+def _write(report: dict[str, object]) -> None:
     out = RESULTS / "scaleout.json"
     out.write_text(json.dumps(report, indent=2))
     print(f"written to {out.relative_to(ROOT)}")

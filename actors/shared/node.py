@@ -37,16 +37,16 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeGuard
+from typing import Any, Final, TypeGuard
 
 import pykka
 
 from actors.core.effects import Effects, RunOutcome
 from actors.core.run_totals import CommitTimes
-from actors.core.task_record import TaskRecord
+from actors.core.task_record import PROCESSES, THREADS, TaskRecord
 from actors.core.task_state import COMPLETED, FAILED
 from actors.core.timetable import Timetable
-from actors.errors import DuplicateTaskError, SchedulerShutdownError, StoreError
+from actors.errors import DuplicateTaskError, RunLostError, SchedulerShutdownError, StoreError
 from actors.runtime.base import tell_quietly
 from actors.runtime.durable import load, run_record, task_update
 from actors.runtime.home import NO_EVENTS, StartCheck
@@ -83,6 +83,44 @@ def _on_grid(update: TaskUpdate, held: Held) -> float | None:
     # A run_now run took no slot of the grid: its next slot may be the one it waited for.
     ran = held.lease.task.next_due if held.lease.grid_due is None else None
     return on_grid(due, trigger.anchor, trigger.rate, ran=ran)
+
+
+_IN_NODE: Final = frozenset({THREADS, PROCESSES})  # executors whose runs die with their node
+
+
+class LostRun:
+    """The function of a run lost with its node too often: each call raises ``RunLostError``.
+
+    It stands in for the task's own function for that one run (``SharedNode.take``), so the
+    run ends as any failed run does (``FAILED`` event, counters, ledger row), on this node, without
+    calling the function that took the nodes down. A new error each call, as ``DamagedTask``.
+    """
+
+    __slots__ = ("losses", "task_id")
+
+    def __init__(self, task_id: str, losses: int) -> None:
+        """Stand in for ``task_id``'s function, whose run was lost ``losses`` times."""
+        self.task_id = task_id
+        self.losses = losses
+
+    def __call__(self, *args: object, **kwargs: object) -> object:
+        """Raise the ``RunLostError`` (on the worker thread that runs it)."""
+        raise RunLostError(self.task_id, self.losses)
+
+    def __repr__(self) -> str:
+        return f"LostRun({self.task_id!r}, {self.losses})"
+
+
+def _fail_lost(task: TaskRecord, losses: int) -> None:
+    """Make ``task``'s leased run (not seen by anyone yet) fail with ``RunLostError`` when it starts.
+
+    On a thread, never retried, timed or missed: a run that can only fail gains nothing from
+    any of them, and a retry would run the function that killed its nodes again.
+    """
+    task.fn = LostRun(task.task_id, losses)
+    task.spec = task.spec.replace(
+        executor=THREADS, timeout=None, retry=None, coroutine=False, misfire_grace=None
+    ).or_plain()
 
 
 @dataclass(slots=True)
@@ -133,6 +171,7 @@ class SharedNode:
         # A leased run due before this instant (database clock) passed while no node ran it:
         # the node's start, less the time a live fleet takes to claim a due run (start sets it).
         self._fleet_was_down_before = -math.inf
+        self._max_lost_runs = store.max_lost_runs  # a lease lost this often fails (the poison-pill limit)
 
     @property
     def start_check(self) -> StartCheck:
@@ -262,6 +301,15 @@ class SharedNode:
                         functions=self._functions,
                         location=self.store.location,
                     )
+                    # A run out on an engine (Celery, Dask) does not die with its node: it is
+                    # not counted against the limit (its next owner finds it on the engine).
+                    if lease.lost_runs >= self._max_lost_runs and task.spec.executor in _IN_NODE:
+                        logger.warning(
+                            "leased run of %r was lost with its node %d times: it fails (RunLostError)",
+                            task.task_id,
+                            lease.lost_runs,
+                        )
+                        _fail_lost(task, lease.lost_runs)
                     if manual:
                         core.add(task, now=now)
                         if not core.run_now(task.task_id, now=now):

@@ -38,6 +38,7 @@ from actors.store.postgres_listener import Listener
 from actors.store.postgres_options import (
     NAME_BYTES,
     channel_of,
+    check_at_least_one,
     check_count,
     check_leases,
     check_name,
@@ -91,6 +92,7 @@ class PostgresStore:
         timeout: float = 10.0,
         lock_timeout: float = 5.0,
         statement_timeout: float = 15.0,
+        max_lost_runs: int = 3,
     ) -> None:
         """Configure a store; nothing is connected until ``open``.
 
@@ -112,6 +114,10 @@ class PostgresStore:
                 ``StoreError``, in seconds (PostgreSQL's ``lock_timeout``, set on every session).
             statement_timeout: How long a statement may take in all, lock waits included,
                 before the call fails with ``StoreError``, in seconds (``statement_timeout``).
+            max_lost_runs: How many times in a row a run may be lost with its node (it started,
+                then its node died or stalled past its lease, and another node took it again)
+                before the node that takes it next fails it with ``RunLostError`` instead of
+                running it: the poison-pill limit. An int >= 1.
 
         Raises:
             ValueError: An option is out of range, or ``dsn`` is not a connection string.
@@ -133,6 +139,7 @@ class PostgresStore:
         self._bounds = Bounds(
             check_seconds("lock_timeout", lock_timeout), check_seconds("statement_timeout", statement_timeout)
         )
+        self._max_lost_runs = check_at_least_one("max_lost_runs", max_lost_runs)
         self._location = f"{self._shown_dsn} (schema {self._given_schema or 'by default'})"
         self._channel = ""  # set by open, with the schema
         # Guards the open/closed state: _connections, _renewals and _listeners change together.
@@ -159,6 +166,11 @@ class PostgresStore:
     def lease(self) -> float:
         """How long a claim or a renewal holds a row, in seconds."""
         return self._lease
+
+    @property
+    def max_lost_runs(self) -> int:
+        """How many losses of a run with its node make the next claim of it fail it (``RunLostError``)."""
+        return self._max_lost_runs
 
     @property
     def poll(self) -> float:

@@ -31,6 +31,13 @@ def check_count(name: str, value: object) -> int:
     return value
 
 
+def check_at_least_one(name: str, value: object) -> int:
+    """Return ``value`` if it is an int >= 1, else raise ``ValueError`` naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+    return value
+
+
 def check_seconds(name: str, value: object) -> float:
     """Return ``value`` as a float if it is a finite number > 0, else raise ``ValueError``."""
     if isinstance(value, bool) or not isinstance(value, float | int) or not 0 < value < math.inf:

@@ -25,6 +25,9 @@ Layouts:
         take, the row's ``next_due`` being that run's) and ``manual_fence`` (the fence of the
         claim that took the extra run); ``task_free`` leaves paused rows out, so claims and
         wake-ups never walk past them.
+    v6: ``task`` counts ``lost_runs``: how many times in a row a claim retook the row's run
+        after the lease of a run that had started ended (its node died or stalled with it);
+        at ``PostgresStore(max_lost_runs=...)`` the run fails with ``RunLostError``.
 
 To change the layout: bump ``SCHEMA_VERSION``, edit ``CREATE`` to the new layout (fresh
 schemas are created directly at the newest version), and append a step to ``MIGRATIONS``
@@ -51,7 +54,7 @@ logger = logging.getLogger(__name__)
 Connection = psycopg.Connection[TupleRow]
 
 APPLICATION: Final = "pykka-taskscheduler"
-SCHEMA_VERSION: Final = 5
+SCHEMA_VERSION: Final = 6
 TABLES: Final = frozenset({"task", "run", "store_meta", "task_after"})  # what a current schema must have
 MIN_SERVER: Final = 130000  # pg_current_xact_id() and pg_current_snapshot(): PostgreSQL 13
 
@@ -107,6 +110,7 @@ CREATE: Final[tuple[str, ...]] = (
         paused boolean NOT NULL DEFAULT false,
         grid_due double precision,
         manual_fence bigint,
+        lost_runs bigint NOT NULL DEFAULT 0,
         CHECK ((owner IS NULL) = (lease_until IS NULL))
     )""",
     f"CREATE INDEX task_free ON task (next_due, seq) WHERE {FREE_ROW}",
@@ -195,11 +199,17 @@ def _operations_step(db: Connection) -> None:
     db.execute(f"CREATE INDEX task_free ON task (next_due, seq) WHERE {FREE_ROW}")
 
 
+def _v5_to_v6(db: Connection) -> None:
+    # A constant default: a change of the catalogue only, no table rewrite.
+    db.execute("ALTER TABLE task ADD COLUMN lost_runs bigint NOT NULL DEFAULT 0")
+
+
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     Migration(1, "record started, sealed, replaced and interrupted runs of leased rows", _v1_to_v2),
     Migration(2, "add task_after, the edges of schedule_after", _v2_to_v3),
     Migration(3, "add the run ledger's attempt, reason, node, manual and kept value", _v3_to_v4),
     Migration(4, "keep paused tasks and run-now requests (pause, resume, run_now)", _operations_step),
+    Migration(5, "count the runs lost with their node (the poison-pill limit)", _v5_to_v6),
 )
 # Step i starts from version i + 1, and the last one reaches SCHEMA_VERSION.
 assert [m.from_version for m in MIGRATIONS] == list(range(1, SCHEMA_VERSION))

@@ -222,6 +222,10 @@ DB_NOW: Final = f"SELECT {NOW}"
 # (its run is on this node, whose keeper renews it: claiming it again would run it twice).
 # A paused row is claimed only for its run_now run (grid_due set; the claim's fence is then
 # its manual_fence, and grid_due comes back last: the lease's run is the manual one).
+# The poison-pill count (lost_runs): a claim that retakes a row whose run had started under
+# the lease that ended (started_fence = fence: its node died or stalled with it) counts one
+# more loss; a claim of a free row (the last run's outcome landed, or it was given back)
+# starts again from none. The node fails the run once the count reaches max_lost_runs.
 _ACQUIRE: Final = """
     WITH free AS MATERIALIZED (
         SELECT seq, next_due FROM task
@@ -244,10 +248,13 @@ _ACQUIRE: Final = """
          LIMIT %(limit)s)
     UPDATE task SET owner = %(node)s, lease_until = {now} + %(lease)s, fence = task.fence + 1,
                     manual_fence = CASE WHEN task.grid_due IS NOT NULL THEN task.fence + 1
-                                        ELSE task.manual_fence END
+                                        ELSE task.manual_fence END,
+                    lost_runs = CASE WHEN task.owner IS NULL THEN 0
+                                     WHEN task.started_fence = task.fence THEN task.lost_runs + 1
+                                     ELSE task.lost_runs END
       FROM picked
      WHERE task.seq = picked.seq
-    RETURNING {returned}, task.fence, task.lease_until, {now}, task.grid_due"""
+    RETURNING {returned}, task.fence, task.lease_until, {now}, task.grid_due, task.lost_runs"""
 _ONLY_IMPORTABLE: Final = " AND fn_ref = ANY(%(importable)s::text[])"
 # A row's executor, read from its options' JSON text (``actors.runtime.durable`` writes
 # ``"executor": "process"`` for a process task, the registered name for a Celery or Dask

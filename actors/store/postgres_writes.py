@@ -303,6 +303,7 @@ def acquire(
             expires=row[_TASK_FIELDS + 1],
             db_now=row[_TASK_FIELDS + 2],
             grid_due=row[_TASK_FIELDS + 3],
+            lost_runs=row[_TASK_FIELDS + 4],
         )
         for row in rows
     ]

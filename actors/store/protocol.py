@@ -236,6 +236,9 @@ class Lease:
             extra run's). ``None`` for a scheduled run.
         make_way_requested: A ``run_now`` of an ``overlap="replace"`` task asked the run of
             this lease to make way for it (known from the last renewal).
+        lost_runs: How many times in a row this run was lost with its node before this claim
+            (a claim retook it after the lease of a started run ended); at the store's
+            ``max_lost_runs`` the node fails the run with ``RunLostError`` instead of running it.
     """
 
     task: StoredTask
@@ -246,6 +249,7 @@ class Lease:
     stop_requested: bool = False
     grid_due: float | None = None
     make_way_requested: bool = False
+    lost_runs: int = 0
 
     @property
     def seq(self) -> int:
@@ -304,6 +308,10 @@ class SharedStore(Store, Protocol):
     @property
     def poll(self) -> float:
         """How often a node should look for due rows without a hint, in seconds."""
+
+    @property
+    def max_lost_runs(self) -> int:
+        """How many times in a row a run may be lost with its node before it fails (``Lease.lost_runs``)."""
 
     def db_now(self) -> float:
         """Return the database's clock (``now()``) as UTC epoch seconds.

@@ -10,9 +10,10 @@ from collections.abc import Callable
 from typing import Any
 
 import psycopg
+import pytest
 from psycopg import sql
 
-from actors.store import PostgresStore, RunInFlight, StoredTask
+from actors.store import Lease, PostgresStore, RunInFlight, StoredTask
 from actors.store.postgres_schema import SCHEMA_VERSION
 from tests.store.helpers import definition, record, update
 from tests.store.pg import DSN, admin, wait_for_db_clock
@@ -200,9 +201,16 @@ def test_a_version_1_store_is_migrated_and_keeps_its_rows(pg_schema: str) -> Non
             raise AssertionError(f"the columns were not added: {error}") from error
 
 
+def _make_version_5(db: psycopg.Connection[Any]) -> None:
+    """Undo the step after version 5: the count of runs lost with their node (v6)."""
+    db.execute("ALTER TABLE task DROP COLUMN lost_runs")
+    db.execute("UPDATE store_meta SET schema_version = 5")
+
+
 def _make_version_2(db: psycopg.Connection[Any]) -> None:
-    """Undo the steps after version 2: the operations' columns (v5) and task_free as version 2 made
-    it, the ledger's columns (v4) and the edges of schedule_after (v3)."""
+    """Undo the steps after version 2: the lost-run count (v6), the operations' columns (v5) and
+    task_free as version 2 made it, the ledger's columns (v4) and the edges of schedule_after (v3)."""
+    _make_version_5(db)
     db.execute("ALTER TABLE task DROP COLUMN paused, DROP COLUMN grid_due, DROP COLUMN manual_fence")
     db.execute("DROP INDEX IF EXISTS task_free")
     db.execute("CREATE INDEX task_free ON task (next_due, seq) WHERE status = 'scheduled' AND owner IS NULL")
@@ -240,6 +248,86 @@ def test_a_version_2_store_is_migrated_and_a_paused_row_is_not_claimed(pg_schema
         ).fetchone()
         assert predicate is not None
         assert "paused" in predicate[0]
+
+
+def test_a_version_5_store_is_migrated_and_counts_lost_runs(pg_schema: str) -> None:
+    with PostgresStore(DSN, schema=pg_schema) as store:
+        store.add(definition("kept"))
+        due(store, "x")
+    with admin() as db:
+        db.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(pg_schema)))
+        _make_version_5(db)
+
+    with PostgresStore(DSN, schema=pg_schema, node="a", lease=0.3) as a:
+        assert a.get("kept") is not None
+        (held,) = a.claim_due(1)
+        assert held.lost_runs == 0
+        start_and_die(a, held)
+        with PostgresStore(DSN, schema=pg_schema, node="b") as b:
+            (retaken,) = b.claim_due(1)
+        assert retaken.lost_runs == 1  # the old rows count from none
+    with admin() as db:
+        db.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(pg_schema)))
+        assert db.execute("SELECT schema_version FROM store_meta").fetchone() == (SCHEMA_VERSION,)
+        assert db.execute("SELECT lost_runs FROM task WHERE task_id = 'kept'").fetchone() == (0,)
+
+
+# -- the poison-pill count -----------------------------------------------------------------------
+
+
+def start_and_die(store: PostgresStore, held: Lease) -> None:
+    """Start the run of ``held``, then return once its lease (renewed by the start) has ended."""
+    started = store.start(held, seal=True)
+    assert started is not None
+    wait_for_db_clock(store, started + store.lease)
+
+
+def test_a_run_retaken_after_its_started_lease_ended_counts_one_loss_more(make_node: Node) -> None:
+    a, b = make_node("a", lease=0.3), make_node("b", lease=0.3)
+    due(a, "x")
+    held = a.claim_due(1)[0]
+    for losses in range(1, 4):
+        start_and_die(a, held)
+        (held,) = b.claim_due(1)
+        assert held.lost_runs == losses
+        a, b = b, a
+
+
+def test_a_claim_that_never_started_counts_no_loss(make_node: Node) -> None:
+    a, b = make_node("a", lease=0.3), make_node("b", lease=0.3)
+    due(a, "x")
+    (held,) = a.claim_due(1)
+    start_and_die(a, held)
+    (retaken,) = b.claim_due(1)  # one loss: a had started it
+    assert retaken.lost_runs == 1
+    wait_for_db_clock(a, retaken.expires)  # b dies before it starts the run: not a loss
+    (again,) = a.claim_due(1)
+    assert again.lost_runs == 1
+    a.release([again])  # given back before the start: a free row
+    (fresh,) = b.claim_due(1)
+    assert fresh.lost_runs == 0  # a claim of a free row starts from none
+
+
+def test_an_outcome_that_lands_clears_the_count(make_node: Node) -> None:
+    a, b = make_node("a", lease=0.3), make_node("b", lease=0.3)
+    task = due(a, "x")
+    (held,) = a.claim_due(1)
+    start_and_die(a, held)
+    (retaken,) = b.claim_due(1)
+    assert retaken.lost_runs == 1
+    assert b.start(retaken, seal=False) is not None
+    next_due = b.db_now() - 1
+    b.save_outcomes([update(task, status="scheduled", next_due=next_due, run_count=1, fence=retaken.fence)])
+    (next_run,) = a.claim_due(1)  # the next run of a recurring task: its own count
+    assert next_run.lost_runs == 0
+
+
+def test_max_lost_runs_must_be_an_int_of_at_least_one() -> None:
+    assert PostgresStore(DSN, max_lost_runs=1).max_lost_runs == 1
+    assert PostgresStore(DSN).max_lost_runs == 3
+    for bad in (0, -1, 2.0, True, "3", None):
+        with pytest.raises(ValueError, match=r"max_lost_runs must be an int >= 1, got"):
+            PostgresStore(DSN, max_lost_runs=bad)  # type: ignore[arg-type]
 
 
 def test_references_names_what_a_node_must_import_to_claim_what_was_written(make_node: Node) -> None:

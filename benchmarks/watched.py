@@ -26,8 +26,9 @@ import urllib.request
 from collections.abc import Callable
 
 from actors import Scheduler
+from actors.web.page import PAGE_ROWS
 
-PAGE_POLL = ("/api/tasks?limit=100", "/api/nodes")
+PAGE_POLL = (f"/api/tasks?offset=0&limit={PAGE_ROWS}", "/api/nodes")
 """What the open page fetches each refresh (``actors/web/page.py``'s script: the first rows only)."""
 
 WATCHERS = {

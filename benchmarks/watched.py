@@ -151,8 +151,24 @@ def main() -> None:
             ratios[mode].append(rate / rates[modes[0]][-1])
             cpu_ratios[mode].append(cpu / cpus[modes[0]][-1])
     show: Callable[[str], None] = print
+    if options.repeats:
+        _show_rates(show, options.tasks, options.repeats, modes, (rates, ratios, cpus, cpu_ratios))
+    if options.scrape_tasks:
+        times = scrape(options.scrape_tasks)
+        scraped = ", ".join(f"{path} {seconds * 1000:.1f} ms" for path, seconds in times.items())
+        show(f"with {options.scrape_tasks:,} tasks: {scraped}")
+
+
+def _show_rates(
+    show: Callable[[str], None],
+    tasks: int,
+    repeats: int,
+    modes: list[str],
+    figures: tuple[dict[str, list[float]], ...],
+) -> None:
+    rates, ratios, cpus, cpu_ratios = figures
     show(
-        f"throughput, {options.tasks:,} tasks, {options.repeats} repeats "
+        f"throughput, {tasks:,} tasks, {repeats} repeats "
         f"(medians: tasks/s, its ratio to {modes[0]}; CPU us per task, its ratio)"
     )
     for mode in modes:
@@ -160,10 +176,6 @@ def main() -> None:
             f"  {mode:8} {statistics.median(rates[mode]):>10,.0f}  {statistics.median(ratios[mode]):.3f}"
             f"   {statistics.median(cpus[mode]):6.1f} us  {statistics.median(cpu_ratios[mode]):.3f}"
         )
-    if options.scrape_tasks:
-        times = scrape(options.scrape_tasks)
-        scraped = ", ".join(f"{path} {seconds * 1000:.1f} ms" for path, seconds in times.items())
-        show(f"with {options.scrape_tasks:,} tasks: {scraped}")
 
 
 if __name__ == "__main__":

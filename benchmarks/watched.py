@@ -3,13 +3,17 @@
 Issue 25's speed targets, measured (not timed tests):
 
 - ``throughput``: ``--tasks`` no-op one-time tasks all due now on ``Scheduler(workers=4)``,
-  tasks/s from the first ``schedule_once`` to the last run, in three modes taken in turn each
-  repeat: ``plain`` (nothing registered), ``metrics`` (``actors.metrics.register``: the run
-  tally listens to the events) and ``served`` (``actors.web.app`` on a real port, ``/metrics``
-  scraped every second and ``/api/tasks`` fetched every 2 s, as an open page does); the
-  median of each and its ratio to ``plain`` (target: >= 0.95 for ``served``);
-- ``scrape``: with 10,000 live tasks, the time of one ``/metrics`` scrape and of one
-  ``/api/tasks`` over HTTP (medians of 10; target for the scrape: <= 100 ms).
+  tasks/s from the first ``schedule_once`` to the last run and the process CPU time per task,
+  in four modes taken in turn each repeat: ``plain`` (nothing registered), ``metrics``
+  (``actors.metrics.register``, never scraped: the core counts nothing yet), ``scraped``
+  (``actors.web.app`` on a real port, ``/metrics`` scraped every second: the core counts
+  each run) and ``served`` (the same, and the page open: what its script fetches, every 2 s);
+  the median of each and of its per-repeat ratio to ``plain`` (target: >= 0.95 for ``served``).
+  The server is up and each watched path answered once before the clock starts: the page was
+  open before the tasks came;
+- ``scrape``: with 10,000 live tasks, the time of one ``/metrics`` scrape, of one full
+  ``/api/tasks`` and of what the page fetches (``PAGE_POLL``) over HTTP (medians of 10;
+  target: <= 100 ms).
 """
 
 from __future__ import annotations
@@ -22,15 +26,28 @@ import urllib.request
 from collections.abc import Callable
 
 from actors import Scheduler
+from actors.web.page import PAGE_ROWS
+
+PAGE_POLL = (f"/api/tasks?offset=0&limit={PAGE_ROWS}", "/api/nodes")
+"""What the open page fetches each refresh (``actors/web/page.py``'s script: the first rows only)."""
+
+WATCHERS = {
+    "scraped": (("/metrics", 1.0),),
+    "served": (("/metrics", 1.0), *((path, 2.0) for path in PAGE_POLL)),
+}
+"""Per watched mode: the paths fetched and how often (seconds)."""
+
+MODES = ("plain", "metrics", "scraped", "served")
 
 
 def noop() -> None:
     pass
 
 
-def throughput(n: int, mode: str) -> float:
+def throughput(n: int, mode: str) -> tuple[float, float]:
+    """Tasks/s and CPU microseconds per task of ``n`` no-op tasks in ``mode`` (see the module)."""
     left = [n]
-    lock = threading.Lock()
+    lock = threading.Lock()  # guards left: every worker counts down
     finished = threading.Event()
 
     def hit() -> None:
@@ -44,27 +61,29 @@ def throughput(n: int, mode: str) -> float:
     watchers: list[threading.Thread] = []
     server = None
     try:
-        if mode != "plain":
+        if mode == "metrics":
             from prometheus_client import CollectorRegistry
 
             from actors.metrics import register
 
             register(s, CollectorRegistry())
-        if mode == "served":
+        elif mode in WATCHERS:
             from actors.web import app
             from actors.web.server import WebServer
 
             server = WebServer(app(s))
             server.start()
-            for path, every in (("/metrics", 1.0), ("/api/tasks", 2.0)):
+            for path, every in WATCHERS[mode]:
+                _get(server.url + path)  # the page was open before the tasks came
                 watchers.append(threading.Thread(target=_poll, args=(server.url + path, every, stop)))
             for watcher in watchers:
                 watcher.start()
-        start = time.perf_counter()
+        cpu, start = time.process_time(), time.perf_counter()
         for _ in range(n):
             s.schedule_once(hit, delay=0)
-        finished.wait(600)
-        return n / (time.perf_counter() - start)
+        if not finished.wait(600):
+            raise TimeoutError("the tasks did not all run within 600 s")
+        return n / (time.perf_counter() - start), (time.process_time() - cpu) / n * 1e6
     finally:
         stop.set()
         for watcher in watchers:
@@ -74,14 +93,19 @@ def throughput(n: int, mode: str) -> float:
         s.shutdown()
 
 
+def _get(url: str) -> bytes:
+    with urllib.request.urlopen(url, timeout=30) as reply:
+        body: bytes = reply.read()
+        return body
+
+
 def _poll(url: str, every: float, stop: threading.Event) -> None:
-    while not stop.is_set():
-        with urllib.request.urlopen(url, timeout=30) as reply:
-            reply.read()
-        stop.wait(every)
+    while not stop.wait(every):
+        _get(url)
 
 
-def scrape(tasks: int) -> tuple[float, float]:
+def scrape(tasks: int) -> dict[str, float]:
+    """Seconds of one GET of ``/metrics``, the full ``/api/tasks`` and the page's poll, ``tasks`` live."""
     from actors.web import app
     from actors.web.server import WebServer
 
@@ -91,7 +115,7 @@ def scrape(tasks: int) -> tuple[float, float]:
         server.start()
         for n in range(tasks):
             s.schedule_at_fixed_rate(noop, 3600, 3600, task_id=f"t{n}")
-        return _median_get(server.url + "/metrics"), _median_get(server.url + "/api/tasks")
+        return {path: _median_get(server.url + path) for path in ("/metrics", "/api/tasks", *PAGE_POLL)}
     finally:
         server.stop()
         s.shutdown()
@@ -100,8 +124,7 @@ def scrape(tasks: int) -> tuple[float, float]:
 def _median_get(url: str, times: int = 10) -> float:
     def once() -> float:
         start = time.perf_counter()
-        with urllib.request.urlopen(url, timeout=30) as reply:
-            reply.read()
+        _get(url)
         return time.perf_counter() - start
 
     once()  # warm
@@ -113,22 +136,46 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=100_000)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--scrape-tasks", type=int, default=10_000)
+    parser.add_argument("--modes", default=",".join(MODES), help="comma-separated, plain first")
     options = parser.parse_args()
-    modes: dict[str, list[float]] = {"plain": [], "metrics": [], "served": []}
-    ratios: dict[str, list[float]] = {"metrics": [], "served": []}
+    modes = options.modes.split(",")
+    rates: dict[str, list[float]] = {mode: [] for mode in modes}
+    cpus: dict[str, list[float]] = {mode: [] for mode in modes}
+    ratios: dict[str, list[float]] = {mode: [] for mode in modes}
+    cpu_ratios: dict[str, list[float]] = {mode: [] for mode in modes}
     for _ in range(options.repeats):
-        for mode, results in modes.items():
-            results.append(throughput(options.tasks, mode))
-        for mode, ratio_list in ratios.items():
-            ratio_list.append(modes[mode][-1] / modes["plain"][-1])
+        for mode in modes:
+            rate, cpu = throughput(options.tasks, mode)
+            rates[mode].append(rate)
+            cpus[mode].append(cpu)
+            ratios[mode].append(rate / rates[modes[0]][-1])
+            cpu_ratios[mode].append(cpu / cpus[modes[0]][-1])
     show: Callable[[str], None] = print
-    show(f"throughput, {options.tasks:,} tasks, {options.repeats} repeats (median tasks/s; ratio to plain)")
-    for mode, results in modes.items():
-        ratio = "" if mode == "plain" else f"   ratio {statistics.median(ratios[mode]):.3f}"
-        show(f"  {mode:8} {statistics.median(results):>10,.0f}{ratio}")
-    metrics, tasks = scrape(options.scrape_tasks)
-    scraped = f"/metrics {metrics * 1000:.1f} ms, /api/tasks {tasks * 1000:.1f} ms"
-    show(f"with {options.scrape_tasks:,} tasks: {scraped}")
+    if options.repeats:
+        _show_rates(show, options.tasks, options.repeats, modes, (rates, ratios, cpus, cpu_ratios))
+    if options.scrape_tasks:
+        times = scrape(options.scrape_tasks)
+        scraped = ", ".join(f"{path} {seconds * 1000:.1f} ms" for path, seconds in times.items())
+        show(f"with {options.scrape_tasks:,} tasks: {scraped}")
+
+
+def _show_rates(
+    show: Callable[[str], None],
+    tasks: int,
+    repeats: int,
+    modes: list[str],
+    figures: tuple[dict[str, list[float]], ...],
+) -> None:
+    rates, ratios, cpus, cpu_ratios = figures
+    show(
+        f"throughput, {tasks:,} tasks, {repeats} repeats "
+        f"(medians: tasks/s, its ratio to {modes[0]}; CPU us per task, its ratio)"
+    )
+    for mode in modes:
+        show(
+            f"  {mode:8} {statistics.median(rates[mode]):>10,.0f}  {statistics.median(ratios[mode]):.3f}"
+            f"   {statistics.median(cpus[mode]):6.1f} us  {statistics.median(cpu_ratios[mode]):.3f}"
+        )
 
 
 if __name__ == "__main__":

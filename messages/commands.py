@@ -249,7 +249,14 @@ class QueryTask:
 @final
 @dataclass(frozen=True, slots=True)
 class QueryTasks:
-    """Reply: a ``TaskInfo`` for every live task, in scheduling order."""
+    """Reply: a ``TaskInfo`` for every live task, in scheduling order (from ``offset``, at most ``limit``).
+
+    A page of them (the status page's table) costs the scheduler thread that page's snapshots,
+    not every live task's.
+    """
+
+    offset: int = 0
+    limit: int | None = None
 
 
 @final

@@ -83,6 +83,6 @@ class TaskDirectory(Protocol):
         """A snapshot of the task ``task_id`` (``UnknownTaskError`` if none)."""
         ...
 
-    def infos(self) -> list[TaskInfo]:
-        """Snapshots of every live task, in scheduling order (``Scheduler.tasks``)."""
+    def infos(self, *, offset: int = 0, limit: int | None = None) -> list[TaskInfo]:
+        """Snapshots of every live task, in scheduling order (``offset``, ``limit``: ``Scheduler.tasks``')."""
         ...

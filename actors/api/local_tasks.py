@@ -138,7 +138,7 @@ class LocalTasks:
         assert isinstance(info, TaskInfo)
         return info
 
-    def infos(self) -> list[TaskInfo]:
-        """The scheduler's snapshots of every live task, in scheduling order."""
-        infos: list[TaskInfo] = self._facade._query(QueryTasks())
+    def infos(self, *, offset: int = 0, limit: int | None = None) -> list[TaskInfo]:
+        """The scheduler's snapshots of every live task, in scheduling order (a page: only its own)."""
+        infos: list[TaskInfo] = self._facade._query(QueryTasks(offset, limit))
         return infos

@@ -78,13 +78,24 @@ class Queries(Plumbing):
             raise UnknownTaskError(f"no task with id {task_id!r}")
         return self._directory.info(task_id)
 
-    def tasks(self) -> list[TaskInfo]:
+    def tasks(self, *, offset: int = 0, limit: int | None = None) -> list[TaskInfo]:
         """Return a snapshot of every live (not yet finished) task, in scheduling order.
 
         Tasks of ``schedule_many`` (and one-time tasks loaded from a store) that are still parked
-        come after the others, in their own order.
+        come after the others, in their own order. ``offset`` and ``limit``: only the tasks
+        from the ``offset``-th on (0: the first), at most ``limit`` of them (``None``: all); a
+        page of a long list costs the scheduler thread only that page's snapshots.
+
+        Raises:
+            TypeError: ``offset`` or ``limit`` is not an int.
+            ValueError: ``offset`` or ``limit`` is negative.
         """
-        return self._directory.infos()
+        for name, value in (("offset", offset), ("limit", 0 if limit is None else limit)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"{name} must be an int, got {value!r}")
+            if value < 0:
+                raise ValueError(f"{name} must be >= 0, got {value}")
+        return self._directory.infos(offset=offset, limit=limit)
 
     def stats(self) -> SchedulerStats:
         """Return the scheduler's counters (live tasks, heap size, timer wake-ups, ...).

@@ -177,12 +177,16 @@ class SharedTasks:
         info = None if is_memory_id(task_id) else self.row_info(task_id)
         return self._local.info(task_id) if info is None else info
 
-    def infos(self) -> list[TaskInfo]:
-        """This node's snapshots, then every live durable task of the store (whichever node runs it)."""
+    def infos(self, *, offset: int = 0, limit: int | None = None) -> list[TaskInfo]:
+        """This node's snapshots, then every live durable task of the store (whichever node runs it).
+
+        ``offset`` and ``limit`` cut the merged list (the store's rows are read whole).
+        """
         infos = self._local.infos()
         stored = self.row_infos()
         ids = {info.task_id for info in stored}
-        return [info for info in infos if info.task_id not in ids] + stored
+        merged = [info for info in infos if info.task_id not in ids] + stored
+        return merged[offset : None if limit is None else offset + limit]
 
     def row_info(self, task_id: TaskId, *, seq: int | None = None) -> TaskInfo | None:
         """The snapshot of durable task ``task_id`` (of incarnation ``seq``, if given), or ``None``."""

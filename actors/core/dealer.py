@@ -234,6 +234,10 @@ class Dealer:
         """Whether ``task``'s run is its worker's current one (first in its batch, not yet reported)."""
         return any(batch[0] is task for batch in self._batches.values())
 
+    def current(self) -> list[TaskRecord]:
+        """The tasks whose run is their worker's current one (``is_current`` of many tasks at once)."""
+        return [batch[0] for batch in self._batches.values()]
+
     @property
     def busy(self) -> bool:
         """Whether any worker holds a run (started or not) that it has not reported yet."""

@@ -29,7 +29,7 @@ is live while the task is parked under the same ``seq``.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final
 
 from actors.core.task_record import TaskRecord, TaskSpec
@@ -194,9 +194,12 @@ class ParkedTasks:
         entry = self.entries.get(task_id)
         return None if entry is None else self._shown(task_id, entry)
 
-    def peek_all(self) -> Iterator[TaskRecord]:
-        """Records showing every parked task, in the order they were parked."""
-        for task_id, entry in self.entries.items():
+    def peek_all(self, start: int = 0, stop: int | None = None) -> Iterator[TaskRecord]:
+        """Records showing every parked task, in the order they were parked (``start:stop`` of them)."""
+        entries: Iterable[tuple[str, ParkedEntry]] = self.entries.items()
+        if start or stop is not None:
+            entries = itertools.islice(entries, start, stop)
+        for task_id, entry in entries:
             yield self._shown(task_id, entry)
 
     def _shown(self, task_id: str, entry: ParkedEntry) -> TaskRecord:

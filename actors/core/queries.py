@@ -10,7 +10,8 @@ except that asking for a parked task's record gives it one for good (``record``)
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from itertools import islice
 from typing import TYPE_CHECKING
 
 from actors.core.run_log import as_record, entries, last_runs
@@ -110,17 +111,32 @@ class Queries:
         kept = entries(task.runs, task.due_at, due_wall)
         return [as_record(entry, wall_offset) for entry in last_runs(kept, limit)]
 
-    def infos(self, *, wall_offset: float | None = None) -> list[TaskInfo]:
-        """Return a snapshot of every live task, in scheduling order (parked tasks last, in theirs)."""
-        is_current = self._dealer.is_current
-        infos = [
-            task.snapshot(running=is_current(task), wall_offset=wall_offset) for task in self._tasks.values()
-        ]
+    def infos(
+        self, *, wall_offset: float | None = None, offset: int = 0, limit: int | None = None
+    ) -> list[TaskInfo]:
+        """Return a snapshot of every live task, in scheduling order (parked tasks last, in theirs).
+
+        ``offset`` and ``limit``: only those from the ``offset``-th, at most ``limit`` of them
+        (a page of a long list: only its tasks are snapshot).
+        """
+        held: Iterable[TaskRecord] = self._tasks.values()
+        parked: Iterable[TaskRecord] = ()
+        if offset or limit is not None:
+            stop = None if limit is None else offset + limit
+            held = islice(held, offset, stop)
+            skip = max(0, offset - len(self._tasks))
+            take = None if stop is None else max(0, stop - max(offset, len(self._tasks)))
+            if take != 0:
+                parked = self._parked.peek_all(skip, None if take is None else skip + take)
+        else:
+            parked = self._parked.peek_all()
+        current = self._dealer.current()  # a few (one per busy worker): test each task against them
+        infos = [task.snapshot(running=task in current, wall_offset=wall_offset) for task in held]
         if self._instances:
             infos = [self._with_active_runs(info) for info in infos]
         if self._paused:
             infos = [self._shown(info) for info in infos]
-        infos.extend(task.snapshot(wall_offset=wall_offset) for task in self._parked.peek_all())
+        infos.extend(task.snapshot(wall_offset=wall_offset) for task in parked)
         return infos
 
     def next_due(self) -> float | None:

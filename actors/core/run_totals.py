@@ -49,20 +49,34 @@ SAMPLES: Final = 100
 """Latenesses kept per labelled task, for its percentiles."""
 
 
-class RunCounts:
-    """Counts and histograms of ended runs (see the module). The scheduler's thread only."""
+_FIRST_LATENESS: Final = LATENESS_BUCKETS[0]
+_FIRST_DURATION: Final = DURATION_BUCKETS[0]
 
-    __slots__ = (
-        "_duration", "_labels", "_last", "_lateness", "_runs", "_samples", "duration_sum",
-        "lateness_sum", "max_tasks",
-    )  # fmt: skip
+
+class _LabelRuns:
+    """One task label's counts: runs by outcome, the last outcome, its latest latenesses."""
+
+    __slots__ = ("by_outcome", "last", "samples")
+
+    def __init__(self, samples: deque[float] | None) -> None:
+        self.by_outcome: dict[str, int] = {}
+        self.last: str | None = None
+        self.samples = samples  # None for OTHER: its tasks are many, their percentiles meaningless
+
+
+class RunCounts:
+    """Counts and histograms of ended runs (see the module). The scheduler's thread only.
+
+    Each labelled task id maps to its own ``_LabelRuns``, so a run costs one dict lookup for
+    everything its label keeps (not one per count) and no key tuple is made per run.
+    """
+
+    __slots__ = ("_duration", "_labels", "_lateness", "_other", "duration_sum", "lateness_sum", "max_tasks")
 
     def __init__(self, max_tasks: int = 1000) -> None:
         self.max_tasks = max_tasks
-        self._labels: dict[str, str] = {}
-        self._runs: dict[tuple[str, str], int] = {}
-        self._last: dict[str, str] = {}
-        self._samples: dict[str, deque[float]] = {}
+        self._labels: dict[str, _LabelRuns] = {}
+        self._other = _LabelRuns(None)
         self._lateness = [0] * (len(LATENESS_BUCKETS) + 1)
         self._duration = [0] * (len(DURATION_BUCKETS) + 1)
         self.lateness_sum = 0.0
@@ -70,44 +84,56 @@ class RunCounts:
 
     def ended(self, task_id: str, due_at: float, report: Completed | Failed, outcome: str) -> None:
         """Count a run of ``task_id`` due at ``due_at`` (clock seconds) whose ``report`` says it ended so."""
-        started_at, finished_at = report.started_at, report.finished_at
         label = self._labels.get(task_id)
         if label is None:
-            label = task_id if len(self._labels) < self.max_tasks else OTHER
-            if label != OTHER:
-                self._labels[task_id] = label
-        key = (label, outcome)
-        runs = self._runs
-        runs[key] = runs.get(key, 0) + 1
-        if label != OTHER:
-            self._last[label] = outcome
+            label = self._label(task_id)
+        by_outcome = label.by_outcome
+        by_outcome[outcome] = by_outcome.get(outcome, 0) + 1
+        label.last = outcome
+        started_at = report.started_at
         if started_at is None:
             return
         late = started_at - due_at if started_at > due_at else 0.0
-        self._lateness[bisect_left(LATENESS_BUCKETS, late)] += 1
+        # Most runs start within the first bucket (and short ones end in it): no bisect for them.
+        self._lateness[0 if late <= _FIRST_LATENESS else bisect_left(LATENESS_BUCKETS, late)] += 1
         self.lateness_sum += late
+        finished_at = report.finished_at
         took = finished_at - started_at if finished_at > started_at else 0.0
-        self._duration[bisect_left(DURATION_BUCKETS, took)] += 1
+        self._duration[0 if took <= _FIRST_DURATION else bisect_left(DURATION_BUCKETS, took)] += 1
         self.duration_sum += took
-        if label != OTHER:
-            samples = self._samples.get(label)
-            if samples is None:
-                samples = self._samples[label] = deque(maxlen=SAMPLES)
+        samples = label.samples
+        if samples is not None:
             samples.append(late)
+
+    def _label(self, task_id: str) -> _LabelRuns:
+        """A task id not labelled yet: its own label while fewer than ``max_tasks`` are, else OTHER's."""
+        if len(self._labels) >= self.max_tasks:
+            return self._other
+        label = self._labels[task_id] = _LabelRuns(deque(maxlen=SAMPLES))
+        return label
 
     def snapshot(self, samples: bool = False, store: StoreTotals | None = None) -> RunTotals:
         """A copy of the counts (``samples``: with each labelled task's latest latenesses).
 
         ``store``: what the scheduler's home counted of its store, passed on as it is.
         """
+        labels = self._labels
+        runs = [
+            (name, outcome, count)
+            for name, label in labels.items()
+            for outcome, count in label.by_outcome.items()
+        ]
+        runs.extend((OTHER, outcome, count) for outcome, count in self._other.by_outcome.items())
         return RunTotals(
-            runs=tuple((label, outcome, count) for (label, outcome), count in self._runs.items()),
+            runs=tuple(runs),
             lateness=tuple(self._lateness),
             lateness_sum=self.lateness_sum,
             duration=tuple(self._duration),
             duration_sum=self.duration_sum,
-            last=tuple(self._last.items()),
-            samples=tuple((label, tuple(kept)) for label, kept in self._samples.items()) if samples else (),
+            last=tuple((name, label.last) for name, label in labels.items() if label.last is not None),
+            samples=tuple((name, tuple(label.samples)) for name, label in labels.items() if label.samples)
+            if samples
+            else (),
             store=store,
         )
 

@@ -387,8 +387,8 @@ class SchedulerActor(LibraryActor):
                 return reply
             case QueryTask(task_id):
                 return core.find(task_id, wall_offset=self._wall_offset())
-            case QueryTasks():
-                return core.infos(wall_offset=self._wall_offset())
+            case QueryTasks(offset, limit):
+                return core.infos(wall_offset=self._wall_offset(), offset=offset, limit=limit)
             case QueryNextDue():
                 return core.next_due()
             case QueryHistory(task_id, limit):  # Scheduler.history (actors/api/history.py)

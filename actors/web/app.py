@@ -25,7 +25,8 @@ from actors.metrics import register, tally_of
 from actors.store import SharedStore
 from actors.web.nodes import nodes_json
 from actors.web.page import page
-from actors.web.views import Arguments, record_json, task_json
+from actors.web.views import Arguments, record_json, task_json, tasks_body
+from messages import TaskInfo
 
 __all__ = ["CONTROL_ACTIONS", "MAX_HISTORY", "app"]
 
@@ -86,8 +87,12 @@ def app(
         return HTMLResponse(html, headers=_PAGE_HEADERS)
 
     def tasks(request: Request) -> Response:
-        runs = tally.per_task()
-        return JSONResponse([task_json(info, runs, shown) for info in scheduler.tasks()])
+        window = _window(request.query_params)
+        if isinstance(window, Response):
+            return window
+        infos, total = _listed(scheduler, *window, shared=store is not None)
+        body = tasks_body(infos, tally.per_task(), shown)
+        return Response(body, media_type="application/json", headers={"X-Total-Count": str(total)})
 
     def task(request: Request) -> Response:
         return JSONResponse(one(request.path_params["task_id"]))
@@ -166,6 +171,39 @@ def _refused(request: Request, token: str | None) -> Response | None:
     if scheme.lower() != "bearer" or not hmac.compare_digest(credentials.strip().encode(), token.encode()):
         return _error(403, "a control request needs 'Authorization: Bearer <token>'")
     return None
+
+
+def _listed(
+    scheduler: Scheduler, offset: int, limit: int | None, *, shared: bool
+) -> tuple[list[TaskInfo], int]:
+    """The live tasks from ``offset`` (at most ``limit``) and how many there are in all."""
+    if shared:  # the store's rows are read whole anyway: cut here, and count them
+        every = scheduler.tasks()
+        return every[offset : None if limit is None else offset + limit], len(every)
+    if offset or limit is not None:  # a page: only its tasks are snapshot, and counted apart
+        return scheduler.tasks(offset=offset, limit=limit), scheduler.stats().live_tasks
+    every = scheduler.tasks()
+    return every, len(every)
+
+
+def _window(query: Mapping[str, str]) -> tuple[int, int | None] | Response:
+    """``offset`` (default 0) and ``limit`` (default: all) of ``GET /api/tasks``, or a 400."""
+    window: list[int | None] = []
+    for name, least in (("offset", 0), ("limit", 1)):
+        text = query.get(name)
+        if text is None:
+            window.append(0 if name == "offset" else None)
+            continue
+        try:
+            value = int(text)
+        except ValueError:
+            return _error(400, f"{name} must be a whole number, got {text!r}")
+        if value < least:
+            return _error(400, f"{name} must be >= {least}, got {value}")
+        window.append(value)
+    offset, limit = window
+    assert offset is not None
+    return offset, limit
 
 
 def _limit(query: Mapping[str, str]) -> int | Response:

@@ -3,13 +3,22 @@
 The document holds no task data: the script fetches ``/api/tasks`` (and a task's history) and
 builds the rows with ``textContent``, so a task named ``<script>`` shows as text. ``page``
 only fills in whether control buttons are shown and how often the page refreshes.
+
+The list shows ``PAGE_ROWS`` tasks at a time (``/api/tasks?offset=...&limit=...``, with
+buttons to the previous and next ones): an open page of a schedule of 100,000 tasks costs the
+scheduler thread 100 snapshots per refresh, not 100,000. A page in a hidden tab does not
+refresh until it is shown again.
 """
 
 from __future__ import annotations
 
 import json
+from typing import Final
 
-__all__ = ["page"]
+__all__ = ["PAGE_ROWS", "page"]
+
+PAGE_ROWS: Final = 100
+"""Tasks the list shows at a time."""
 
 _PAGE = """<!doctype html>
 <html lang="en">
@@ -44,6 +53,8 @@ small { color: #666; }
 <th>Failures</th><th>Last outcome</th><th>Last error</th><th>Lateness p50 / p99</th><th></th></tr></thead>
 <tbody></tbody>
 </table>
+<p id="pager" hidden><button id="previous">previous</button> <span id="shown"></span>
+<button id="next">next</button></p>
 <div id="nodes" hidden>
 <h3>Nodes</h3>
 <table id="node-table">
@@ -68,8 +79,10 @@ small { color: #666; }
 "use strict";
 const CONTROL = __CONTROL__;
 const REFRESH_MS = __REFRESH_MS__;
+const PAGE_ROWS = __PAGE_ROWS__;
 const KEY = "taskscheduler-token";
 let pending = null;
+let offset = 0;
 
 function text(value) {
   return value === null || value === undefined || value === "" ? "\\u2013" : String(value);
@@ -137,8 +150,23 @@ async function fetchJson(url) {
   if (!reply.ok) throw new Error(url + ": " + reply.status);
   return reply.json();
 }
+async function fetchPage() {
+  const url = "/api/tasks?offset=" + offset + "&limit=" + PAGE_ROWS;
+  const reply = await fetch(url, { headers: { Accept: "application/json" } });
+  if (!reply.ok) throw new Error(url + ": " + reply.status);
+  return [await reply.json(), Number(reply.headers.get("X-Total-Count"))];
+}
 async function showList() {
-  const tasks = await fetchJson("/api/tasks");
+  let [tasks, total] = await fetchPage();
+  if (tasks.length === 0 && offset > 0) {  // the list shrank below this page: show its last one
+    offset = Math.max(0, Math.ceil(total / PAGE_ROWS) - 1) * PAGE_ROWS;
+    [tasks, total] = await fetchPage();
+  }
+  document.getElementById("pager").hidden = total <= PAGE_ROWS && offset === 0;
+  document.getElementById("shown").textContent = tasks.length === 0 ? "no tasks"
+    : "tasks " + (offset + 1) + "\u2013" + (offset + tasks.length) + " of " + total;
+  document.getElementById("previous").disabled = offset === 0;
+  document.getElementById("next").disabled = offset + tasks.length >= total;
   const body = document.querySelector("#tasks tbody");
   const rows = [];
   for (const task of tasks) {
@@ -231,10 +259,16 @@ document.getElementById("token-form").addEventListener("submit", (event) => {
   say("");
   if (pending) { const [id, action] = pending; pending = null; control(id, action); }
 });
+document.getElementById("previous").addEventListener("click", () => {
+  offset = Math.max(0, offset - PAGE_ROWS);
+  refresh();
+});
+document.getElementById("next").addEventListener("click", () => { offset += PAGE_ROWS; refresh(); });
 document.getElementById(taskId() === null ? "list" : "task").hidden = false;
 if (CONTROL && !sessionStorage.getItem(KEY)) askToken();
 refresh();
-setInterval(refresh, REFRESH_MS);
+setInterval(() => { if (!document.hidden) refresh(); }, REFRESH_MS);  // a hidden tab asks nothing
+document.addEventListener("visibilitychange", () => { if (!document.hidden) refresh(); });
 </script>
 </body>
 </html>
@@ -243,6 +277,8 @@ setInterval(refresh, REFRESH_MS);
 
 def page(control: bool, refresh: float = 2.0) -> str:
     """The page's HTML: with control buttons or without, refreshing every ``refresh`` seconds."""
-    return _PAGE.replace("__CONTROL__", json.dumps(control)).replace(
-        "__REFRESH_MS__", str(max(100, round(refresh * 1000)))
+    return (
+        _PAGE.replace("__CONTROL__", json.dumps(control))
+        .replace("__REFRESH_MS__", str(max(100, round(refresh * 1000))))
+        .replace("__PAGE_ROWS__", str(PAGE_ROWS))
     )

@@ -84,6 +84,24 @@ def test_queries_show_parked_tasks_as_scheduled(make_scheduler, clock: FakeClock
     assert s.stats().live_tasks == 2
 
 
+def test_a_page_of_tasks_spans_held_and_parked_ones_in_order(make_scheduler) -> None:
+    s = make_scheduler()
+    held = [s.schedule_once(lambda: None, delay=60, task_id=f"held{n}").task_id for n in range(3)]
+    parked = s.schedule_many(lambda: None, [60.0] * 4)
+    every = [info.task_id for info in s.tasks()]
+    assert every == held + parked
+    for offset in range(len(every) + 2):
+        for limit in (None, 0, 1, 2, 3, 5, 100):
+            page = [info.task_id for info in s.tasks(offset=offset, limit=limit)]
+            assert page == every[offset : None if limit is None else offset + limit], (offset, limit)
+    assert s.info(parked[0]).status is TaskStatus.SCHEDULED  # paging unparks nothing
+    for bad, error in ((-1, ValueError), ("1", TypeError), (True, TypeError)):
+        with pytest.raises(error):
+            s.tasks(offset=bad)
+        with pytest.raises(error):
+            s.tasks(limit=bad)
+
+
 def test_events_name_each_task(make_scheduler, recorder: EventRecorder) -> None:
     s = make_scheduler()
     s.subscribe(recorder)

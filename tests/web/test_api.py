@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import datetime
+from urllib.parse import quote
 
 import pytest
 
@@ -74,6 +75,48 @@ def test_tasks_list_and_one_task_have_the_documented_fields(scheduler: Scheduler
     one = client.get("/api/tasks/tick").json()
     assert one["id"] == "tick"
     assert one["runs"] == 2
+
+
+def test_a_page_of_the_list_and_its_total(scheduler: Scheduler, client: TestClient) -> None:
+    for n in range(5):
+        scheduler.schedule_at_fixed_rate(lambda: None, 10, task_id=f"t{n}")
+
+    whole = client.get("/api/tasks")
+    assert whole.headers["x-total-count"] == "5"
+    assert [task["id"] for task in whole.json()] == [f"t{n}" for n in range(5)]
+    page = client.get("/api/tasks?offset=1&limit=2")
+    assert page.headers["x-total-count"] == "5"
+    assert page.json() == whole.json()[1:3]
+    assert client.get("/api/tasks?offset=9").json() == []
+    for query in ("offset=-1", "offset=x", "limit=0", "limit=1.5"):
+        reply = client.get(f"/api/tasks?{query}")
+        assert reply.status_code == 400
+        assert query.split("=")[0] in reply.json()["error"]
+
+
+def test_the_list_says_what_each_task_object_says(scheduler: Scheduler) -> None:
+    """``tasks_body`` writes the list field by field: the same JSON as ``task_json`` of each."""
+    tick_twice(scheduler)
+    scheduler.schedule_at_fixed_rate(lambda: None, 1.5, task_id='<script>\u00e9"\n', name="na\u00efve")
+    scheduler.schedule_with_fixed_delay(lambda: None, 0.25, task_id="delayed")
+    scheduler.schedule_cron(lambda: None, "0 9 * * *", task_id="daily")
+    scheduler.schedule_once(lambda: None, delay=5, task_id="once")
+    scheduler.schedule_after(lambda: None, ["once"], task_id="after")
+    scheduler.pause("once")
+    scheduler.settle()
+
+    def arguments(task_id: str) -> dict[str, object]:
+        return {"args": [task_id, 1.5, None], "kwargs": {"k": "\u2603"}}
+
+    for shown in (False, True):
+        with TestClient(app(scheduler, show_args=shown, arguments=arguments)) as client:
+            listed = client.get("/api/tasks").json()
+            assert len(listed) == 7  # tick_twice's two, and five
+            one_by_one = [client.get(f"/api/tasks/{quote(task['id'], safe='')}").json() for task in listed]
+            assert listed == one_by_one
+    statuses = {task["id"]: task["status"] for task in listed}
+    assert (statuses["after"], statuses["once"]) == ("waiting", "paused")
+    assert listed[-1]["waiting_for"] == ["once"]
 
 
 def test_history_has_the_fields_of_run_record(scheduler: Scheduler, client: TestClient) -> None:

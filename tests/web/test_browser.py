@@ -152,3 +152,39 @@ def test_a_task_named_like_markup_shows_as_text(browser: WebDriver) -> None:
     finally:
         server.stop()
         scheduler.shutdown()
+
+
+def test_a_long_list_is_shown_a_page_at_a_time(browser: WebDriver) -> None:
+    from actors import Scheduler
+    from actors.web import app
+    from actors.web.page import PAGE_ROWS
+    from actors.web.server import WebServer
+
+    scheduler = Scheduler(1)
+    server = WebServer(app(scheduler))
+    try:
+        for n in range(PAGE_ROWS + 5):
+            scheduler.schedule_at_fixed_rate(lambda: None, 3600, 3600, task_id=f"t{n:03}")
+        server.start()
+        browser.get(server.url + "/")
+
+        def rows(driver: WebDriver) -> list[str]:  # in one script: a refresh replaces the rows
+            script = (
+                "return [...document.querySelectorAll('#tasks tbody tr')].map((row) => row.dataset.taskId);"
+            )
+            shown: list[str] = driver.execute_script(script)
+            return shown
+
+        WebDriverWait(browser, WAIT).until(lambda d: len(rows(d)) == PAGE_ROWS)
+        assert rows(browser) == [f"t{n:03}" for n in range(PAGE_ROWS)]
+        assert browser.find_element(By.ID, "shown").text == f"tasks 1\u2013{PAGE_ROWS} of {PAGE_ROWS + 5}"
+        assert not browser.find_element(By.ID, "previous").is_enabled()
+        browser.find_element(By.ID, "next").click()
+        WebDriverWait(browser, WAIT).until(lambda d: len(rows(d)) == 5)
+        assert rows(browser) == [f"t{n:03}" for n in range(PAGE_ROWS, PAGE_ROWS + 5)]
+        assert not browser.find_element(By.ID, "next").is_enabled()
+        browser.find_element(By.ID, "previous").click()
+        WebDriverWait(browser, WAIT).until(lambda d: len(rows(d)) == PAGE_ROWS)
+    finally:
+        server.stop()
+        scheduler.shutdown()

@@ -96,7 +96,10 @@ class Dealer:
 
     def queue(self, task: TaskRecord) -> None:
         """Put a task that has fallen due at the back of its pool's FIFO."""
-        move_to(task, READY)
+        if task.state is PENDING:
+            task.state = READY  # the move of nearly every task due, which the table allows
+        else:
+            move_to(task, READY)
         self._pools[task.spec.executor].ready.append(task)
 
     def queue_all(self, tasks: list[TaskRecord]) -> None:

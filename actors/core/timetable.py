@@ -192,7 +192,7 @@ class Timetable(Operations):
         self.add(task, now=now)
         return task
 
-    def add(self, task: TaskRecord, *, now: float) -> None:
+    def add(self, task: TaskRecord, now: float) -> None:
         """Own a new task; hand it to a worker at once if it is due and one is idle.
 
         Raises:
@@ -201,18 +201,19 @@ class Timetable(Operations):
         """
         if self.closed:
             raise SchedulerShutdownError(f"scheduler is shut down; task {task.task_id!r} rejected")
-        if task.task_id in self._tasks or task.task_id in self._parked:
+        if task.task_id in self._tasks or task.task_id in self._parked.entries:
             raise DuplicateTaskError(f"a live task already has id {task.task_id!r}")
         self._tasks[task.task_id] = task
         if task.spec.after:
             self._wait_for(task, now)  # it may be due at once: what it waits for has completed
         else:
+            heap = self._heap
             if task.spec.on_wall:
                 self._plan_on_wall(task)
             if task.spec.policies is not DEFAULT_POLICIES:
                 self._push_slot(task)
-            elif task.due_at > self._due_by(now) or self._want_due or self._heap.due_by(task.due_at):
-                self._heap.push(task, task.due_at)
+            elif task.due_at > now or self.hold is not None or self._want_due or heap.due_by(task.due_at):
+                heap.push(task, task.due_at)
             else:  # due, and nothing waits in the heap due before it: where the heap would put it
                 self.activity += 1
                 self._dealer.queue(task)
@@ -257,7 +258,7 @@ class Timetable(Operations):
                 self._wait_for(task, now)
         self._release(now)
 
-    def park(self, parcel: Parcel, *, now: float) -> None:
+    def park(self, parcel: Parcel, now: float) -> None:
         """Own the one-time tasks of a ``schedule_many`` parcel, parked until they are needed.
 
         Their ids are new (minted). A task already due is handed to a worker at once, as ``add``.

@@ -138,18 +138,20 @@ def run_batch(
         task = run.task
         if (start_check is None or start_check(run)) and task.try_start(run.one_time):
             started_at = now()
-            if run.announce:
-                report(Started(worker, run.task_id, run.run, started_at))
-            failure: tuple[BaseException, str] | None = None
-            reset = CURRENT_RUN.set((run, started_at, clock))
             try:
-                value = call(run)
-            except BaseException as error:  # SystemExit too: a task never takes the worker down
-                logger.debug("task %r run %d raised %r", run.task_id, run.run, error)
-                value, failure = None, _detach(error)
-            finally:  # even if this worker fails now: its task must be able to run again
+                if run.announce:
+                    report(Started(worker, run.task_id, run.run, started_at))
+                failure: tuple[BaseException, str] | None = None
+                reset = CURRENT_RUN.set((run, started_at, clock))
+                try:
+                    value = call(run)
+                except BaseException as error:  # SystemExit too: a task never takes the worker down
+                    logger.debug("task %r run %d raised %r", run.task_id, run.run, error)
+                    value, failure = None, _detach(error)
+                finally:
+                    CURRENT_RUN.reset(reset)
                 finished_at = now()
-                CURRENT_RUN.reset(reset)
+            finally:  # even if this worker fails now (its clock raised): its task must be able to run again
                 ours = task.end_run(run.claim)
             if not ours:  # abandoned while it ran: the task, and this worker's place, are others' now
                 break

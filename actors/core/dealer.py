@@ -24,7 +24,7 @@ from collections.abc import Container, Mapping
 from typing import Final
 
 from actors.core.task_record import INLINE, PROCESSES, THREADS, RunInstance, TaskRecord
-from actors.core.task_state import HANDED, READY, move_to
+from actors.core.task_state import HANDED, PENDING, READY, move_to
 from actors.sync.claim import Claim
 from messages import RunTask, TaskId
 
@@ -96,8 +96,26 @@ class Dealer:
 
     def queue(self, task: TaskRecord) -> None:
         """Put a task that has fallen due at the back of its pool's FIFO."""
-        move_to(task, READY)
+        if task.state is PENDING:
+            task.state = READY  # the move of nearly every task due, which the table allows
+        else:
+            move_to(task, READY)
         self._pools[task.spec.executor].ready.append(task)
+
+    def queue_all(self, tasks: list[TaskRecord]) -> None:
+        """``queue`` each of ``tasks``, in order (the release of what fell due at once).
+
+        ``PENDING -> READY`` (what nearly every task due makes) is set here without a call to
+        ``move_to``: the table allows it (``actors/core/task_state.py``). Any other state goes
+        through ``move_to``, which refuses what the table does not allow.
+        """
+        pools = self._pools
+        for task in tasks:
+            if task.state is PENDING:
+                task.state = READY
+            else:
+                move_to(task, READY)
+            pools[task.spec.executor].ready.append(task)
 
     def deal(
         self,
@@ -302,7 +320,7 @@ class Dealer:
             self._batches[worker] = deque(batch)
             runs: list[RunTask] = []
             for task in batch:
-                move_to(task, HANDED)
+                task.state = HANDED  # READY -> HANDED, the move the table allows: each was READY above
                 claim = task.claim = Claim.free()
                 spec = task.spec
                 run = RunTask(

@@ -115,8 +115,12 @@ class RunEndings(InstanceRuns):
 
     # -- reports ----------------------------------------------------------------------------
 
-    def completed(self, report: Completed, *, now: float) -> None:
-        """Record that a worker finished a run normally."""
+    def completed(self, report: Completed, now: float) -> None:
+        """Record that a worker finished a run normally.
+
+        The busiest method of the core (every run of every task ends here): what a plain run
+        needs is written out, and each option costs one test.
+        """
         task = self._dealer.report(report.worker, report.task_id, report.run, idle=report.idle)
         if task is None or (self._instances and self._instance_completed(task, report)):
             self._release(now)  # a stale report; or a run of an overlap="allow" task, counted by its task
@@ -130,8 +134,9 @@ class RunEndings(InstanceRuns):
         self.activity += 1
         task.run_count += 1
         attempt = 1 if task.failures is None else self._succeeded(task)
+        spec = task.spec
         # The plain path: its report is its run record (not a run_now run's: it is marked manual).
-        if task.spec.plain and task.store_seq is None and not self._manual:
+        if spec.plain and task.store_seq is None and not self._manual:
             task.runs = report
         else:
             self._record_run(
@@ -144,10 +149,10 @@ class RunEndings(InstanceRuns):
                 attempt,
                 report.value,
             )
-        if task.spec.trigger is None and task.state is HANDED:  # the common case: it just ends
+        if spec.trigger is None and task.state is HANDED:  # the common case: it just ends
             # Interrupted, it returned anyway: the run counts, the task ends CANCELLED.
             interrupted = claim is not None and bool(task.stop_reasons(claim) & INTERRUPTED)
-            if not task.spec.single_start:  # a retryable one: a cancel may have won its token meanwhile
+            if not spec.single_start:  # a retryable one: a cancel may have won its token meanwhile
                 task.run_reported()
                 interrupted = not task.take() or interrupted
             if self._want_completed:
@@ -189,7 +194,7 @@ class RunEndings(InstanceRuns):
             )
         self._after_run(task, report.finished_at, report.started_at)
 
-    def failed(self, report: Failed, *, now: float) -> None:
+    def failed(self, report: Failed, now: float) -> None:
         """Record that a worker finished a run by raising.
 
         A run that raised ``RunCancelled`` because it was asked to stop is no failure after an
@@ -231,7 +236,7 @@ class RunEndings(InstanceRuns):
         task.run_reported()
         self._after_run(task, report.finished_at, report.started_at)
 
-    def skipped(self, report: Skipped, *, now: float) -> None:
+    def skipped(self, report: Skipped, now: float) -> None:
         """Record that a worker did not start a run: the task's token said it was cancelled."""
         task, _ = self._reported(report)
         if task is not None and self._instances and isinstance(task, RunInstance):

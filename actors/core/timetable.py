@@ -41,8 +41,10 @@ from actors.core.task_record import PROCESSES, Failures, TaskRecord, TaskSpec
 from actors.core.task_state import (
     CANCELLED,
     CANCELLING,
+    COMPLETED,
     HANDED,
     PENDING,
+    READY,
     WAITING,
     State,
     move_to,
@@ -193,7 +195,7 @@ class Timetable(Operations):
         self.add(task, now=now)
         return task
 
-    def add(self, task: TaskRecord, *, now: float) -> None:
+    def add(self, task: TaskRecord, now: float) -> None:
         """Own a new task; hand it to a worker at once if it is due and one is idle.
 
         Raises:
@@ -202,19 +204,23 @@ class Timetable(Operations):
         """
         if self.closed:
             raise SchedulerShutdownError(f"scheduler is shut down; task {task.task_id!r} rejected")
-        if task.task_id in self._tasks or task.task_id in self._parked:
+        if task.task_id in self._tasks or task.task_id in self._parked.entries:
             raise DuplicateTaskError(f"a live task already has id {task.task_id!r}")
         self._tasks[task.task_id] = task
         if task.spec.after:
             self._wait_for(task, now)  # it may be due at once: what it waits for has completed
         else:
+            heap = self._heap
             if task.spec.on_wall:
                 self._plan_on_wall(task)
-            if task.spec.policies is DEFAULT_POLICIES:
-                self._heap.push(task, task.due_at)
-            else:
+            if task.spec.policies is not DEFAULT_POLICIES:
                 self._push_slot(task)
-        if task.due_at <= now and task.state is PENDING and not self._deferred:
+            elif task.due_at > now or self.hold is not None or self._want_due or heap.due_by(task.due_at):
+                heap.push(task, task.due_at)
+            else:  # due, and nothing waits in the heap due before it: where the heap would put it
+                self.activity += 1
+                self._dealer.queue(task)
+        if task.due_at <= now and (task.state is PENDING or task.state is READY) and not self._deferred:
             self._release(now)
 
     def add_caught_up(self, task: TaskRecord, *, now: float) -> None:
@@ -281,7 +287,7 @@ class Timetable(Operations):
                 self._wait_for(task, now)
         self._release(now)
 
-    def park(self, parcel: Parcel, *, now: float) -> None:
+    def park(self, parcel: Parcel, now: float) -> None:
         """Own the one-time tasks of a ``schedule_many`` parcel, parked until they are needed.
 
         Their ids are new (minted). A task already due is handed to a worker at once, as ``add``.
@@ -380,7 +386,7 @@ class Timetable(Operations):
         self._end_cancelled(task, now, mid_run=before is not FREE)
         return True
 
-    def cancelled(self, report: Cancelled, *, now: float) -> None:
+    def cancelled(self, report: Cancelled, now: float) -> None:
         """Record that a caller cancelled a task by revoking its token (``Cancelled`` report)."""
         task = report.task
         if (
@@ -479,30 +485,46 @@ class Timetable(Operations):
         return now if hold is None or hold > now else hold
 
     def _queue_due(self, now: float) -> None:
-        """Move the tasks due at ``now`` from the heap to the ready FIFO."""
-        tasks = self._tasks
-        queue = self._dealer.queue
-        want_due = self._want_due
-        for task_id in self._heap.pop_due(now):
-            task = tasks.get(task_id)
-            if task is None:  # a parked task: it gets its record now
-                task = self._unpark(task_id, waiting=False)
-                assert task is not None  # the heap yields only live entries
-            if task.state is HANDED or task.state is CANCELLING:
-                self._overdue(task, now)  # not a due time: a running task's deadline
-                continue
-            policies = task.spec.policies
-            if policies is not DEFAULT_POLICIES:
-                if self._caught_up(task, now, restart=False):
-                    self._wait_for_later_slot(task, now)  # its catch_up skipped what passed
+        """Move the tasks due at ``now`` from the heap to the ready FIFO.
+
+        Taken from the heap a list at a time (``DueHeap.take_due``), and queued a list at a
+        time (``Dealer.queue_all``): the release of 100k tasks due at once pays for a few calls
+        per list, not per task. What the loop pushes back due by ``now`` (a deadline's end) is
+        taken by the next turn.
+        """
+        heap = self._heap
+        due = heap.take_due(now)
+        while due:
+            want_due = self._want_due
+            queued: list[TaskRecord] = []
+            for item in due:
+                task: TaskRecord | None = item
+                if type(item) is str:  # a parked task: it gets its record now
+                    task = self._unpark(item, waiting=False)
+                    assert task is not None  # the heap yields only live entries
+                assert task is not None
+                if task.state is HANDED or task.state is CANCELLING:
+                    self._overdue(task, now)  # not a due time: a running task's deadline
                     continue
-                if policies.allows:  # overlap="allow": each slot's run is a run instance of its own
-                    self._due_allowed(task, now)
-                    continue
-            queue(task)
-            self.activity += 1
-            if want_due:
-                self._emit(EventKind.DUE, task, now, task.run_count + 1)
+                policies = task.spec.policies
+                if policies is not DEFAULT_POLICIES:
+                    if self._caught_up(task, now, restart=False):
+                        self._wait_for_later_slot(task, now)  # its catch_up skipped what passed
+                        continue
+                    if policies.allows:  # overlap="allow": each slot's run is a run instance of its own
+                        if queued:  # FIFO at the same instant: the tasks before it go first
+                            self.activity += len(queued)
+                            self._dealer.queue_all(queued)
+                            queued = []
+                        self._due_allowed(task, now)
+                        continue
+                queued.append(task)
+                if want_due:
+                    self._emit(EventKind.DUE, task, now, task.run_count + 1)
+            if queued:
+                self.activity += len(queued)
+                self._dealer.queue_all(queued)
+            due = heap.take_due(now)
         # (a task due too long ago for its misfire_grace is caught by the dealer, as it deals)
 
     def _wait_for_later_slot(self, task: TaskRecord, now: float) -> None:
@@ -593,7 +615,10 @@ class Timetable(Operations):
             self._end_blocked(each, at)
 
     def _finish(self, task: TaskRecord, state: State, at: float, outcome: object) -> None:
-        move_to(task, state)
+        if state is COMPLETED and task.state is HANDED:
+            task.state = COMPLETED  # the move of nearly every end, which the table allows
+        else:
+            move_to(task, state)
         del self._tasks[task.task_id]
         if self._catching_up:
             self._catching_up.pop(task.task_id, None)

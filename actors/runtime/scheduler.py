@@ -235,14 +235,16 @@ class SchedulerActor(LibraryActor):
         self._replaced = 0
         self._abandoned = 0
         core = self._core
+        # What takes each kind of outbox item: the core's own methods where they fit (no
+        # wrapper: a report and a new task each cost one call here, and there are two per task).
         self._takers: dict[type, Callable[[Any, float], object]] = {
-            Completed: lambda report, now: core.completed(report, now=now),
-            TaskRecord: self._add,
-            Parcel: self._park,
-            Failed: lambda report, now: core.failed(report, now=now),
-            Skipped: lambda report, now: core.skipped(report, now=now),
+            Completed: core.completed,
+            TaskRecord: core.add,  # refused (a duplicate id, shut down): _refused, by the caller
+            Parcel: core.park,
+            Failed: core.failed,
+            Skipped: core.skipped,
             Started: lambda report, now: core.started(report),
-            Cancelled: lambda report, now: core.cancelled(report, now=now),
+            Cancelled: core.cancelled,
         }
 
     # -- lifecycle (scheduler thread) -------------------------------------------------------
@@ -362,9 +364,12 @@ class SchedulerActor(LibraryActor):
             case Drain():
                 now = self._clock.now()
                 with core.batch(now=now):
-                    take = self._take
+                    takers = self._takers  # self._take, written out: this loop is every task's, twice
                     for item in self._outbox.drain():
-                        take(item, now)
+                        try:
+                            takers[type(item)](item, now)
+                        except (DuplicateTaskError, SchedulerShutdownError) as error:
+                            self._refused(item, error, now)
             case Started() | Completed() | Failed() | Skipped() | Cancelled():
                 self._take(message, self._clock.now())
             case Tick():
@@ -473,15 +478,20 @@ class SchedulerActor(LibraryActor):
             return False
         return True
 
-    def _park(self, parcel: Parcel, now: float) -> None:
-        try:
-            self._core.park(parcel, now=now)
-        except SchedulerShutdownError as error:  # the facade stops sending before shutdown: not expected
+    def _refused(self, item: OutboxItem, error: Exception, now: float) -> None:
+        """The core refused a new task or parcel from the outbox: end the task, or log the parcel."""
+        if isinstance(item, TaskRecord):
+            logger.warning("task refused: %s", error)
+            self._core.refuse(item, now=now)
+        else:  # a parcel: the facade stops sending before shutdown, so not expected
             logger.warning("tasks refused: %s", error)
 
     def _take(self, item: OutboxItem, now: float) -> None:
         """Handle one item from the outbox: a report, a new task, or a handle's cancel."""
-        self._takers[type(item)](item, now)  # by type, not ``match``: this costs every task twice
+        try:
+            self._takers[type(item)](item, now)  # by type, not ``match``: this costs every task twice
+        except (DuplicateTaskError, SchedulerShutdownError) as error:
+            self._refused(item, error, now)
 
     # -- carrying out decisions (scheduler thread) ------------------------------------------
 

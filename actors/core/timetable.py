@@ -36,7 +36,7 @@ from actors.core.operations import Operations
 from actors.core.parked import Parcel, ParkedTasks
 from actors.core.policies import DEFAULT_POLICIES
 from actors.core.run_totals import RunCounts
-from actors.core.task_record import PROCESSES, Failures, TaskRecord, TaskSpec
+from actors.core.task_record import PLAIN, PROCESSES, Failures, TaskRecord, TaskSpec
 from actors.core.task_state import (
     CANCELLED,
     CANCELLING,
@@ -202,12 +202,15 @@ class Timetable(Operations):
         if task.task_id in self._tasks or task.task_id in self._parked:
             raise DuplicateTaskError(f"a live task already has id {task.task_id!r}")
         self._tasks[task.task_id] = task
-        if task.spec.after:
+        spec = task.spec
+        if spec is PLAIN:  # most tasks: one test, not one per option
+            self._heap.push(task, task.due_at)
+        elif spec.after:
             self._wait_for(task, now)  # it may be due at once: what it waits for has completed
         else:
-            if task.spec.on_wall:
+            if spec.on_wall:
                 self._plan_on_wall(task)
-            if task.spec.policies is DEFAULT_POLICIES:
+            if spec.policies is DEFAULT_POLICIES:
                 self._heap.push(task, task.due_at)
             else:
                 self._push_slot(task)

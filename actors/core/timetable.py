@@ -199,7 +199,7 @@ class Timetable(Operations):
         """
         if self.closed:
             raise SchedulerShutdownError(f"scheduler is shut down; task {task.task_id!r} rejected")
-        if task.task_id in self._tasks or task.task_id in self._parked:
+        if task.task_id in self._tasks or task.task_id in self._parked.entries:  # its dict: no call
             raise DuplicateTaskError(f"a live task already has id {task.task_id!r}")
         self._tasks[task.task_id] = task
         spec = task.spec

@@ -159,10 +159,18 @@ class Scheduler(Scheduling, Messaging, Queries, Observing, LiveTaskOperations, H
         live: dict[TaskId, TaskRecord] = {}
         self._live: Mapping[TaskId, TaskRecord] = MappingProxyType(live)
         self._mint = IdMint(None if self._store is None else self._store.reserve_minted)
+        # _lock guards _closed, and is held while sending, so that nothing is sent after Shutdown.
+        self._lock = threading.Lock()
+        self._closed = False
         # Where the facade's calls find the tasks (the one place the modes differ for it): this
         # node's scheduler, and on a shared store the database in front of it (directory.py).
         local = LocalTasks(self, self._live, self._mint, None if node is not None else self._store)
         self._directory = local if node is None else SharedTasks(node, local, self, self._live)
+        # Chosen once, here, so that the hot paths make no choice per call: a handle's cancel
+        # goes straight to the directory, and a plain task without a store (schedule_once's
+        # fast path) straight to the outbox.
+        self._revoke = self._directory.revoke  # type: ignore[method-assign]
+        self._add_plain = local.add_memory if self._store is None else None
         started: Future[None] = Future()
         self._stopped: Future[None] = Future()
         self._ref = SchedulerActor.start(
@@ -185,9 +193,6 @@ class Scheduler(Scheduling, Messaging, Queries, Observing, LiveTaskOperations, H
             hung_grace=float(hung_grace),
             subscriptions=subscriptions,
         )
-        # _lock guards _closed, and is held while sending, so that nothing is sent after Shutdown.
-        self._lock = threading.Lock()
-        self._closed = False
         self._drained: Future[None] = Future()
         self._forced_stop = False  # a shutdown ran out of time and stopped the scheduler anyway
         try:

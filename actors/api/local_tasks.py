@@ -35,16 +35,40 @@ class LocalTasks:
 
     runs_stored_tasks = True  # its store is this scheduler's own
 
-    __slots__ = ("_facade", "_live", "_mint", "_store")
+    __slots__ = ("_facade", "_live", "_lock", "_memory_ids", "_mint", "_outbox", "_store")
 
     def __init__(
         self, facade: Plumbing, live: Mapping[TaskId, TaskRecord], mint: IdMint, store: Store | None
     ) -> None:
-        """Serve ``facade``, whose scheduler keeps its live tasks in ``live``; ``store``: its durable ones."""
+        """Serve ``facade``, whose scheduler keeps its live tasks in ``live``; ``store``: its durable ones.
+
+        The facade's ``_lock`` and ``_outbox`` must be set already: they are read once, here
+        (the hot paths below use them a million times).
+        """
         self._facade = facade
         self._live = live
         self._mint = mint
         self._store = store
+        self._lock = facade._lock  # the facade's: guards its _closed, held while putting
+        self._outbox = facade._outbox
+        self._memory_ids = mint.memory_ids
+
+    def add_memory(self, task: TaskRecord) -> TaskHandle:
+        """Hand over a memory-only task to be given a minted id: ``submit(task, None)``, the plain path.
+
+        The same steps as there, with nothing to decide: no reply to wait for, no store.
+        """
+        facade = self._facade
+        outbox = self._outbox
+        with self._lock:
+            if facade._closed:
+                raise SchedulerShutdownError("scheduler is shut down")
+            task.task_id = next(self._memory_ids)
+            if outbox.put(task):
+                facade._tell_drain()
+        if outbox.backlog > OUTBOX_BACKLOG:  # tested here: the common case costs no call
+            facade._make_room(OUTBOX_BACKLOG)
+        return TaskHandle(task, facade)
 
     def submit(
         self,
@@ -59,7 +83,7 @@ class LocalTasks:
             with facade._lock:  # held across the commit, so that nothing is committed after shutdown
                 if facade._closed:
                     raise SchedulerShutdownError("scheduler is shut down")
-                task.task_id = self._mint() if row is not None else self._mint.memory()  # memory: no store
+                task.task_id = self._mint() if row is not None else next(self._memory_ids)  # memory: no store
                 if row is not None:
                     assert self._store is not None
                     stored, _ = self._store.add(definition(task, *row, wall_offset=facade._wall_offset()))
@@ -94,15 +118,19 @@ class LocalTasks:
         if before is not FREE and before is not RUNNING and before is not RAN:
             return signalled  # a one-time run started, the task is ending or has ended, or was cancelled
         facade = self._facade
+        outbox = self._outbox
         try:
             if task.store_seq is not None and self._store is not None:
                 self._store.cancel(task.task_id)  # a StoreError: cancelled in this process only
         finally:  # the token is revoked either way: the scheduler must end the task here
-            with facade._lock:
-                if not facade._closed:  # else the shutdown ends it anyway: it finds the token revoked
+            with self._lock:
+                # Once closed, the shutdown ends it anyway: it finds the token revoked. RUNNING
+                # or RAN before: a run may be in flight.
+                if not facade._closed and outbox.put(Cancelled(task, before is not FREE)):
                     with contextlib.suppress(SchedulerShutdownError):  # stopped by force: all ended
-                        facade._put(Cancelled(task, before is not FREE))  # RUNNING or RAN: a run in flight
-        facade._make_room(OUTBOX_BACKLOG)
+                        facade._tell_drain()
+        if outbox.backlog > OUTBOX_BACKLOG:  # tested here: the common case costs no call
+            facade._make_room(OUTBOX_BACKLOG)
         return True
 
     def cancel(self, task_id: TaskId, interrupt: bool = False) -> bool:

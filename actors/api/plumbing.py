@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
@@ -27,6 +27,9 @@ from actors.sync.outbox import Outbox
 from actors.sync.threads import Role, ThreadRegistry
 from actors.sync.waiting import Deadline
 from messages import Drain, TaskId, TaskInfo
+
+if TYPE_CHECKING:
+    from actors.api.handles import TaskHandle
 
 LATEST_DUE: Final = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)
 """The latest instant a task may first be due (``schedule_*`` refuses a later one: ``ValueError``)."""
@@ -60,6 +63,9 @@ class Plumbing:
     _executors: Mapping[str, Executor]  # registered by name (Scheduler(executors=...))
     _store: Store | None
     _directory: TaskDirectory  # where the tasks are: this node's scheduler, or a shared store too
+    # schedule_once's plain path (LocalTasks.add_memory), or None with a store (every task
+    # then asks what its options and the store make of it)
+    _add_plain: Callable[[TaskRecord], TaskHandle] | None
     _far_at: float
     _threads: ThreadRegistry
     _outbox: Outbox[OutboxItem]
@@ -105,10 +111,14 @@ class Plumbing:
     def _put(self, item: OutboxItem) -> None:
         """Put ``item`` in the scheduler's outbox; tell it ``Drain`` if the put says so (under ``_lock``)."""
         if self._outbox.put(item):
-            try:
-                self._ref.tell(_DRAIN)
-            except pykka.ActorDeadError as error:
-                raise SchedulerShutdownError("scheduler is shut down") from error
+            self._tell_drain()
+
+    def _tell_drain(self) -> None:
+        """Tell the scheduler ``Drain``, as a put said to (under ``_lock``; ``SchedulerShutdownError``)."""
+        try:
+            self._ref.tell(_DRAIN)
+        except pykka.ActorDeadError as error:
+            raise SchedulerShutdownError("scheduler is shut down") from error
 
     def _make_room(self, limit: int) -> None:
         """Wait until at most ``limit`` items are in the outbox, or ``ROOM_TIMEOUT`` (not under ``_lock``).

@@ -20,7 +20,7 @@ from actors.api.validation import (
 from actors.core.cron import CronSchedule
 from actors.core.parked import Batch, Parcel
 from actors.core.retry import Retry
-from actors.core.task_record import THREADS, TaskRecord, default_name, makes_coroutine, plain_function
+from actors.core.task_record import THREADS, TaskRecord, default_name, makes_coroutine, plain_name
 from actors.errors import SchedulerShutdownError, UnknownTaskError
 from actors.runtime.durable_after import durable_after
 from messages import Cron, FindTask, FixedDelay, FixedRate, TaskId
@@ -143,18 +143,19 @@ class Scheduling(Submitting):
         )
         if at is None and type(delay) is float and delay - delay == 0.0:  # the common case, fast
             due_at = self._clock.now() + delay
+            add_plain = self._add_plain  # None with a store
             if (
                 tail == PLAIN_TAIL  # TaskOptions.plain, but for a name, before building them
                 and task_id is None
                 and kwargs is None
                 and name is None
                 and type(args) is tuple
-                and self._store is None
+                and add_plain is not None
                 and due_at < self._far_at
-                and plain_function(fn)
             ):
-                task = TaskRecord("", fn, args, EMPTY_KWARGS, due_at, default_name(fn))  # type: ignore[arg-type]
-                return self._directory.submit(task, None)
+                label = plain_name(fn)  # None unless plain_function(fn)
+                if label is not None:
+                    return add_plain(TaskRecord("", fn, args, EMPTY_KWARGS, due_at, label))  # type: ignore[arg-type]
         else:
             due_at = once_due_at(self._clock, delay, at)
         options = TaskOptions(name, None, *tail)

@@ -58,6 +58,7 @@ __all__ = [
     "default_name",
     "makes_coroutine",
     "plain_function",
+    "plain_name",
 ]
 
 _CO_COROUTINE: Final = inspect.CO_COROUTINE
@@ -78,6 +79,15 @@ def plain_function(fn: object) -> bool:
     """
     code = getattr(fn, "__code__", None)
     return code is not None and not code.co_flags & _CO_COROUTINE
+
+
+def plain_name(fn: object) -> str | None:
+    """``default_name(fn)`` if ``plain_function(fn)``, else ``None``: two answers in one call."""
+    code = getattr(fn, "__code__", None)
+    if code is None or code.co_flags & _CO_COROUTINE:
+        return None
+    name = getattr(fn, "__qualname__", None)
+    return name if isinstance(name, str) else repr(fn)
 
 
 def makes_coroutine(fn: object) -> bool:

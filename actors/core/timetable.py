@@ -37,7 +37,7 @@ from actors.core.operations import Operations
 from actors.core.parked import Parcel, ParkedTasks
 from actors.core.policies import DEFAULT_POLICIES
 from actors.core.run_totals import RunCounts
-from actors.core.task_record import PROCESSES, Failures, TaskRecord, TaskSpec
+from actors.core.task_record import PLAIN, PROCESSES, Failures, TaskRecord, TaskSpec
 from actors.core.task_state import (
     CANCELLED,
     CANCELLING,
@@ -204,24 +204,37 @@ class Timetable(Operations):
         """
         if self.closed:
             raise SchedulerShutdownError(f"scheduler is shut down; task {task.task_id!r} rejected")
-        if task.task_id in self._tasks or task.task_id in self._parked.entries:
+        if task.task_id in self._tasks or task.task_id in self._parked.entries:  # its dict: no call
             raise DuplicateTaskError(f"a live task already has id {task.task_id!r}")
         self._tasks[task.task_id] = task
-        if task.spec.after:
+        spec = task.spec
+        if spec is PLAIN:  # most tasks: one test, not one per option
+            self._push_or_queue(task, now)
+        elif spec.after:
             self._wait_for(task, now)  # it may be due at once: what it waits for has completed
         else:
-            heap = self._heap
-            if task.spec.on_wall:
+            if spec.on_wall:
                 self._plan_on_wall(task)
-            if task.spec.policies is not DEFAULT_POLICIES:
+            if spec.policies is DEFAULT_POLICIES:
+                self._push_or_queue(task, now)
+            else:
                 self._push_slot(task)
-            elif task.due_at > now or self.hold is not None or self._want_due or heap.due_by(task.due_at):
-                heap.push(task, task.due_at)
-            else:  # due, and nothing waits in the heap due before it: where the heap would put it
-                self.activity += 1
-                self._dealer.queue(task)
         if task.due_at <= now and (task.state is PENDING or task.state is READY) and not self._deferred:
             self._release(now)
+
+    def _push_or_queue(self, task: TaskRecord, now: float) -> None:
+        """Put a new task in the heap, or straight in the ready FIFO when the heap would release it now.
+
+        A task due now, with nothing in the heap due at or before it, goes where the heap's next
+        release would put it, without the push and the pop; a ``hold`` or a ``DUE`` listener
+        makes it take the heap (the release decides and announces there).
+        """
+        heap = self._heap
+        if task.due_at > now or self.hold is not None or self._want_due or heap.due_by(task.due_at):
+            heap.push(task, task.due_at)
+        else:
+            self.activity += 1
+            self._dealer.queue(task)
 
     def add_caught_up(self, task: TaskRecord, *, now: float) -> None:
         """Own a task whose due time passed while nothing ran, as ``add``; its ``catch_up`` decides first.

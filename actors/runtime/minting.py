@@ -42,6 +42,14 @@ class IdMint:
         self._lock = threading.Lock()
         self._numbers: Iterator[int] = itertools.count(1) if reserve is None else iter(())
         self._memory_numbers: Iterator[int] = itertools.count(1)  # with a store only
+        # The memory-only ids, ready made: ``next`` of it is one C call (count, then format),
+        # atomic under the GIL as ``next`` of the count is. It draws from the same numbers as
+        # ``__call__`` without a store, and from ``_memory_numbers`` with one.
+        self.memory_ids: Iterator[str] = (
+            map("task-{}".format, self._numbers)
+            if reserve is None
+            else map(f"{MEMORY_PREFIX}{{}}".format, self._memory_numbers)
+        )
 
     def __call__(self) -> str:
         """Return a new id for a task kept in the store (or any task, without a store).
@@ -79,10 +87,8 @@ class IdMint:
         return [f"task-{number}" for number in numbers]
 
     def memory(self) -> str:
-        """Return a new id for a memory-only task: never asks the store."""
-        if self._reserve is None:
-            return f"task-{next(self._numbers)}"
-        return f"{MEMORY_PREFIX}{next(self._memory_numbers)}"
+        """Return a new id for a memory-only task: never asks the store (``next(memory_ids)``)."""
+        return next(self.memory_ids)
 
     def memory_many(self, count: int) -> list[str]:
         """Return ``count`` new memory-only ids (for ``schedule_many``: one call instead of ``count``)."""

@@ -263,8 +263,8 @@ class PostgresStore:
     def _read(self, op: str, work: Callable[[Connection], T], *, begin: str | None = None) -> T:
         return self._live().run(op, work, begin=begin)
 
-    def _write(self, op: str, work: Callable[[Connection], T]) -> T:
-        return self._live().run(op, work, begin="BEGIN", repeatable=False)
+    def _write(self, op: str, work: Callable[[Connection], T], *, pipelined: bool = False) -> T:
+        return self._live().run(op, work, begin="BEGIN", repeatable=False, pipelined=pipelined)
 
     # -- pruning -------------------------------------------------------------------------------
 
@@ -356,7 +356,10 @@ class PostgresStore:
         return self._save(updates, runs).fenced_out
 
     def _save(self, updates: Sequence[TaskUpdate], runs: Sequence[LedgerRow]) -> writes.Saved:
-        saved = self._write("save", lambda db: writes.save(db, updates, runs, self._node, self._channel))
+        # Pipelined: BEGIN, the save and the look for waiters to release go out in one round trip.
+        saved = self._write(
+            "save", lambda db: writes.save(db, updates, runs, self._node, self._channel), pipelined=True
+        )
         with self._counts_lock:
             self._runs_since_prune += saved.new_runs
             self._terminal_since_prune += saved.ended

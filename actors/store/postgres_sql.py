@@ -147,11 +147,12 @@ INSERT_RUNS: Final = """
 # fenced update was refused while the row still exists (see postgres_writes.save). Every CTE
 # sees the snapshot the statement started with, so "still exists" is judged before the update,
 # which deletes nothing. Returns the new ledger rows, the notifications sent, the refused
-# rows' seqs, and the updates that left their task terminal.
+# rows' seqs, and the updates that left their task terminal. One hint per save, not one per
+# row: listeners read no payload, and each notification wakes every node of the fleet.
 SAVE_ONE_ROUND: Final = (
     _UPDATE_TASKS
     + """,
-    notified AS (SELECT pg_notify(%(channel)s, task_id) FROM applied),
+    notified AS (SELECT pg_notify(%(channel)s, min(task_id)) FROM applied HAVING count(*) > 0),
     refused AS (
         SELECT given.seq FROM given
          WHERE given.fence IS NOT NULL

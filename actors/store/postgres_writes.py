@@ -8,7 +8,7 @@ the rows into plain data. They run on the caller's thread.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -140,9 +140,16 @@ def save(
     A fenced update that does not apply (the lease was lost) drops the ledger rows of its
     ``seq``, unless another update of the same ``seq`` in the batch applied.
     """
+    ended = [u.seq for u in updates if u.status != LIVE_STATUS]
+    if len(_rounds(updates)) <= 1:  # nearly always: one statement, and the look for waiters sent with it
+        found = _save_one_round(db, updates, runs, node, channel)
+        waiters = postgres_after.ended_with_waiters(db, ended)  # sent before the save's answer is read
+        saved = found()
+        postgres_after.settle_found(db, waiters(), channel)
+        return saved
     saved = _save(db, updates, runs, node, channel)
     # schedule_after: the waiters of rows this save ended, released or cancelled in its transaction.
-    postgres_after.settle(db, [u.seq for u in updates if u.status != LIVE_STATUS], channel)
+    postgres_after.settle(db, ended, channel)
     return saved
 
 
@@ -151,7 +158,7 @@ def _save(
 ) -> Saved:
     rounds = _rounds(updates)
     if len(rounds) <= 1:  # each row updated once at most (nearly always): one statement
-        return _save_one_round(db, updates, runs, node, channel)
+        return _save_one_round(db, updates, runs, node, channel)()
     applied = [False] * len(updates)
     for batch in rounds:
         rows = db.execute(
@@ -211,8 +218,9 @@ def _save(
 
 def _save_one_round(
     db: Connection, updates: Sequence[TaskUpdate], runs: Sequence[LedgerRow], node: str, channel: str
-) -> Saved:
-    row = db.execute(
+) -> Callable[[], Saved]:
+    """Send the save in one statement; return what reads its answer (in pipeline mode: later)."""
+    cursor = db.execute(
         q.SAVE_ONE_ROUND,
         {
             **_update_params(updates),
@@ -233,10 +241,15 @@ def _save_one_round(
             "node": node,
             "channel": channel,
         },
-    ).fetchone()
-    assert row is not None  # a SELECT of aggregates: one row
-    new, _, refused, ended = row
-    return Saved(new_runs=new, ended=ended, fenced_out=frozenset(refused))
+    )
+
+    def answer() -> Saved:
+        row = cursor.fetchone()
+        assert row is not None  # a SELECT of aggregates: one row
+        new, _, refused, ended = row
+        return Saved(new_runs=new, ended=ended, fenced_out=frozenset(refused))
+
+    return answer
 
 
 def _update_params(updates: Sequence[TaskUpdate]) -> dict[str, list[Any]]:

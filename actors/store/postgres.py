@@ -444,7 +444,7 @@ class PostgresStore:
             "claim_due", lambda db: writes.acquire(db, limit, names, self._node, self._lease, kinds, seqs)
         )
 
-    def renew(self, leases: Sequence[Lease]) -> list[Lease]:
+    def renew(self, leases: Sequence[Lease], *, due_within: float | None = None) -> list[Lease]:
         """Extend the leases still held; see ``SharedStore.renew``. Any thread (a lease keeper's).
 
         Runs on a connection of its own (not the pool's), one renewal at a time, so callers
@@ -456,7 +456,9 @@ class PostgresStore:
             raise StoreError(f"{self._location}: the store is not open")
         if not leases:
             return []
-        return renewals.run("renew", lambda db: writes.renew(db, leases, self._node, self._lease))
+        if due_within is not None and not due_within >= 0:
+            raise ValueError(f"due_within must be a number of seconds >= 0, got {due_within!r}")
+        return renewals.run("renew", lambda db: writes.renew(db, leases, self._node, self._lease, due_within))
 
     def start(self, lease: Lease, *, seal: bool) -> float | None:
         """Record that the leased run of ``lease`` starts; see ``SharedStore.start``. Any thread.

@@ -278,6 +278,29 @@ RENEW: Final = f"""
      WHERE task.seq = held.seq AND task.fence = held.fence AND task.owner = %(node)s
     RETURNING task.seq, task.fence, task.lease_until, {NOW},
               coalesce(task.interrupt_fence = task.fence, false)"""
+# A renewal that extends only the leases ending within %(within)s seconds and returns the others
+# as they stand: read from the statement's snapshot (a lease that has not ended cannot be
+# claimed by another node meanwhile). When none is due, it writes nothing: no commit to flush,
+# which is what the renewals a hint brings forward (to learn of stop requests) nearly always are.
+# A lease due for extension that the UPDATE did not find (claimed elsewhere meanwhile) is left
+# out: lost, as with RENEW.
+RENEW_DUE: Final = f"""
+    WITH mine AS (
+        SELECT task.seq, task.fence, task.lease_until,
+               coalesce(task.interrupt_fence = task.fence, false) AS stop
+          FROM task JOIN unnest(%(seq)s::bigint[], %(fence)s::bigint[]) AS held (seq, fence)
+            ON task.seq = held.seq AND task.fence = held.fence
+         WHERE task.owner = %(node)s),
+    extended AS (
+        UPDATE task SET lease_until = {NOW} + %(lease)s
+          FROM mine
+         WHERE task.seq = mine.seq AND task.fence = mine.fence AND task.owner = %(node)s
+           AND mine.lease_until < {NOW} + %(within)s
+        RETURNING task.seq, task.lease_until, coalesce(task.interrupt_fence = task.fence, false) AS stop)
+    SELECT mine.seq, mine.fence, coalesce(extended.lease_until, mine.lease_until), {NOW},
+           coalesce(extended.stop, mine.stop)
+      FROM mine LEFT JOIN extended ON extended.seq = mine.seq
+     WHERE extended.seq IS NOT NULL OR mine.lease_until >= {NOW} + %(within)s"""
 # The start of a leased run: the row must still be held with this lease and still be
 # scheduled (a cancel from any node committed before this wins: the run does not start). It
 # renews the lease, and records the start (sealed too, for a run a cancel can no longer stop).

@@ -191,25 +191,28 @@ def _save(
     kept = [r for r in runs if r.task_seq not in fenced_out]
     new = 0
     if kept:
-        new = db.execute(
-            q.INSERT_RUNS,
-            {
-                "task_id": [r.task_id for r in kept],
-                "task_seq": [r.task_seq for r in kept],
-                "run": [r.run for r in kept],
-                "due": [r.due for r in kept],
-                "started": [r.started for r in kept],
-                "finished": [r.finished for r in kept],
-                "outcome": [r.outcome for r in kept],
-                "error": [r.error for r in kept],
-                "attempt": [r.attempt for r in kept],
-                "reason": [r.reason for r in kept],
-                "run_node": [r.node for r in kept],
-                "manual": [r.manual for r in kept],
-                "value_json": [r.value_json for r in kept],
-                "value_note": [r.value_note for r in kept],
-            },
-        ).rowcount
+        # Its own pipeline block: a rowcount is only known once synced (a pipelined save).
+        with db.pipeline():
+            inserted = db.execute(
+                q.INSERT_RUNS,
+                {
+                    "task_id": [r.task_id for r in kept],
+                    "task_seq": [r.task_seq for r in kept],
+                    "run": [r.run for r in kept],
+                    "due": [r.due for r in kept],
+                    "started": [r.started for r in kept],
+                    "finished": [r.finished for r in kept],
+                    "outcome": [r.outcome for r in kept],
+                    "error": [r.error for r in kept],
+                    "attempt": [r.attempt for r in kept],
+                    "reason": [r.reason for r in kept],
+                    "run_node": [r.node for r in kept],
+                    "manual": [r.manual for r in kept],
+                    "value_json": [r.value_json for r in kept],
+                    "value_note": [r.value_note for r in kept],
+                },
+            )
+        new = inserted.rowcount
     # Counts updates that end a task; one that finds its row terminal already is counted too,
     # which only makes a prune come a little early.
     ended = sum(ok and u.status != LIVE_STATUS for u, ok in zip(updates, applied, strict=True))
@@ -328,12 +331,18 @@ def _held(leases: Sequence[Lease]) -> dict[str, list[int]]:
     return {"seq": [lease.seq for lease in leases], "fence": [lease.fence for lease in leases]}
 
 
-def renew(db: Connection, leases: Sequence[Lease], node: str, lease: float) -> list[Lease]:
-    """Extend the leases still held; return them renewed, in the given order."""
+def renew(
+    db: Connection, leases: Sequence[Lease], node: str, lease: float, within: float | None = None
+) -> list[Lease]:
+    """Extend the leases still held (with ``within``: those ending within it); return them, in order."""
     mine = [held for held in leases if held.owner == node]  # another node's lease is not ours to keep
     if not mine:
         return []
-    rows = db.execute(q.RENEW, {**_held(mine), "node": node, "lease": lease}).fetchall()
+    params = {**_held(mine), "node": node, "lease": lease}
+    if within is None:
+        rows = db.execute(q.RENEW, params).fetchall()
+    else:
+        rows = db.execute(q.RENEW_DUE, {**params, "within": within}).fetchall()
     renewed = {(seq, fence): (expires, now, stop) for seq, fence, expires, now, stop in rows}
     result: list[Lease] = []
     for held in mine:

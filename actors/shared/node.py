@@ -11,8 +11,9 @@ holds a durable task only while it holds the lease of one of its runs. The run's
    to a worker at once (it is due: the database's clock said so). What the node knows of the
    run (its lease, whether it started) stays in its ``LeaseBook``, keyed by the row's ``seq``.
 3. The worker starts the run only if the store agrees: before it moves the run's token it asks
-   the node's ``start_check`` (``confirm_start`` -> ``SharedStore.start``), so a cancel committed
-   by any node before that wins. The record itself does no I/O.
+   the node's ``start_check`` (``confirm_start`` -> ``SharedStore.start_many``, the starts
+   its workers ask at once in one statement: ``actors/shared/start_group.py``), so a cancel
+   committed by any node before that wins. The record itself does no I/O.
 4. When the run reports, the core decides what follows as for any durable task (next due time,
    counters, ledger row, events); being told ``durable_runs_once``, it gives the task back
    instead of waiting for its next run. The actor saves the outcome under the lease's fence
@@ -63,6 +64,7 @@ from actors.shared.operating import operate_stored
 from actors.shared.outcome_board import OutcomeBoard
 from actors.shared.outcome_saver import OutcomeSaver
 from actors.shared.plan import local_due, on_grid
+from actors.shared.start_group import StartGroup
 from actors.store.protocol import IfExists, Lease, LedgerRow, SharedStore, Store, TaskDefinition, TaskUpdate
 from actors.store.trigger_json import decode_trigger
 from actors.sync.threads import ThreadRegistry
@@ -139,6 +141,7 @@ class SharedNode:
         self._keeper: LeaseKeeper | None = None
         self._stop_listening: Callable[[], None] | None = None
         self._saver: OutcomeSaver[_Unsaved] = OutcomeSaver(self._commit, poll=store.poll)
+        self._starts = StartGroup(store.start_many)  # the workers' starts asked at once: one statement
         self._scheduler: pykka.ActorRef[Any] | None = None
         self.fenced_out = 0  # runs whose outcome the store refused (another node's stands)
         # _commits_lock guards commits: the saver's thread observes, the actor's takes snapshots.
@@ -297,7 +300,7 @@ class SharedNode:
         if held is None or held.lost:
             return False
         try:
-            started = self.store.start(held.lease, seal=run.one_time)
+            started = self._starts.start(held.lease, seal=run.one_time)
         except StoreError as error:
             self.book.start_failed(seq)  # not started: the lease ends, and some node runs it then
             logger.warning("run of %r not started: the store failed: %s", run.task_id, error)

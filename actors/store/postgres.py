@@ -471,6 +471,14 @@ class PostgresStore:
             return None
         return self._read("start", lambda db: writes.start(db, lease, bool(seal), self._node, self._lease))
 
+    def start_many(self, starts: Sequence[tuple[Lease, bool]]) -> list[float | None]:
+        """``start`` for several leased runs in one statement; see ``SharedStore.start_many``. Any thread."""
+        check_leases([held for held, _ in starts])
+        if not starts:
+            self._live()
+            return []
+        return self._read("start", lambda db: writes.start_many(db, starts, self._node, self._lease))
+
     # -- operating a live task (postgres_operations) ------------------------------------------
 
     def pause(self, task_id: str) -> bool:

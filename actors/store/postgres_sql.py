@@ -311,6 +311,14 @@ START: Final = f"""
      WHERE seq = %(seq)s AND fence = %(fence)s AND owner = %(node)s AND status = 'scheduled'
        AND (NOT paused OR manual_fence = fence)
     RETURNING {NOW}"""
+# START for several leased runs in one statement; returns the seq of each that may start.
+START_MANY: Final = f"""
+    UPDATE task SET lease_until = {NOW} + %(lease)s, started_fence = task.fence,
+                    sealed_fence = CASE WHEN given.seal THEN task.fence ELSE task.sealed_fence END
+      FROM unnest(%(seq)s::bigint[], %(fence)s::bigint[], %(seal)s::boolean[]) AS given (seq, fence, seal)
+     WHERE task.seq = given.seq AND task.fence = given.fence AND task.owner = %(node)s
+       AND task.status = 'scheduled' AND (NOT task.paused OR task.manual_fence = task.fence)
+    RETURNING task.seq, {NOW}"""
 # The runs in flight on every node: rows held by a lease that has not ended (task_owned).
 IN_FLIGHT: Final = f"""
     SELECT task_id, seq, owner, lease_until, coalesce(started_fence = fence, false) FROM task

@@ -363,6 +363,24 @@ def start(db: Connection, held: Lease, seal: bool, node: str, lease: float) -> f
     return started
 
 
+def start_many(
+    db: Connection, starts: Sequence[tuple[Lease, bool]], node: str, lease: float
+) -> list[float | None]:
+    """Record that the runs of these leases start; return the database's clock for each, ``None``: refused."""
+    mine = [(held, seal) for held, seal in starts if held.owner == node]
+    if not mine:
+        return [None] * len(starts)
+    params = {
+        "seq": [held.seq for held, _ in mine],
+        "fence": [held.fence for held, _ in mine],
+        "seal": [bool(seal) for _, seal in mine],
+        "node": node,
+        "lease": lease,
+    }
+    started: dict[int, float] = dict(db.execute(q.START_MANY, params).fetchall())
+    return [started.get(held.seq) if held.owner == node else None for held, _ in starts]
+
+
 def in_flight(db: Connection) -> list[RunInFlight]:
     """Return the rows held by a lease that has not ended, in ``seq`` order."""
     return [

@@ -422,6 +422,15 @@ class SharedStore(Store, Protocol):
             StoreError: The store failed or is closed (do not start the run either).
         """
 
+    def start_many(self, starts: Sequence[tuple[Lease, bool]]) -> list[float | None]:
+        """``start`` for several leased runs (each with its ``seal``) in one call; answers in order.
+
+        Each is decided as ``start`` decides it, on its own: one refused does not hold up another.
+
+        Raises:
+            StoreError: The store failed or is closed (start none of them).
+        """
+
     def save_outcomes(
         self, updates: Sequence[TaskUpdate] = (), runs: Sequence[LedgerRow] = ()
     ) -> frozenset[int]:

@@ -11,8 +11,8 @@ holds a durable task only while it holds the lease of one of its runs. The run's
    to a worker at once (it is due: the database's clock said so). What the node knows of the
    run (its lease, whether it started) stays in its ``LeaseBook``, keyed by the row's ``seq``.
 3. The worker starts the run only if the store agrees: before it moves the run's token it asks
-   the node's ``start_check`` (``confirm_start`` -> ``SharedStore.start_many``, the starts
-   its workers ask at once in one statement: ``actors/shared/start_group.py``), so a cancel
+   the node's ``start_check`` (``confirm_start`` -> ``SharedStore.start``, or ``start_many`` for
+   the starts its workers ask at once, in one statement: ``actors/shared/start_group.py``), so a cancel
    committed by any node before that wins. The record itself does no I/O.
 4. When the run reports, the core decides what follows as for any durable task (next due time,
    counters, ledger row, events); being told ``durable_runs_once``, it gives the task back
@@ -141,7 +141,8 @@ class SharedNode:
         self._keeper: LeaseKeeper | None = None
         self._stop_listening: Callable[[], None] | None = None
         self._saver: OutcomeSaver[_Unsaved] = OutcomeSaver(self._commit, poll=store.poll)
-        self._starts = StartGroup(store.start_many)  # the workers' starts asked at once: one statement
+        # The starts the workers ask at once: one statement (a lone one: SharedStore.start).
+        self._starts = StartGroup(store.start_many, lambda lease, seal: store.start(lease, seal=seal))
         self._scheduler: pykka.ActorRef[Any] | None = None
         self.fenced_out = 0  # runs whose outcome the store refused (another node's stands)
         # _commits_lock guards commits: the saver's thread observes, the actor's takes snapshots.

@@ -37,9 +37,17 @@ class _Ask:
 class StartGroup:
     """Groups concurrent starts into one store call (``start``: any thread, a worker's)."""
 
-    def __init__(self, start_many: Callable[[Sequence[tuple[Lease, bool]]], list[float | None]]) -> None:
-        """Send groups with ``start_many`` (answers in order; raises for the whole group)."""
+    def __init__(
+        self,
+        start_many: Callable[[Sequence[tuple[Lease, bool]]], list[float | None]],
+        start: Callable[[Lease, bool], float | None] | None = None,
+    ) -> None:
+        """Send groups with ``start_many`` (answers in order; raises for the whole group).
+
+        ``start``, if given, sends a group of one (``SharedStore.start``).
+        """
         self._start_many = start_many
+        self._start = start
         # _lock guards _waiting and _sending: who waits for the next group, and whether one is out.
         self._lock = threading.Lock()
         self._waiting: list[_Ask] = []
@@ -73,7 +81,10 @@ class StartGroup:
             group, self._waiting = [first, *self._waiting], []
         try:
             self.groups += 1
-            answers = self._start_many([(ask.lease, ask.seal) for ask in group])
+            if self._start is not None and len(group) == 1:
+                answers = [self._start(first.lease, first.seal)]
+            else:
+                answers = self._start_many([(ask.lease, ask.seal) for ask in group])
             for ask, started in zip(group, answers, strict=True):
                 ask.started = started
         except Exception as error:  # every start of the group failed: each worker raises it

@@ -17,10 +17,10 @@ holds a durable task only while it holds the lease of one of its runs. The run's
 4. When the run reports, the core decides what follows as for any durable task (next due time,
    counters, ledger row, events); being told ``durable_runs_once``, it gives the task back
    instead of waiting for its next run. The actor saves the outcome under the lease's fence
-   (``save``) on the node's own thread, the outcome saver (``actors/shared/outcome_saver.py``),
-   which commits every outcome waiting in one statement while the actor goes on (group
-   commit): a node that lost its lease never commits, and its events are published only
-   once the commit says the outcome stands (``OutcomesSaved``).
+   (``save``): a node that lost its lease never commits, and its events are published only
+   once the commit says the outcome stands. Outcomes the store could not take are retried by
+   the node's outcome saver thread (``actors/shared/outcome_saver.py``), all in one
+   statement, while the actor goes on; it has the actor publish their events (``OutcomesSaved``).
 
 The node is the scheduler actor's ``Home`` (``actors/runtime/home.py``), by structure: the actor
 calls it exactly as it calls a memory or a plain-store home. On a shared node every durable

@@ -1,11 +1,12 @@
-"""``OutcomeSaver``: a node's group commit of fenced outcomes, on a thread of its own.
+"""``OutcomeSaver``: commits of fenced outcomes in groups, on a thread of its own.
 
-The scheduler actor used to commit each batch of outcomes itself and wait for the round trips
-(about 90% of its busy time on a busy node), handing out no run and taking no report
-meanwhile. Now it hands each batch here (``put``) and goes on; this thread commits everything
-waiting in one call (``commit``, one fenced statement), so the more runs end while a commit is
-in flight, the more the next one carries. What the node promises stays: every outcome is
-saved under its fence, its lease is renewed until the commit answers (``LeaseBook.saving``),
+Items ``put`` here are committed in one call (``commit``, one fenced statement) for all that
+wait, so the more come while a commit is in flight, the more the next one carries (group
+commit). A shared node uses it for the outcomes its actor could not save (``put_failed``):
+they are retried here while the actor goes on. (Handing it every outcome, so that the actor
+never waits for a save, is faster, but a stress test saw a node start a fixed-rate slot twice
+that way: see docs/scale-out.md, "What changed".) What the node promises stays: every outcome
+is saved under its fence, its lease is renewed until the commit answers (``LeaseBook.saving``),
 and its events are published only once it is committed (the node's ``commit`` tells the actor).
 
 Items whose commit failed (the store failed; maybe at its commit, which may have landed) are

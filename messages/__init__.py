@@ -42,7 +42,7 @@ from messages.history import RUN_OUTCOMES, QueryHistory, RunOutcomeName, RunReco
 from messages.metrics import QueryRunTotals, RunTotals, StoreTotals
 from messages.operations import Pause, Reschedule, Resume, RunNow
 from messages.reports import BusExited, Cancelled, Completed, Failed, Skipped, Started, WorkerExited
-from messages.shared import CancelledInStore, Claimed, RetrySaves
+from messages.shared import CancelledInStore, Claimed, OutcomesSaved, RetrySaves
 from messages.timers import TimerFired
 from messages.triggers import Cron, FixedDelay, FixedRate, Once, Trigger
 
@@ -66,6 +66,7 @@ __all__ = [
     "Flush",
     "Listener",
     "Once",
+    "OutcomesSaved",
     "Pause",
     "Publish",
     "QueryHistory",

@@ -12,7 +12,7 @@ from typing import final
 
 from messages.events import TaskId
 
-__all__ = ["CancelledInStore", "Claimed", "RetrySaves"]
+__all__ = ["CancelledInStore", "Claimed", "OutcomesSaved", "RetrySaves"]
 
 
 @final
@@ -41,4 +41,16 @@ class CancelledInStore:
 @final
 @dataclass(frozen=True, slots=True)
 class RetrySaves:
-    """Lease loop -> scheduler: try again to save outcomes the store could not take."""
+    """Anyone -> scheduler: try again now to save outcomes the store could not take."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class OutcomesSaved:
+    """Outcome saver -> scheduler: outcomes were committed; publish these events (``TaskEvent``).
+
+    The events of the runs whose outcomes stand, in their order; sent after every commit, so
+    the scheduler also learns that it may now be settled or drained.
+    """
+
+    events: tuple[object, ...]

@@ -100,13 +100,20 @@ class Home(Protocol):
         """
 
     def on_message(self, message: object, core: Timetable, now: float) -> Sequence[TaskEvent]:
-        """Handle one of the home's own messages (``Claimed``, ``CancelledInStore``, ``RetrySaves``).
+        """Handle one of the home's own messages; return the events to publish.
 
-        Returns the events to publish.
+        A shared node's: ``Claimed``, ``CancelledInStore``, ``OutcomesSaved``, ``RetrySaves``.
         """
 
     def shut_down(self) -> None:
         """The scheduler is shutting down (``Shutdown``): take nothing more in."""
+
+    def saving(self) -> bool:
+        """Whether outcomes are still on their way to the store (a shared node's group commit).
+
+        The actor is neither settled nor drained while they are: their events are not out yet.
+        The home tells the actor (one of its own messages) when they land.
+        """
 
     def after_message(self, core: Timetable) -> None:
         """After each message the actor handles (cheap: it runs for every message)."""
@@ -152,6 +159,10 @@ class MemoryHome:
 
     def shut_down(self) -> None:
         """Nothing to stop."""
+
+    def saving(self) -> bool:
+        """Never: what it saves, it saves before ``save`` returns."""
+        return False
 
     def after_message(self, core: Timetable) -> None:
         """Nothing to do."""

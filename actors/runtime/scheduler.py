@@ -56,6 +56,7 @@ from messages import (
     Failed,
     FindTask,
     Flush,
+    OutcomesSaved,
     Pause,
     Publish,
     QueryHistory,
@@ -418,7 +419,7 @@ class SchedulerActor(LibraryActor):
                 self._on_worker_exited(worker, reason)
             case BusExited(reason):
                 self._replace_bus(reason)
-            case Claimed() | CancelledInStore() | RetrySaves():  # a shared node's own
+            case Claimed() | CancelledInStore() | OutcomesSaved() | RetrySaves():  # a shared node's own
                 self._publish(self._home.on_message(message, core, self._clock.now()))
             case _:
                 logger.warning("scheduler ignored an unexpected message: %r", message)
@@ -547,12 +548,12 @@ class SchedulerActor(LibraryActor):
             if head != self._armed or watched != self._watched:
                 self._armed, self._watched = head, watched
                 self._timer.arm(head, watched)
-        if self._settle_waiters and core.is_settled(self._clock.now()):
+        if self._settle_waiters and core.is_settled(self._clock.now()) and not self._home.saving():
             waiters, self._settle_waiters = self._settle_waiters, []
             for waiter in waiters:  # the bus answers once it has delivered every event so far
                 if not self._tell_bus(Flush(waiter, core.activity)):
                     _wake(waiter, core.activity)
-        if core.closed and not core.busy and not self._stopping:
+        if core.closed and not core.busy and not self._stopping and not self._home.saving():
             self._stopping = True
             for waiter in self._drained:
                 _wake(waiter, None)

@@ -13,6 +13,9 @@ renewal also says whether a cancel with ``interrupt`` (from any node) asked a ru
 keeper asks it (``TaskRecord.interrupt``); and whether a ``run_now`` of an ``overlap="replace"``
 task asked it to make way (``TaskRecord.make_way``). A hint from the store (``wake``) brings the next
 renewal forward, so such a request reaches the run within moments, not a third of a lease.
+A renewal extends only the leases ending within ``renew_within`` (half a period short of a
+whole lease, ``plan.py``): the renewals hints bring forward (one per saved outcome on a busy
+fleet) then find every lease fresh and write nothing, so they cost the database no commit.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from collections.abc import Callable
 
 from actors.errors import StoreError
 from actors.shared.lease_book import LeaseBook
-from actors.shared.plan import HINTED_RENEWAL_GAP, renew_period, store_retry_pause
+from actors.shared.plan import HINTED_RENEWAL_GAP, renew_period, renew_within, store_retry_pause
 from actors.store.protocol import Lease, SharedStore
 from actors.sync.threads import Role, ThreadRegistry
 
@@ -49,6 +52,7 @@ class LeaseKeeper:
         self._threads = threads
         self._on_lost = on_lost
         self._period = renew_period(store.lease)
+        self._within = renew_within(store.lease)
         self._stopped = threading.Event()
         self._woken = threading.Event()  # a hint: renew soon (a stop may have been asked)
         self._thread = threading.Thread(target=self._run, name="lease-keeper", daemon=True)
@@ -101,7 +105,7 @@ class LeaseKeeper:
         asked = self._book.renewable()
         if not asked:
             return
-        renewed = self._store.renew(asked)
+        renewed = self._store.renew(asked, due_within=self._within)  # fresh ones: a read, no commit
         self.renewals += 1
         lost, stop, make_way = self._book.renewed_all(asked, renewed)
         for task in stop:

@@ -11,22 +11,26 @@ holds a durable task only while it holds the lease of one of its runs. The run's
    to a worker at once (it is due: the database's clock said so). What the node knows of the
    run (its lease, whether it started) stays in its ``LeaseBook``, keyed by the row's ``seq``.
 3. The worker starts the run only if the store agrees: before it moves the run's token it asks
-   the node's ``start_check`` (``confirm_start`` -> ``SharedStore.start``), so a cancel committed
-   by any node before that wins. The record itself does no I/O.
+   the node's ``start_check`` (``confirm_start`` -> ``SharedStore.start``, or ``start_many`` for
+   the starts its workers ask at once, in one statement: ``actors/shared/start_group.py``), so a cancel
+   committed by any node before that wins. The record itself does no I/O.
 4. When the run reports, the core decides what follows as for any durable task (next due time,
    counters, ledger row, events); being told ``durable_runs_once``, it gives the task back
    instead of waiting for its next run. The actor saves the outcome under the lease's fence
-   (``save``): a node that lost its lease never commits, and its events are not published.
+   (``save``): a node that lost its lease never commits, and its events are published only
+   once the commit says the outcome stands. Outcomes the store could not take are retried by
+   the node's outcome saver thread (``actors/shared/outcome_saver.py``), all in one
+   statement, while the actor goes on; it has the actor publish their events (``OutcomesSaved``).
 
 The node is the scheduler actor's ``Home`` (``actors/runtime/home.py``), by structure: the actor
 calls it exactly as it calls a memory or a plain-store home. On a shared node every durable
 task in the core (one with a ``store_seq``) is a leased one: durable tasks reach this node only
 through leases (the facade commits new ones to the store, ``actors/api/shared_tasks.py``).
 
-Threads: ``on_message`` (``take``, ``cancelled_in_store``, ``retry_saves``), ``add``, ``save``,
-``after_message``, ``cancel``, ``shut_down``, ``start`` and ``close`` run on the scheduler
-actor's thread; ``confirm_start`` on a worker's; ``holds`` on any; the listener calls ``_hint``
-on its own thread.
+Threads: ``on_message`` (``take``, ``cancelled_in_store``, ``OutcomesSaved``, ``RetrySaves``),
+``add``, ``save``, ``saving``, ``after_message``, ``cancel``, ``shut_down``, ``start`` and
+``close`` run on the scheduler actor's thread; ``confirm_start`` on a worker's; ``holds`` on
+any; ``_commit`` on the outcome saver's; the listener calls ``_hint`` on its own thread.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -58,11 +63,22 @@ from actors.shared.lease_keeper import LeaseKeeper
 from actors.shared.lease_loop import LeaseLoop
 from actors.shared.operating import operate_stored
 from actors.shared.outcome_board import OutcomeBoard
+from actors.shared.outcome_saver import OutcomeSaver
 from actors.shared.plan import down_before, local_due, on_grid
+from actors.shared.start_group import StartGroup
 from actors.store.protocol import IfExists, Lease, LedgerRow, SharedStore, Store, TaskDefinition, TaskUpdate
 from actors.store.trigger_json import decode_trigger
 from actors.sync.threads import ThreadRegistry
-from messages import CancelledInStore, Claimed, EventKind, RetrySaves, RunTask, StoreTotals, TaskEvent
+from messages import (
+    CancelledInStore,
+    Claimed,
+    EventKind,
+    OutcomesSaved,
+    RetrySaves,
+    RunTask,
+    StoreTotals,
+    TaskEvent,
+)
 
 __all__ = ["SharedNode", "is_shared"]
 
@@ -163,10 +179,13 @@ class SharedNode:
         self._lease_loop: LeaseLoop | None = None
         self._keeper: LeaseKeeper | None = None
         self._stop_listening: Callable[[], None] | None = None
-        self._unsaved: list[_Unsaved] = []
-        self._retry_asked = False  # a RetrySaves is on its way (read by the lease loop)
+        self._saver: OutcomeSaver[_Unsaved] = OutcomeSaver(self._commit, poll=store.poll)
+        # The starts the workers ask at once: one statement (a lone one: SharedStore.start).
+        self._starts = StartGroup(store.start_many, lambda lease, seal: store.start(lease, seal=seal))
         self._scheduler: pykka.ActorRef[Any] | None = None
         self.fenced_out = 0  # runs whose outcome the store refused (another node's stands)
+        # _commits_lock guards commits: the saver's thread observes, the actor's takes snapshots.
+        self._commits_lock = threading.Lock()
         self.commits = CommitTimes()  # each fenced save's commit time, for metrics (store_totals)
         # A leased run due before this instant (database clock) passed while no node ran it:
         # the node's start, less the time a live fleet takes to claim a due run (start sets it).
@@ -196,9 +215,10 @@ class SharedNode:
             self.clock,
             lambda leases: tell_quietly(scheduler, Claimed(tuple(leases))),
             threads=threads,
-            on_poll=self._on_poll,
         )
+        self._saver = OutcomeSaver(self._commit, poll=self.store.poll, threads=threads)
         self._keeper.start()
+        self._saver.start()
         self._lease_loop.start()
         self._stop_listening = self.store.listen(self._hint)
 
@@ -209,12 +229,6 @@ class SharedNode:
         if self._keeper is not None and len(self.book):
             self._keeper.wake()  # a run here may have been asked to stop
         self.board.changed()
-
-    def _on_poll(self) -> None:
-        """The lease loop's poll (its thread): ask the scheduler to retry saving, if it must."""
-        if self._unsaved and not self._retry_asked and self._scheduler is not None:
-            self._retry_asked = True
-            tell_quietly(self._scheduler, RetrySaves())
 
     def shut_down(self) -> None:
         """The scheduler is shutting down: claim nothing more, give back every run not started."""
@@ -230,16 +244,17 @@ class SharedNode:
         """
         if self._lease_loop is not None:
             self._lease_loop.stop()
+        unsaved = self._saver.stop()  # before the keeper: leases are renewed until their saves land
         if self._keeper is not None:
             self._keeper.stop()
         if self._stop_listening is not None:
             self._stop_listening()
             self._stop_listening = None
         self._give_back(self.book.unstarted())
-        if self._unsaved:
+        if unsaved:
             logger.warning(
                 "%d outcome(s) were never saved: their runs count as not run, and run again",
-                sum(len(item.updates) for item in self._unsaved),
+                sum(len(item.updates) for item in unsaved),
             )
         self.board.close()  # handles waiting here give up now: the task lives on in the store
         try:
@@ -266,8 +281,10 @@ class SharedNode:
             case CancelledInStore():
                 event = self.cancelled_in_store(message, core, now)
                 return NO_EVENTS if event is None else (event,)
+            case OutcomesSaved(events):
+                return [event for event in events if isinstance(event, TaskEvent)]
             case RetrySaves():
-                return self.retry_saves()
+                self._saver.wake()
             case _:
                 logger.warning("scheduler ignored an unexpected message: %r", message)
         return NO_EVENTS
@@ -343,7 +360,7 @@ class SharedNode:
         if held is None or held.lost:
             return False
         try:
-            started = self.store.start(held.lease, seal=run.one_time)
+            started = self._starts.start(held.lease, seal=run.one_time)
         except StoreError as error:
             self.book.start_failed(seq)  # not started: the lease ends, and some node runs it then
             logger.warning("run of %r not started: the store failed: %s", run.task_id, error)
@@ -367,12 +384,13 @@ class SharedNode:
     # -- outcomes (scheduler thread) ---------------------------------------------------------
 
     def save(self, effects: Effects, core: Timetable) -> None:
-        """Save the outcomes of leased runs under their fences; their events wait for the commit.
+        """Hand the outcomes of leased runs to the saver; their events wait for the commit.
 
-        Each leased task is saved once, as its lease ends. ``CANCELLED`` events of leased
-        tasks are dropped: on a shared store the node whose cancel won publishes it
-        (``cancelled_in_store``). Events of a run whose outcome was refused are dropped too,
-        and those of outcomes the store could not take wait for ``retry_saves``.
+        Each leased task is saved once, as its lease ends, under its fence, by the outcome
+        saver's thread (group commit), which has the actor publish the events of those the
+        store accepted (``OutcomesSaved``); the events of leased tasks leave ``effects`` here.
+        ``CANCELLED`` events of leased tasks are dropped: on a shared store the node whose
+        cancel won publishes it (``cancelled_in_store``).
         """
         leased = {task.task_id: task for task in effects.saves if task.store_seq is not None}
         if not leased:
@@ -394,9 +412,18 @@ class SharedNode:
         ended = [(t, v) for t, v in effects.finished if t.store_seq is not None and t.task_id in saving]
         waiting = [e for e in effects.events if e.task_id in saving and e.kind is not EventKind.CANCELLED]
         saved_runs = [run for run in runs if run is not None and run.task_id in saving]
-        refused = self._commit(_Unsaved(updates, saved_runs, waiting, ended)) if updates else set()
-        published = set() if refused is None else {id(e) for e in waiting if e.task_id not in refused}
+        published: set[int] = set()
+        if updates:
+            item = _Unsaved(updates, saved_runs, waiting, ended)
+            self._put(item)
+            # Committed here and now: the saver's thread only retries what the store could not take.
+            events = self._commit_now(item)
+            published = {id(event) for event in events or ()}
         effects.events[:] = [e for e in effects.events if e.task_id not in leased or id(e) in published]
+
+    def saving(self) -> bool:
+        """Whether outcomes handed to the saver are still on their way (not those waiting for a retry)."""
+        return self._saver.busy()
 
     def _run_record(self, outcome: RunOutcome, core: Timetable) -> LedgerRow | None:
         task = outcome.task
@@ -408,8 +435,8 @@ class SharedNode:
             record = dataclasses.replace(record, started=held.started)  # the database's clock
         return record
 
-    def _commit(self, item: _Unsaved) -> set[str] | None:
-        """Save ``item``; return the ids of tasks whose outcome was refused, or ``None`` if not saved yet."""
+    def _put(self, item: _Unsaved) -> None:
+        """Queue ``item`` for the saver (actor's thread)."""
         # The values first: a handle that sees the committed row must find them here already.
         for task, value in item.ended:
             if task.store_seq is not None:
@@ -418,21 +445,62 @@ class SharedNode:
                 elif task.state is FAILED:
                     last = task.failures.last_error if task.failures is not None else None
                     self.board.ended(task.task_id, task.store_seq, None, last)
-        seqs = [update.seq for update in item.updates]
-        self.book.saving(seqs)
+        self.book.saving([update.seq for update in item.updates])
+
+    def _commit_now(self, item: _Unsaved) -> list[TaskEvent] | None:
+        """Save ``item`` on the actor's thread; the events to publish, or ``None`` (the saver retries it)."""
+        events: list[TaskEvent] = []
+        if self._save_items([item], events.extend):
+            return events
+        self._saver.put_failed(item)
+        return None
+
+    def _commit(self, items: list[_Unsaved]) -> bool:
+        """Save again ``items`` the store could not take (the saver's thread); whether it was committed.
+
+        Then has the actor publish the events of the outcomes that stand (before the book lets
+        their rows go: a run claimed again here comes after them).
+        """
+
+        def publish(events: list[TaskEvent]) -> None:
+            if self._scheduler is not None:
+                tell_quietly(self._scheduler, OutcomesSaved(tuple(events)))
+
+        return self._save_items(items, publish)
+
+    def _save_items(self, items: list[_Unsaved], publish: Callable[[list[TaskEvent]], None]) -> bool:
+        """Save ``items`` in one call; publish the events of those that stand, forget their leases."""
+        seqs = [update.seq for item in items for update in item.updates]
+        self.book.saving(seqs)  # again: a retry after a failure
         began = time.perf_counter()
         try:
-            fenced_out = self.store.save_outcomes(item.updates, item.runs)
+            fenced_out = self.store.save_outcomes(
+                [update for item in items for update in item.updates],
+                [run for item in items for run in item.runs],
+            )
         except StoreError as error:
-            logger.warning("could not save %d outcome(s), will try again: %s", len(item.updates), error)
+            logger.warning("could not save %d outcome(s), will try again: %s", len(seqs), error)
             self.book.saving(seqs, saving=False)  # keep them alive until the retry
-            item.retried = True
-            self._unsaved.append(item)
-            return None
-        self.commits.observe(time.perf_counter() - began)
+            for item in items:
+                item.retried = True
+            return False
+        with self._commits_lock:
+            self.commits.observe(time.perf_counter() - began)
+        events: list[TaskEvent] = []
+        for item in items:
+            refused = {update.task_id for update in item.updates if update.seq in fenced_out}
+            self._refused(refused, retried=item.retried)
+            for task, _ in item.ended:
+                if task.task_id in refused and task.store_seq is not None:
+                    self.board.forget(task.task_id, task.store_seq)  # another node's outcome stands
+            events += [event for event in item.events if event.task_id not in refused]
+        publish(events)  # before the book lets the rows go: a run claimed again here comes after them
         self.book.forget(seqs)
-        refused = {update.task_id for update in item.updates if update.seq in fenced_out}
-        if refused and item.retried:  # an earlier attempt failed at its commit, and may have landed
+        self.board.changed()
+        return True
+
+    def _refused(self, refused: set[str], *, retried: bool) -> None:
+        if refused and retried:  # an earlier attempt failed at its commit, and may have landed
             logger.info(
                 "the outcome of %d run(s) (%s) was refused on a retry: an earlier attempt committed "
                 "it, or another node's outcome stands",
@@ -447,26 +515,11 @@ class SharedNode:
                 len(refused),
                 ", ".join(sorted(refused)[:5]),
             )
-        for task, _ in item.ended:
-            if task.task_id in refused and task.store_seq is not None:
-                self.board.forget(task.task_id, task.store_seq)  # another node's outcome stands
-        self.board.changed()
-        return refused
-
-    def retry_saves(self) -> list[TaskEvent]:
-        """Try again to save what the store could not take; return the events now to publish."""
-        self._retry_asked = False
-        pending, self._unsaved = self._unsaved, []
-        events: list[TaskEvent] = []
-        for item in pending:
-            refused = self._commit(item)
-            if refused is not None:
-                events += [event for event in item.events if event.task_id not in refused]
-        return events
 
     def store_totals(self) -> StoreTotals:
         """The commit times of the fenced saves so far, and the runs the lease loop claimed."""
-        return self.commits.snapshot(claims=self.book.claimed)
+        with self._commits_lock:
+            return self.commits.snapshot(claims=self.book.claimed)
 
     def after_message(self, core: Timetable) -> None:
         """Tell the lease loop how many workers are idle (after each message); wake it for more room."""

@@ -20,6 +20,7 @@ __all__ = [
     "on_grid",
     "poll_delay",
     "renew_period",
+    "renew_within",
     "sleep_for",
     "store_retry_pause",
 ]
@@ -57,6 +58,16 @@ def sleep_for(wakeup: float | None, db_now: float, until_poll: float) -> float:
 def renew_period(lease: float) -> float:
     """Seconds between two renewals of the leases a node holds."""
     return lease / RENEWALS_PER_LEASE
+
+
+def renew_within(lease: float) -> float:
+    """Seconds within which a lease must end for a renewal to extend it (``SharedStore.renew``).
+
+    Half a period short of the whole lease: a renewal a hint brings forward soon after the
+    last one writes nothing, while every renewal at least half a period after the last
+    extension extends (so a lease is never less than half a lease from its end at a renewal).
+    """
+    return lease - renew_period(lease) / 2.0
 
 
 def store_retry_pause(failures: int, poll: float) -> float:

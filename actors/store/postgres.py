@@ -275,8 +275,8 @@ class PostgresStore:
     def _read(self, op: str, work: Callable[[Connection], T], *, begin: str | None = None) -> T:
         return self._live().run(op, work, begin=begin)
 
-    def _write(self, op: str, work: Callable[[Connection], T]) -> T:
-        return self._live().run(op, work, begin="BEGIN", repeatable=False)
+    def _write(self, op: str, work: Callable[[Connection], T], *, pipelined: bool = False) -> T:
+        return self._live().run(op, work, begin="BEGIN", repeatable=False, pipelined=pipelined)
 
     # -- pruning -------------------------------------------------------------------------------
 
@@ -368,7 +368,10 @@ class PostgresStore:
         return self._save(updates, runs).fenced_out
 
     def _save(self, updates: Sequence[TaskUpdate], runs: Sequence[LedgerRow]) -> writes.Saved:
-        saved = self._write("save", lambda db: writes.save(db, updates, runs, self._node, self._channel))
+        # Pipelined: BEGIN, the save and the look for waiters to release go out in one round trip.
+        saved = self._write(
+            "save", lambda db: writes.save(db, updates, runs, self._node, self._channel), pipelined=True
+        )
         with self._counts_lock:
             self._runs_since_prune += saved.new_runs
             self._terminal_since_prune += saved.ended
@@ -453,7 +456,7 @@ class PostgresStore:
             "claim_due", lambda db: writes.acquire(db, limit, names, self._node, self._lease, kinds, seqs)
         )
 
-    def renew(self, leases: Sequence[Lease]) -> list[Lease]:
+    def renew(self, leases: Sequence[Lease], *, due_within: float | None = None) -> list[Lease]:
         """Extend the leases still held; see ``SharedStore.renew``. Any thread (a lease keeper's).
 
         Runs on a connection of its own (not the pool's), one renewal at a time, so callers
@@ -465,7 +468,9 @@ class PostgresStore:
             raise StoreError(f"{self._location}: the store is not open")
         if not leases:
             return []
-        return renewals.run("renew", lambda db: writes.renew(db, leases, self._node, self._lease))
+        if due_within is not None and not due_within >= 0:
+            raise ValueError(f"due_within must be a number of seconds >= 0, got {due_within!r}")
+        return renewals.run("renew", lambda db: writes.renew(db, leases, self._node, self._lease, due_within))
 
     def start(self, lease: Lease, *, seal: bool) -> float | None:
         """Record that the leased run of ``lease`` starts; see ``SharedStore.start``. Any thread.
@@ -477,6 +482,14 @@ class PostgresStore:
             self._live()
             return None
         return self._read("start", lambda db: writes.start(db, lease, bool(seal), self._node, self._lease))
+
+    def start_many(self, starts: Sequence[tuple[Lease, bool]]) -> list[float | None]:
+        """``start`` for several leased runs in one statement; see ``SharedStore.start_many``. Any thread."""
+        check_leases([held for held, _ in starts])
+        if not starts:
+            self._live()
+            return []
+        return self._read("start", lambda db: writes.start_many(db, starts, self._node, self._lease))
 
     # -- operating a live task (postgres_operations) ------------------------------------------
 

@@ -30,7 +30,7 @@ its transaction.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Final
 
 from actors.store.postgres_connections import Connection
@@ -143,10 +143,24 @@ def write(db: Connection, waiter: int, after: Sequence[Dependency], channel: str
 
 def settle(db: Connection, ended: Iterable[int], channel: str) -> None:
     """The rows ``ended`` may have just ended: release or cancel their waiters (module docstring)."""
+    settle_found(db, ended_with_waiters(db, ended)(), channel)
+
+
+def ended_with_waiters(db: Connection, ended: Iterable[int]) -> Callable[[], list[tuple[int, str]]]:
+    """Send the look for which rows of ``ended`` ended and have waiters; return what reads its answer.
+
+    In pipeline mode the answer is read later, so the look shares a round trip with what was
+    sent before it (a save).
+    """
     candidates = sorted(set(ended))
     if not candidates:
-        return
-    rows = db.execute(_ENDED_WITH_WAITERS, (candidates,)).fetchall()
+        return list
+    cursor = db.execute(_ENDED_WITH_WAITERS, (candidates,))
+    return cursor.fetchall
+
+
+def settle_found(db: Connection, rows: Sequence[tuple[int, str]], channel: str) -> None:
+    """Release or cancel the waiters of ``rows`` (``seq, status``: ended rows with waiters)."""
     if not rows:
         return
     done = [seq for seq, status in rows if status == "completed"]

@@ -147,11 +147,12 @@ INSERT_RUNS: Final = """
 # fenced update was refused while the row still exists (see postgres_writes.save). Every CTE
 # sees the snapshot the statement started with, so "still exists" is judged before the update,
 # which deletes nothing. Returns the new ledger rows, the notifications sent, the refused
-# rows' seqs, and the updates that left their task terminal.
+# rows' seqs, and the updates that left their task terminal. One hint per save, not one per
+# row: listeners read no payload, and each notification wakes every node of the fleet.
 SAVE_ONE_ROUND: Final = (
     _UPDATE_TASKS
     + """,
-    notified AS (SELECT pg_notify(%(channel)s, task_id) FROM applied),
+    notified AS (SELECT pg_notify(%(channel)s, min(task_id)) FROM applied HAVING count(*) > 0),
     refused AS (
         SELECT given.seq FROM given
          WHERE given.fence IS NOT NULL
@@ -287,6 +288,32 @@ RENEW: Final = f"""
     RETURNING task.seq, task.fence, task.lease_until, {NOW},
               coalesce(task.interrupt_fence = task.fence, false),
               coalesce(task.interrupt_fence = -task.fence, false)"""
+# A renewal that extends only the leases ending within %(within)s seconds and returns the others
+# as they stand: read from the statement's snapshot (a lease that has not ended cannot be
+# claimed by another node meanwhile). When none is due, it writes nothing: no commit to flush,
+# which is what the renewals a hint brings forward (to learn of stop requests) nearly always are.
+# A lease due for extension that the UPDATE did not find (claimed elsewhere meanwhile) is left
+# out: lost, as with RENEW.
+RENEW_DUE: Final = f"""
+    WITH mine AS (
+        SELECT task.seq, task.fence, task.lease_until,
+               coalesce(task.interrupt_fence = task.fence, false) AS stop,
+               coalesce(task.interrupt_fence = -task.fence, false) AS way
+          FROM task JOIN unnest(%(seq)s::bigint[], %(fence)s::bigint[]) AS held (seq, fence)
+            ON task.seq = held.seq AND task.fence = held.fence
+         WHERE task.owner = %(node)s),
+    extended AS (
+        UPDATE task SET lease_until = {NOW} + %(lease)s
+          FROM mine
+         WHERE task.seq = mine.seq AND task.fence = mine.fence AND task.owner = %(node)s
+           AND mine.lease_until < {NOW} + %(within)s
+        RETURNING task.seq, task.lease_until,
+                  coalesce(task.interrupt_fence = task.fence, false) AS stop,
+                  coalesce(task.interrupt_fence = -task.fence, false) AS way)
+    SELECT mine.seq, mine.fence, coalesce(extended.lease_until, mine.lease_until), {NOW},
+           coalesce(extended.stop, mine.stop), coalesce(extended.way, mine.way)
+      FROM mine LEFT JOIN extended ON extended.seq = mine.seq
+     WHERE extended.seq IS NOT NULL OR mine.lease_until >= {NOW} + %(within)s"""
 # The start of a leased run: the row must still be held with this lease and still be
 # scheduled (a cancel from any node committed before this wins: the run does not start). It
 # renews the lease, and records the start (sealed too, for a run a cancel can no longer stop).
@@ -297,6 +324,14 @@ START: Final = f"""
      WHERE seq = %(seq)s AND fence = %(fence)s AND owner = %(node)s AND status = 'scheduled'
        AND (NOT paused OR manual_fence = fence)
     RETURNING {NOW}"""
+# START for several leased runs in one statement; returns the seq of each that may start.
+START_MANY: Final = f"""
+    UPDATE task SET lease_until = {NOW} + %(lease)s, started_fence = task.fence,
+                    sealed_fence = CASE WHEN given.seal THEN task.fence ELSE task.sealed_fence END
+      FROM unnest(%(seq)s::bigint[], %(fence)s::bigint[], %(seal)s::boolean[]) AS given (seq, fence, seal)
+     WHERE task.seq = given.seq AND task.fence = given.fence AND task.owner = %(node)s
+       AND task.status = 'scheduled' AND (NOT task.paused OR task.manual_fence = task.fence)
+    RETURNING task.seq, {NOW}"""
 # The runs in flight on every node: rows held by a lease that has not ended (task_owned).
 IN_FLIGHT: Final = f"""
     SELECT task_id, seq, owner, lease_until, coalesce(started_fence = fence, false) FROM task

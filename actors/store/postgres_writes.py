@@ -8,7 +8,7 @@ the rows into plain data. They run on the caller's thread.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -140,9 +140,16 @@ def save(
     A fenced update that does not apply (the lease was lost) drops the ledger rows of its
     ``seq``, unless another update of the same ``seq`` in the batch applied.
     """
+    ended = [u.seq for u in updates if u.status != LIVE_STATUS]
+    if len(_rounds(updates)) <= 1:  # nearly always: one statement, and the look for waiters sent with it
+        found = _save_one_round(db, updates, runs, node, channel)
+        waiters = postgres_after.ended_with_waiters(db, ended)  # sent before the save's answer is read
+        saved = found()
+        postgres_after.settle_found(db, waiters(), channel)
+        return saved
     saved = _save(db, updates, runs, node, channel)
     # schedule_after: the waiters of rows this save ended, released or cancelled in its transaction.
-    postgres_after.settle(db, [u.seq for u in updates if u.status != LIVE_STATUS], channel)
+    postgres_after.settle(db, ended, channel)
     return saved
 
 
@@ -151,7 +158,7 @@ def _save(
 ) -> Saved:
     rounds = _rounds(updates)
     if len(rounds) <= 1:  # each row updated once at most (nearly always): one statement
-        return _save_one_round(db, updates, runs, node, channel)
+        return _save_one_round(db, updates, runs, node, channel)()
     applied = [False] * len(updates)
     for batch in rounds:
         rows = db.execute(
@@ -184,25 +191,28 @@ def _save(
     kept = [r for r in runs if r.task_seq not in fenced_out]
     new = 0
     if kept:
-        new = db.execute(
-            q.INSERT_RUNS,
-            {
-                "task_id": [r.task_id for r in kept],
-                "task_seq": [r.task_seq for r in kept],
-                "run": [r.run for r in kept],
-                "due": [r.due for r in kept],
-                "started": [r.started for r in kept],
-                "finished": [r.finished for r in kept],
-                "outcome": [r.outcome for r in kept],
-                "error": [r.error for r in kept],
-                "attempt": [r.attempt for r in kept],
-                "reason": [r.reason for r in kept],
-                "run_node": [r.node for r in kept],
-                "manual": [r.manual for r in kept],
-                "value_json": [r.value_json for r in kept],
-                "value_note": [r.value_note for r in kept],
-            },
-        ).rowcount
+        # Its own pipeline block: a rowcount is only known once synced (a pipelined save).
+        with db.pipeline():
+            inserted = db.execute(
+                q.INSERT_RUNS,
+                {
+                    "task_id": [r.task_id for r in kept],
+                    "task_seq": [r.task_seq for r in kept],
+                    "run": [r.run for r in kept],
+                    "due": [r.due for r in kept],
+                    "started": [r.started for r in kept],
+                    "finished": [r.finished for r in kept],
+                    "outcome": [r.outcome for r in kept],
+                    "error": [r.error for r in kept],
+                    "attempt": [r.attempt for r in kept],
+                    "reason": [r.reason for r in kept],
+                    "run_node": [r.node for r in kept],
+                    "manual": [r.manual for r in kept],
+                    "value_json": [r.value_json for r in kept],
+                    "value_note": [r.value_note for r in kept],
+                },
+            )
+        new = inserted.rowcount
     # Counts updates that end a task; one that finds its row terminal already is counted too,
     # which only makes a prune come a little early.
     ended = sum(ok and u.status != LIVE_STATUS for u, ok in zip(updates, applied, strict=True))
@@ -211,8 +221,9 @@ def _save(
 
 def _save_one_round(
     db: Connection, updates: Sequence[TaskUpdate], runs: Sequence[LedgerRow], node: str, channel: str
-) -> Saved:
-    row = db.execute(
+) -> Callable[[], Saved]:
+    """Send the save in one statement; return what reads its answer (in pipeline mode: later)."""
+    cursor = db.execute(
         q.SAVE_ONE_ROUND,
         {
             **_update_params(updates),
@@ -233,10 +244,15 @@ def _save_one_round(
             "node": node,
             "channel": channel,
         },
-    ).fetchone()
-    assert row is not None  # a SELECT of aggregates: one row
-    new, _, refused, ended = row
-    return Saved(new_runs=new, ended=ended, fenced_out=frozenset(refused))
+    )
+
+    def answer() -> Saved:
+        row = cursor.fetchone()
+        assert row is not None  # a SELECT of aggregates: one row
+        new, _, refused, ended = row
+        return Saved(new_runs=new, ended=ended, fenced_out=frozenset(refused))
+
+    return answer
 
 
 def _update_params(updates: Sequence[TaskUpdate]) -> dict[str, list[Any]]:
@@ -316,12 +332,18 @@ def _held(leases: Sequence[Lease]) -> dict[str, list[int]]:
     return {"seq": [lease.seq for lease in leases], "fence": [lease.fence for lease in leases]}
 
 
-def renew(db: Connection, leases: Sequence[Lease], node: str, lease: float) -> list[Lease]:
-    """Extend the leases still held; return them renewed, in the given order."""
+def renew(
+    db: Connection, leases: Sequence[Lease], node: str, lease: float, within: float | None = None
+) -> list[Lease]:
+    """Extend the leases still held (with ``within``: those ending within it); return them, in order."""
     mine = [held for held in leases if held.owner == node]  # another node's lease is not ours to keep
     if not mine:
         return []
-    rows = db.execute(q.RENEW, {**_held(mine), "node": node, "lease": lease}).fetchall()
+    params = {**_held(mine), "node": node, "lease": lease}
+    if within is None:
+        rows = db.execute(q.RENEW, params).fetchall()
+    else:
+        rows = db.execute(q.RENEW_DUE, {**params, "within": within}).fetchall()
     renewed = {(seq, fence): (expires, now, stop, way) for seq, fence, expires, now, stop, way in rows}
     result: list[Lease] = []
     for held in mine:
@@ -344,6 +366,24 @@ def start(db: Connection, held: Lease, seal: bool, node: str, lease: float) -> f
         return None
     started: float = row[0]
     return started
+
+
+def start_many(
+    db: Connection, starts: Sequence[tuple[Lease, bool]], node: str, lease: float
+) -> list[float | None]:
+    """Record that the runs of these leases start; return the database's clock for each, ``None``: refused."""
+    mine = [(held, seal) for held, seal in starts if held.owner == node]
+    if not mine:
+        return [None] * len(starts)
+    params = {
+        "seq": [held.seq for held, _ in mine],
+        "fence": [held.fence for held, _ in mine],
+        "seal": [bool(seal) for _, seal in mine],
+        "node": node,
+        "lease": lease,
+    }
+    started: dict[int, float] = dict(db.execute(q.START_MANY, params).fetchall())
+    return [started.get(held.seq) if held.owner == node else None for held, _ in starts]
 
 
 def in_flight(db: Connection) -> list[RunInFlight]:

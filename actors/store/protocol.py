@@ -393,8 +393,12 @@ class SharedStore(Store, Protocol):
             StoreError: The store failed or is closed.
         """
 
-    def renew(self, leases: Sequence[Lease]) -> list[Lease]:
+    def renew(self, leases: Sequence[Lease], *, due_within: float | None = None) -> list[Lease]:
         """Extend the leases still held (same owner and fence) by ``lease`` seconds from now.
+
+        With ``due_within``, only the leases ending within that many seconds are extended; the
+        others come back as they stand (fresh ``db_now`` and ``stop_requested``), and when none
+        is due the call writes nothing (a lease keeper's renewal brought forward by a hint).
 
         Returns:
             The renewed leases (new ``expires``, ``db_now`` and ``stop_requested``), in the
@@ -431,6 +435,15 @@ class SharedStore(Store, Protocol):
 
         Raises:
             StoreError: The store failed or is closed (do not start the run either).
+        """
+
+    def start_many(self, starts: Sequence[tuple[Lease, bool]]) -> list[float | None]:
+        """``start`` for several leased runs (each with its ``seal``) in one call; answers in order.
+
+        Each is decided as ``start`` decides it, on its own: one refused does not hold up another.
+
+        Raises:
+            StoreError: The store failed or is closed (start none of them).
         """
 
     def save_outcomes(

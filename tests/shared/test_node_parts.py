@@ -1,5 +1,6 @@
 """The parts of a shared store's node on their own, without a server: its arithmetic, its lease
-book, its lease loop against a stand-in store, and how a stored row reads as a ``TaskInfo``."""
+book, its lease loop against a stand-in store, its outcome saver and start group, and how a
+stored row reads as a ``TaskInfo``."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ from typing import Any
 import pytest
 
 from actors import DatabaseClock, FakeClock, MonotonicClock, RemoteRunError
+from actors.errors import StoreError
 from actors.shared.lease_book import LeaseBook
 from actors.shared.lease_loop import Importable, LeaseLoop
+from actors.shared.outcome_saver import OutcomeSaver
 from actors.shared.plan import (
     ClockSample,
     down_before,
@@ -22,8 +25,10 @@ from actors.shared.plan import (
     on_grid,
     poll_delay,
     renew_period,
+    renew_within,
     sleep_for,
 )
+from actors.shared.start_group import StartGroup
 from actors.shared.view import info_of
 from actors.store import Lease, RunInFlight, StoredTask
 from messages import Cron, FixedDelay, FixedRate, Once, TaskStatus
@@ -413,3 +418,123 @@ def test_a_run_in_flight_shows_where_it_runs_and_an_error_from_elsewhere_as_remo
     assert info.last_error.error == "RuntimeError: boom"
     assert info.end_reason == "stopped after 3 consecutive failures (max_consecutive_failures=3)"
     assert info_of(row(status="cancelled", next_due=None), None, wall_offset=0.0).end_reason == "cancelled"
+
+
+# -- the outcome saver (group commit) and the start group ---------------------------------------
+
+
+def test_items_put_while_a_commit_is_in_flight_go_together_in_the_next() -> None:
+    entered, release = threading.Event(), threading.Event()
+    commits: list[list[int]] = []
+
+    def commit(items: list[int]) -> bool:
+        commits.append(list(items))
+        entered.set()
+        assert release.wait(5)
+        return True
+
+    saver: OutcomeSaver[int] = OutcomeSaver(commit, poll=1.0)
+    saver.start()
+    saver.put(1)
+    assert entered.wait(5)
+    assert saver.busy()
+    for item in (2, 3, 4):
+        saver.put(item)
+    release.set()
+    assert saver.stop(timeout=5) == []
+    assert commits == [[1], [2, 3, 4]]
+    assert not saver.busy()
+
+
+def test_a_failed_commit_is_tried_again_and_does_not_count_as_busy() -> None:
+    attempts: list[list[str]] = []
+    retried = threading.Event()
+
+    def commit(items: list[str]) -> bool:
+        attempts.append(list(items))
+        if len(attempts) == 1:
+            return False  # the store failed
+        retried.set()
+        return True
+
+    saver: OutcomeSaver[str] = OutcomeSaver(commit, poll=0.05)
+    saver.start()
+    saver.put("a")
+    assert retried.wait(5)
+    assert attempts == [["a"], ["a"]]
+    assert saver.stop(timeout=5) == []
+
+
+def test_stop_makes_one_last_attempt_and_returns_what_it_could_not_save() -> None:
+    attempts: list[list[str]] = []
+    failed = threading.Event()
+
+    def commit(items: list[str]) -> bool:
+        attempts.append(list(items))
+        failed.set()
+        return False
+
+    saver: OutcomeSaver[str] = OutcomeSaver(commit, poll=60.0)  # no retry before the stop
+    saver.start()
+    saver.put("a")
+    assert failed.wait(5)
+    assert not saver.busy()  # a store that is down holds no shutdown up
+    assert saver.unsaved() == 1
+    assert saver.stop(timeout=5) == ["a"]
+    assert attempts == [["a"], ["a"]]
+
+
+def test_starts_asked_while_one_is_in_flight_go_in_the_next_group() -> None:
+    entered, release = threading.Event(), threading.Event()
+    groups: list[list[int]] = []
+
+    def start_many(starts: Sequence[tuple[Lease, bool]]) -> list[float | None]:
+        groups.append([held.seq for held, _ in starts])
+        if len(groups) == 1:
+            entered.set()
+            assert release.wait(5)
+        return [None if held.seq == 3 else float(held.seq) for held, _ in starts]
+
+    group = StartGroup(start_many)
+    answers: dict[int, float | None] = {}
+
+    def ask(seq: int) -> None:
+        answers[seq] = group.start(lease(seq), seal=False)
+
+    first = threading.Thread(target=ask, args=(1,))
+    first.start()
+    assert entered.wait(5)
+    others = [threading.Thread(target=ask, args=(seq,)) for seq in (2, 3, 4)]
+    for thread in others:
+        thread.start()
+    while len(group._waiting) < 3:
+        threading.Event().wait(0.001)
+    release.set()
+    for thread in [first, *others]:
+        thread.join(5)
+    assert groups[0] == [1]
+    assert sorted(groups[1]) == [2, 3, 4]
+    assert answers == {1: 1.0, 2: 2.0, 3: None, 4: 4.0}
+    assert group.start(lease(5), seal=True) == 5.0  # alone: at once, in a group of its own
+    assert group.groups == 3
+
+
+def test_a_failed_group_raises_in_every_worker_of_it_and_the_next_goes_on() -> None:
+    calls = 0
+
+    def start_many(starts: Sequence[tuple[Lease, bool]]) -> list[float | None]:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise StoreError("down")
+        return [1.0] * len(starts)
+
+    group = StartGroup(start_many)
+    with pytest.raises(StoreError, match="down"):
+        group.start(lease(1), seal=False)
+    assert group.start(lease(2), seal=False) == 1.0
+
+
+def test_a_renewal_extends_a_lease_at_least_half_a_period_after_the_last_extension() -> None:
+    assert renew_within(30.0) == 30.0 - renew_period(30.0) / 2
+    assert 30.0 - renew_period(30.0) < renew_within(30.0) < 30.0  # a scheduled renewal always extends

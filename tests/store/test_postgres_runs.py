@@ -42,6 +42,23 @@ def test_start_says_when_on_the_database_clock_and_renews_the_lease(make_node: N
     assert a.start(held, seal=False) is not None  # starting twice is starting once
 
 
+def test_start_many_decides_each_start_on_its_own_in_one_statement(make_node: Node) -> None:
+    a, b = make_node("a", lease=30.0), make_node("b")
+    for task_id in ("x", "y", "z"):
+        due(a, task_id)
+    held = {lease.task.task_id: lease for lease in a.claim_due(3)}
+    assert b.cancel("y")  # committed before the start: it wins
+
+    started = a.start_many([(held["x"], True), (held["y"], False), (held["z"], False)])
+
+    assert None not in (started[0], started[2])
+    assert started[1] is None
+    assert b.cancel("x") is False  # sealed: a one-time run in progress refuses a cancel
+    assert b.cancel("z")  # not sealed
+    assert a.start_many([]) == []
+    assert b.start_many([(held["x"], False)]) == [None]  # another node's lease is not b's to start
+
+
 def test_a_cancel_committed_before_the_start_wins(make_node: Node) -> None:
     a, b = make_node("a"), make_node("b")
     due(a, "x")

@@ -527,3 +527,22 @@ def test_competing_processes_commit_each_run_exactly_once_under_kill_9_stress(
     tried = sum(batches(lines)[0] for lines in output)
     stalls = sum(line == "stalled" for lines in output for line in lines)
     print(f"{kills} workers killed, {stalls} stalls, {tried - tasks * runs} runs tried twice or more")
+
+
+def test_a_renewal_due_within_extends_only_the_leases_ending_soon_and_writes_nothing_else(
+    make_node: Node,
+) -> None:
+    a, b = make_node("a", lease=30.0), make_node("b")
+    due(a, "x")
+    (held,) = a.claim_due(1)
+
+    (fresh,) = a.renew([held], due_within=20.0)  # ends in ~30 s: not due, left as it stands
+    assert (fresh.expires, fresh.fence, fresh.task) == (held.expires, held.fence, held.task)
+    assert fresh.db_now >= held.db_now
+
+    (renewed,) = a.renew([fresh], due_within=31.0)  # ends within 31 s: extended
+    assert renewed.expires > held.expires
+    assert b.claim_due(1) == []
+    assert a.renew([renewed], due_within=20.0) != []
+    with pytest.raises(ValueError, match="due_within"):
+        a.renew([renewed], due_within=-1.0)

@@ -71,12 +71,23 @@ class RunCounts:
     everything its label keeps (not one per count) and no key tuple is made per run.
     """
 
-    __slots__ = ("_duration", "_labels", "_lateness", "_other", "duration_sum", "lateness_sum", "max_tasks")
+    __slots__ = (
+        "_beyond",
+        "_duration",
+        "_labels",
+        "_lateness",
+        "_other",
+        "duration_sum",
+        "lateness_sum",
+        "max_tasks",
+    )
 
     def __init__(self, max_tasks: int = 1000) -> None:
         self.max_tasks = max_tasks
         self._labels: dict[str, _LabelRuns] = {}
         self._other = _LabelRuns(None)
+        # What an id without a label counts under: None while labels are left, then OTHER's.
+        self._beyond: _LabelRuns | None = None
         self._lateness = [0] * (len(LATENESS_BUCKETS) + 1)
         self._duration = [0] * (len(DURATION_BUCKETS) + 1)
         self.lateness_sum = 0.0
@@ -84,7 +95,7 @@ class RunCounts:
 
     def ended(self, task_id: str, due_at: float, report: Completed | Failed, outcome: str) -> None:
         """Count a run of ``task_id`` due at ``due_at`` (clock seconds) whose ``report`` says it ended so."""
-        label = self._labels.get(task_id)
+        label = self._labels.get(task_id, self._beyond)
         if label is None:
             label = self._label(task_id)
         by_outcome = label.by_outcome
@@ -93,21 +104,28 @@ class RunCounts:
         started_at = report.started_at
         if started_at is None:
             return
-        late = started_at - due_at if started_at > due_at else 0.0
         # Most runs start within the first bucket (and short ones end in it): no bisect for them.
-        self._lateness[0 if late <= _FIRST_LATENESS else bisect_left(LATENESS_BUCKETS, late)] += 1
+        late = started_at - due_at
+        if late <= _FIRST_LATENESS:
+            self._lateness[0] += 1
+            late = late if late > 0.0 else 0.0  # (not max(): a call)
+        else:
+            self._lateness[bisect_left(LATENESS_BUCKETS, late)] += 1
         self.lateness_sum += late
-        finished_at = report.finished_at
-        took = finished_at - started_at if finished_at > started_at else 0.0
-        self._duration[0 if took <= _FIRST_DURATION else bisect_left(DURATION_BUCKETS, took)] += 1
+        took = report.finished_at - started_at
+        if took <= _FIRST_DURATION:
+            self._duration[0] += 1
+            took = took if took > 0.0 else 0.0
+        else:
+            self._duration[bisect_left(DURATION_BUCKETS, took)] += 1
         self.duration_sum += took
-        samples = label.samples
-        if samples is not None:
-            samples.append(late)
+        if label.samples is not None:
+            label.samples.append(late)
 
     def _label(self, task_id: str) -> _LabelRuns:
         """A task id not labelled yet: its own label while fewer than ``max_tasks`` are, else OTHER's."""
         if len(self._labels) >= self.max_tasks:
+            self._beyond = self._other  # from now on an unlabelled id finds OTHER's without a call
             return self._other
         label = self._labels[task_id] = _LabelRuns(deque(maxlen=SAMPLES))
         return label

@@ -40,11 +40,12 @@ from actors.core.task_state import (
     FAILED,
     FINAL_STATES,
     HANDED,
+    PENDING,
     READY,
     State,
     move_to,
 )
-from actors.errors import MissedRunError
+from actors.errors import MissedRunError, TaskTimeoutError
 from messages import Completed, EventKind, TaskId, TaskInfo
 
 if TYPE_CHECKING:
@@ -93,6 +94,7 @@ class InstanceRuns(PolicyRuns):
             traceback: str | None = None,
             value: object = None,
             final: bool = False,
+            attempt: int | None = None,
             reason: str | None = None,
         ) -> None: ...
         def _finish(self, task: TaskRecord, state: State, at: float, outcome: object) -> None: ...
@@ -100,6 +102,10 @@ class InstanceRuns(PolicyRuns):
         def _rest(self, task: TaskRecord) -> None: ...
         def _release(self, now: float) -> None: ...
         def _ended_run(self, task: TaskRecord) -> Claim | None: ...
+        def _retry(
+            self, task: TaskRecord, error: BaseException, traceback: str, finished_at: float
+        ) -> bool: ...
+        def _end_attempts(self, task: TaskRecord) -> int: ...
 
     # -- new runs ---------------------------------------------------------------------------
 
@@ -167,22 +173,50 @@ class InstanceRuns(PolicyRuns):
         task.run_count += 1
         if task.failures is not None:
             task.failures.consecutive = 0
-        self._keep_instance_run(instance, task, report.started_at, at, "completed", None, report.value)
+        attempt = self._end_attempts(instance)  # (a retried run: back at its own slot)
+        self._keep_instance_run(
+            instance, task, report.started_at, at, "completed", None, report.value, attempt=attempt
+        )
         if self._want_completed:
-            self._emit(EventKind.COMPLETED, instance, at, instance.run_count + 1, value=report.value)
+            run = instance.run_count + 1
+            self._emit(EventKind.COMPLETED, instance, at, run, value=report.value, attempt=attempt)
         self._after_instance(task, at)
         return True
 
     def _instance_failed(
-        self, instance: RunInstance, error: BaseException, traceback: str, at: float, started_at: float | None
+        self,
+        instance: RunInstance,
+        error: BaseException,
+        traceback: str,
+        at: float,
+        started_at: float | None,
+        *,
+        interrupted: bool = False,
     ) -> None:
-        """A run instance raised (or its worker was lost): its task counts the failure; publish ``FAILED``."""
+        """A run instance raised (or its worker was lost): its task counts the failure; publish ``FAILED``.
+
+        Unless its ``Retry`` tries it again: the run's next attempt waits in the heap on an entry
+        of its own (``DueHeap.push_run``), still one of the runs going, under its run number.
+        """
+        parent = instance.parent
+        if (
+            instance.spec.retry is not None
+            and not interrupted
+            and parent.state is not CANCELLING
+            and parent.state not in FINAL_STATES
+            and self._retry(instance, error, traceback, at)
+        ):
+            return
+        attempt = self._end_attempts(instance)
         task = self._instance_ended(instance)
         if task is None:
             return
         task.run_count += 1
         task.count_failure(error, traceback)
-        self._keep_instance_run(instance, task, started_at, at, "failed", f"{type(error).__name__}: {error}")
+        outcome = "timed_out" if isinstance(error, TaskTimeoutError) else "failed"  # as a plain run's
+        self._keep_instance_run(
+            instance, task, started_at, at, outcome, f"{type(error).__name__}: {error}", attempt=attempt
+        )
         ends = task.state is not CANCELLING and task.reached_failure_limit() and task.take()
         if self._want_failed:
             self._emit(
@@ -193,6 +227,7 @@ class InstanceRuns(PolicyRuns):
                 error=error,
                 traceback=traceback,
                 final=ends,
+                attempt=attempt,
             )
         if ends:  # the runs still going finish, uncounted; those not started never start (taken token)
             self._take_back_instances(task)
@@ -215,7 +250,10 @@ class InstanceRuns(PolicyRuns):
         task.count_missed()
         if self._want_missed:
             self._emit(EventKind.MISSED, instance, now, run, error=error, reason=REASON_MISFIRE)
-        self._keep_instance_run(instance, task, None, now, "missed", str(error), reason=REASON_MISFIRE)
+        attempt = self._end_attempts(instance)  # (a retry attempt started too late)
+        self._keep_instance_run(
+            instance, task, None, now, "missed", str(error), reason=REASON_MISFIRE, attempt=attempt
+        )
         self._after_instance(task, now)
 
     def _instance_skipped(self, instance: RunInstance, now: float) -> None:
@@ -265,6 +303,7 @@ class InstanceRuns(PolicyRuns):
         value: object = None,
         *,
         reason: str | None = None,
+        attempt: int = 1,
     ) -> None:
         """Note how a run instance ended on its task's record (``history``) and a durable task's ledger."""
         due_wall = instance.due_wall if instance.due_wall is not None else instance.due_at + self.wall_offset
@@ -273,7 +312,7 @@ class InstanceRuns(PolicyRuns):
             value_json, value_note = keep_value(value)
         entry = RunEntry(
             instance.run_count + 1, instance.due_at, due_wall, started_at, finished_at, outcome,
-            error, 1, reason, instance.manual, value_json, value_note,
+            error, attempt, reason, instance.manual, value_json, value_note,
         )  # fmt: skip
         runs = task.runs
         task.runs = keep_run(runs if isinstance(runs, list) else None, entry)
@@ -302,6 +341,9 @@ class InstanceRuns(PolicyRuns):
         for instance in list(runs.going):
             if instance.state is READY:
                 self._dealer.unqueue(instance)
+            elif instance.state is PENDING:  # its Retry's next attempt waits in the heap
+                if instance.heap_seq is not None:
+                    self._heap.remove(instance)
             elif instance.state is not HANDED or not self._dealer.take_back(instance):
                 continue  # its worker has it
             runs.going.remove(instance)

@@ -37,7 +37,7 @@ from actors.core.operations import Operations
 from actors.core.parked import Parcel, ParkedTasks
 from actors.core.policies import DEFAULT_POLICIES
 from actors.core.run_totals import RunCounts
-from actors.core.task_record import PLAIN, PROCESSES, Failures, TaskRecord, TaskSpec
+from actors.core.task_record import PLAIN, PROCESSES, Failures, RunInstance, TaskRecord, TaskSpec
 from actors.core.task_state import (
     CANCELLED,
     CANCELLING,
@@ -520,7 +520,8 @@ class Timetable(Operations):
                     self._overdue(task, now)  # not a due time: a running task's deadline
                     continue
                 policies = task.spec.policies
-                if policies is not DEFAULT_POLICIES:
+                # (a run of an overlap="allow" task due here is its Retry's next attempt: it is queued)
+                if policies is not DEFAULT_POLICIES and not (policies.allows and type(task) is RunInstance):
                     if self._caught_up(task, now, restart=False):
                         self._wait_for_later_slot(task, now)  # its catch_up skipped what passed
                         continue

@@ -256,6 +256,22 @@ class InstanceRuns(PolicyRuns):
         )
         self._after_instance(task, now)
 
+    def _instance_interrupted(
+        self, instance: RunInstance, finished_at: float, started_at: float | None
+    ) -> None:
+        """A run asked to stop by ``cancel(interrupt=True)`` raised ``RunCancelled``: it ends, uncounted.
+
+        As a plain task's interrupted run: its record says ``"cancelled"``; its task, ``CANCELLING``,
+        ends ``CANCELLED`` with its last run.
+        """
+        self.activity += 1
+        attempt = self._end_attempts(instance)
+        task = self._instance_ended(instance)
+        if task is None:
+            return
+        self._keep_instance_run(instance, task, started_at, finished_at, "cancelled", None, attempt=attempt)
+        self._after_instance(task, finished_at)
+
     def _instance_skipped(self, instance: RunInstance, now: float) -> None:
         """A worker did not start a run instance: its task's token had ended (cancelled, failed)."""
         self.activity += 1
@@ -332,6 +348,19 @@ class InstanceRuns(PolicyRuns):
         self._unwait(task)
         move_to(task, CANCELLING)
         return True
+
+    def _interrupt_instances(self, task: TaskRecord) -> bool:
+        """``cancel(interrupt=True)`` of an ``overlap="allow"`` task: ask each of its runs going to stop.
+
+        Whether this asked one (a run not started has no claim yet; the cancel's revoke stops it).
+        """
+        runs = self._instances.get(task.task_id)
+        if runs is None:
+            return False
+        asked = False
+        for instance in runs.going:
+            asked = instance.interrupt() or asked
+        return asked
 
     def _take_back_instances(self, task: TaskRecord) -> int:
         """Take back the runs of ``task`` not yet started (they never start); return how many go on."""

@@ -340,6 +340,9 @@ class RunEndings(InstanceRuns):
 
     def _end_interrupted(self, task: TaskRecord, finished_at: float, started_at: float | None = None) -> None:
         """A run asked to stop by ``cancel(interrupt=True)`` raised ``RunCancelled``: the task ends."""
+        if self._instances and isinstance(task, RunInstance):  # overlap="allow": with its last run
+            self._instance_interrupted(task, finished_at, started_at)
+            return
         self.activity += 1
         if task.spec.trigger is not None or not task.spec.single_start:
             task.run_reported()

@@ -391,6 +391,8 @@ class Timetable(Operations):
         if task is None:
             return False
         signalled = interrupt and task.interrupt()
+        if interrupt and self._instances:  # overlap="allow": its runs going are asked to stop
+            signalled = self._interrupt_instances(task) or signalled
         if task.state is CANCELLING:
             return signalled
         before = task.revoke()

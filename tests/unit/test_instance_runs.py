@@ -13,7 +13,7 @@ from actors.core.retry import Retry
 from actors.core.task_record import RunInstance, TaskRecord, TaskSpec
 from actors.core.timetable import Timetable
 from actors.errors import RunCancelled, TaskTimeoutError
-from actors.sync.claim import ABANDONED, NOT_STOPPED, TIMED_OUT
+from actors.sync.claim import ABANDONED, INTERRUPTED, NOT_STOPPED, TIMED_OUT
 from messages import EventKind, FixedRate, TaskStatus
 from tests.unit.helpers import Pool, noop, revoke, timetable
 
@@ -446,3 +446,43 @@ def test_a_shutdown_ends_a_runs_waiting_attempt() -> None:
     assert table.info("a").status is TaskStatus.CANCELLED
     assert (table.next_due(), table.waiting_in_heap) == (None, 0)
     assert not table.busy
+
+
+# -- cancel(interrupt=True) ------------------------------------------------------------------------
+
+
+def test_an_interrupting_cancel_asks_every_run_going_to_stop() -> None:
+    table, pool = setup(workers=2)
+    table.add(allowing(n=3), now=0.0)
+    pool.take()
+    first = pool.start(0, now=0.0)
+    table.tick(now=10.0)
+    pool.take()
+    second = pool.start(1, now=10.0)
+    table.tick(now=20.0)  # a third run, due, waiting for a worker
+    pool.take()
+    assert first is not None
+    assert second is not None
+    assert table.cancel("a", now=21.0, interrupt=True) is True
+    assert (first.claim.stop, second.claim.stop) == (INTERRUPTED, INTERRUPTED)
+    assert table.info("a").status is TaskStatus.RUNNING  # CANCELLING: two runs go on
+    pool.finish(0, at=22.0, error=RunCancelled("asked to stop"))  # run 1 stops as asked
+    assert table.info("a").status is TaskStatus.RUNNING
+    pool.finish(1, at=23.0, value="anyway")  # run 2 returns all the same: it counts
+    effects = pool.take()
+    info = table.info("a")
+    assert (info.status, info.run_count, info.failure_count) == (TaskStatus.CANCELLED, 1, 0)
+    assert [e.kind for e in effects.events if e.task_id == "a"] == [EventKind.COMPLETED, EventKind.CANCELLED]
+    history = table.runs("a", 10, wall_offset=0.0)
+    assert history is not None
+    assert [(r.run, r.outcome) for r in history] == [(2, "completed"), (1, "cancelled")]
+    assert [run for _, _, run in pool.started] == [1, 2]  # the third never started
+
+
+def test_an_interrupting_cancel_of_an_allow_task_with_no_run_going_only_cancels() -> None:
+    table, pool = setup()
+    table.add(allowing(), now=0.0)
+    pool.run_everything(0.0)
+    assert table.cancel("a", now=1.0, interrupt=True) is True
+    pool.take()
+    assert table.info("a").status is TaskStatus.CANCELLED

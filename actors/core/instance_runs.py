@@ -19,6 +19,11 @@ and the task waits for its next slot at once. ``run_now`` makes one more instanc
 - A cancelled task whose runs are going is ``CANCELLING`` until the last of them reports (each
   counts); runs not yet started are taken back. A task that reaches its
   ``max_consecutive_failures`` ends ``FAILED`` at once: runs still going finish, uncounted.
+- Each run has its own deadline (``timeout``) and its own retries: both wait in the due heap on
+  entries keyed apart from the task's id (``DueHeap.push_run``), while the task waits there for
+  its next slot. A run waiting for its retry stays one of the runs going (``PENDING``), under
+  its run number; a cancel or a shutdown drops it. ``cancel(interrupt=True)`` asks every run
+  going to stop (``_interrupt_instances``).
 - The plain path never comes here: the timetable asks ``self._instances`` (empty unless a run
   instance has been made) before any test of a record's type.
 """

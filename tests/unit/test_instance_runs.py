@@ -486,3 +486,19 @@ def test_an_interrupting_cancel_of_an_allow_task_with_no_run_going_only_cancels(
     assert table.cancel("a", now=1.0, interrupt=True) is True
     pool.take()
     assert table.info("a").status is TaskStatus.CANCELLED
+
+
+def test_a_pause_lets_a_runs_waiting_attempt_run_as_runs_going_finish() -> None:
+    table, pool = setup()
+    table.add(retried(), now=0.0)
+    pool.take()
+    pool.start(0, now=0.0)
+    pool.finish(0, at=1.0, error=RuntimeError("once"))
+    assert table.pause("a", now=2.0) is True
+    table.tick(now=4.0)
+    pool.take()
+    [again] = pool.start_all(now=4.0)
+    assert (again.run, again.attempt) == (1, 2)
+    pool.finish(next(iter(pool.current)), at=5.0)
+    info = table.info("a")
+    assert (info.status, info.run_count, info.active_runs) == (TaskStatus.PAUSED, 1, 0)

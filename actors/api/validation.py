@@ -135,8 +135,6 @@ class TaskOptions(NamedTuple):
             raise ValueError('overlap="replace" does not combine with a timeout (not supported yet)')
         if not policies.allows:
             return
-        if self.timeout is not None or self.retry is not None:
-            raise ValueError('overlap="allow" does not combine with a timeout or a retry (not supported yet)')
         if shared:
             raise SharedStoreUnsupportedError(
                 'overlap="allow" is not supported for a durable task on a shared store (PostgreSQL): '

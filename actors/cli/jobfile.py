@@ -490,11 +490,6 @@ def _check_allow(values: dict[str, Any], kind: str | None, where: str, problems:
     """What ``overlap = "allow"`` does not combine with (the library refuses the same at the call)."""
     if kind == "delay":
         problems.append(f"{where}: key 'overlap': {ALLOW_ON_FIXED_DELAY}")
-    for key in ("timeout", "retry"):
-        if values.get(key) is not None:
-            problems.append(
-                f'{where}: key {key!r}: does not combine with overlap = "allow" (not supported yet)'
-            )
 
 
 def _check_json(values: dict[str, Any], where: str, problems: list[str]) -> None:

@@ -11,6 +11,12 @@ tracking such tuples), so a million pending entries cost the collector nothing.
 Tasks parked in bulk (``actors/core/parked.py``) have entries here too, though they have no
 record yet: such an entry is live while ``parked`` holds the task under the same ``seq``.
 
+A run of an ``overlap="allow"`` task (``RunInstance``) shares its task's id, while its task waits
+here for its next slot: its entries (a deadline, a retry) are keyed by their ``seq``, an ``int``
+that no task id equals (``push_run``), and live while ``runs`` holds the run under that ``seq``
+and the run holds it in ``heap_seq``. Plain entries never look there: it is asked only for an
+entry no task or parked task claims.
+
 Removing a task is O(1): it forgets its ``seq`` and the heap counts one stale entry. A stale
 entry is dropped when it reaches the top, or all of them at once when they outnumber the live
 ones: amortised O(1) per removal, and the heap never grows past twice the live tasks (plus a
@@ -22,7 +28,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, cast
 
 __all__ = ["COMPACT_MIN_STALE", "DueHeap"]
 
@@ -49,7 +55,9 @@ class DueHeap:
         """
         self._tasks = tasks
         self._parked: Mapping[str, tuple[Any, ...]] = parked if parked is not None else {}
-        self._heap: list[tuple[float, int, str]] = []
+        self._heap: list[tuple[float, int, str | int]] = []
+        # Run instances with an entry, by the entry's seq (its key): stale ones go with their entry.
+        self._runs: dict[int, Waiting] = {}
         self._seq = itertools.count()
         self._live = 0  # entries some task waits on; the rest of the heap is stale
 
@@ -67,6 +75,14 @@ class DueHeap:
         seq = next(self._seq)
         task.heap_seq = seq
         heapq.heappush(self._heap, (due_at, seq, task.task_id))
+        self._live += 1
+
+    def push_run(self, run: Waiting, due_at: float) -> None:
+        """Make a run of an ``overlap="allow"`` task wait until ``due_at``: keyed by its entry, not its id."""
+        seq = next(self._seq)
+        run.heap_seq = seq
+        self._runs[seq] = run
+        heapq.heappush(self._heap, (due_at, seq, seq))
         self._live += 1
 
     def push_many(self, tasks: list[Waiting], due_at: list[float]) -> None:
@@ -103,7 +119,7 @@ class DueHeap:
         (``actors/core/parked.py``). The list becomes the heap.
         """
         assert not self._heap, "entries are adopted into an empty heap only"
-        self._heap = entries
+        self._heap = cast("list[tuple[float, int, str | int]]", entries)  # (no copy: no run's entry yet)
         self._live += len(entries)
         self._seq = itertools.count(len(entries))
 
@@ -135,9 +151,16 @@ class DueHeap:
         due: list[Any] = []
         while heap and heap[0][0] <= now:
             _, seq, task_id = pop(heap)
-            task = tasks.get(task_id)
+            task = tasks.get(task_id)  # type: ignore[arg-type]  # (an int key finds nothing)
             if task is None:
-                parked = self._parked.get(task_id)
+                if type(task_id) is int:  # a run instance's entry (push_run)
+                    task = self._runs.pop(seq)
+                    if task.heap_seq != seq:
+                        continue  # stale
+                    task.heap_seq = None
+                    due.append(task)
+                    continue
+                parked = self._parked.get(task_id)  # type: ignore[arg-type]
                 if parked is not None and parked[0] == seq:
                     due.append(task_id)
                 continue  # else stale
@@ -165,6 +188,8 @@ class DueHeap:
             if self._is_live(seq, task_id):
                 return heap[0][0]
             heapq.heappop(heap)
+            if type(task_id) is int:
+                del self._runs[seq]
         return None
 
     def compact(self) -> None:
@@ -172,16 +197,26 @@ class DueHeap:
         is_live = self._is_live
         self._heap = [entry for entry in self._heap if is_live(entry[1], entry[2])]
         heapq.heapify(self._heap)
+        runs = self._runs
+        if runs:
+            self._runs = {seq: run for seq, run in runs.items() if run.heap_seq == seq}
         assert len(self._heap) == self._live, f"heap lost count: {len(self._heap)} entries, {self._live} live"
 
-    def _is_live(self, seq: int, task_id: str) -> bool:
-        task = self._tasks.get(task_id)
+    def _is_live(self, seq: int, task_id: str | int) -> bool:
+        task = self._tasks.get(task_id)  # type: ignore[arg-type]  # (an int key finds nothing)
         if task is not None:
             return task.heap_seq == seq
-        parked = self._parked.get(task_id)
+        if type(task_id) is int:
+            run = self._runs.get(seq)
+            return run is not None and run.heap_seq == seq
+        parked = self._parked.get(task_id)  # type: ignore[arg-type]
         return parked is not None and parked[0] == seq
 
     def clear(self) -> None:
-        """Forget every entry (the caller has ended every waiting task)."""
+        """Forget every entry (the caller has ended every waiting task; the runs' entries end here)."""
+        for seq, run in self._runs.items():
+            if run.heap_seq == seq:
+                run.heap_seq = None
+        self._runs.clear()
         self._heap.clear()
         self._live = 0

@@ -19,6 +19,11 @@ and the task waits for its next slot at once. ``run_now`` makes one more instanc
 - A cancelled task whose runs are going is ``CANCELLING`` until the last of them reports (each
   counts); runs not yet started are taken back. A task that reaches its
   ``max_consecutive_failures`` ends ``FAILED`` at once: runs still going finish, uncounted.
+- Each run has its own deadline (``timeout``) and its own retries: both wait in the due heap on
+  entries keyed apart from the task's id (``DueHeap.push_run``), while the task waits there for
+  its next slot. A run waiting for its retry stays one of the runs going (``PENDING``), under
+  its run number; a cancel or a shutdown drops it. ``cancel(interrupt=True)`` asks every run
+  going to stop (``_interrupt_instances``).
 - The plain path never comes here: the timetable asks ``self._instances`` (empty unless a run
   instance has been made) before any test of a record's type.
 """
@@ -40,11 +45,12 @@ from actors.core.task_state import (
     FAILED,
     FINAL_STATES,
     HANDED,
+    PENDING,
     READY,
     State,
     move_to,
 )
-from actors.errors import MissedRunError
+from actors.errors import MissedRunError, TaskTimeoutError
 from messages import Completed, EventKind, TaskId, TaskInfo
 
 if TYPE_CHECKING:
@@ -93,6 +99,7 @@ class InstanceRuns(PolicyRuns):
             traceback: str | None = None,
             value: object = None,
             final: bool = False,
+            attempt: int | None = None,
             reason: str | None = None,
         ) -> None: ...
         def _finish(self, task: TaskRecord, state: State, at: float, outcome: object) -> None: ...
@@ -100,6 +107,10 @@ class InstanceRuns(PolicyRuns):
         def _rest(self, task: TaskRecord) -> None: ...
         def _release(self, now: float) -> None: ...
         def _ended_run(self, task: TaskRecord) -> Claim | None: ...
+        def _retry(
+            self, task: TaskRecord, error: BaseException, traceback: str, finished_at: float
+        ) -> bool: ...
+        def _end_attempts(self, task: TaskRecord) -> int: ...
 
     # -- new runs ---------------------------------------------------------------------------
 
@@ -167,22 +178,50 @@ class InstanceRuns(PolicyRuns):
         task.run_count += 1
         if task.failures is not None:
             task.failures.consecutive = 0
-        self._keep_instance_run(instance, task, report.started_at, at, "completed", None, report.value)
+        attempt = self._end_attempts(instance)  # (a retried run: back at its own slot)
+        self._keep_instance_run(
+            instance, task, report.started_at, at, "completed", None, report.value, attempt=attempt
+        )
         if self._want_completed:
-            self._emit(EventKind.COMPLETED, instance, at, instance.run_count + 1, value=report.value)
+            run = instance.run_count + 1
+            self._emit(EventKind.COMPLETED, instance, at, run, value=report.value, attempt=attempt)
         self._after_instance(task, at)
         return True
 
     def _instance_failed(
-        self, instance: RunInstance, error: BaseException, traceback: str, at: float, started_at: float | None
+        self,
+        instance: RunInstance,
+        error: BaseException,
+        traceback: str,
+        at: float,
+        started_at: float | None,
+        *,
+        interrupted: bool = False,
     ) -> None:
-        """A run instance raised (or its worker was lost): its task counts the failure; publish ``FAILED``."""
+        """A run instance raised (or its worker was lost): its task counts the failure; publish ``FAILED``.
+
+        Unless its ``Retry`` tries it again: the run's next attempt waits in the heap on an entry
+        of its own (``DueHeap.push_run``), still one of the runs going, under its run number.
+        """
+        parent = instance.parent
+        if (
+            instance.spec.retry is not None
+            and not interrupted
+            and parent.state is not CANCELLING
+            and parent.state not in FINAL_STATES
+            and self._retry(instance, error, traceback, at)
+        ):
+            return
+        attempt = self._end_attempts(instance)
         task = self._instance_ended(instance)
         if task is None:
             return
         task.run_count += 1
         task.count_failure(error, traceback)
-        self._keep_instance_run(instance, task, started_at, at, "failed", f"{type(error).__name__}: {error}")
+        outcome = "timed_out" if isinstance(error, TaskTimeoutError) else "failed"  # as a plain run's
+        self._keep_instance_run(
+            instance, task, started_at, at, outcome, f"{type(error).__name__}: {error}", attempt=attempt
+        )
         ends = task.state is not CANCELLING and task.reached_failure_limit() and task.take()
         if self._want_failed:
             self._emit(
@@ -193,6 +232,7 @@ class InstanceRuns(PolicyRuns):
                 error=error,
                 traceback=traceback,
                 final=ends,
+                attempt=attempt,
             )
         if ends:  # the runs still going finish, uncounted; those not started never start (taken token)
             self._take_back_instances(task)
@@ -215,8 +255,27 @@ class InstanceRuns(PolicyRuns):
         task.count_missed()
         if self._want_missed:
             self._emit(EventKind.MISSED, instance, now, run, error=error, reason=REASON_MISFIRE)
-        self._keep_instance_run(instance, task, None, now, "missed", str(error), reason=REASON_MISFIRE)
+        attempt = self._end_attempts(instance)  # (a retry attempt started too late)
+        self._keep_instance_run(
+            instance, task, None, now, "missed", str(error), reason=REASON_MISFIRE, attempt=attempt
+        )
         self._after_instance(task, now)
+
+    def _instance_interrupted(
+        self, instance: RunInstance, finished_at: float, started_at: float | None
+    ) -> None:
+        """A run asked to stop by ``cancel(interrupt=True)`` raised ``RunCancelled``: it ends, uncounted.
+
+        As a plain task's interrupted run: its record says ``"cancelled"``; its task, ``CANCELLING``,
+        ends ``CANCELLED`` with its last run.
+        """
+        self.activity += 1
+        attempt = self._end_attempts(instance)
+        task = self._instance_ended(instance)
+        if task is None:
+            return
+        self._keep_instance_run(instance, task, started_at, finished_at, "cancelled", None, attempt=attempt)
+        self._after_instance(task, finished_at)
 
     def _instance_skipped(self, instance: RunInstance, now: float) -> None:
         """A worker did not start a run instance: its task's token had ended (cancelled, failed)."""
@@ -265,6 +324,7 @@ class InstanceRuns(PolicyRuns):
         value: object = None,
         *,
         reason: str | None = None,
+        attempt: int = 1,
     ) -> None:
         """Note how a run instance ended on its task's record (``history``) and a durable task's ledger."""
         due_wall = instance.due_wall if instance.due_wall is not None else instance.due_at + self.wall_offset
@@ -273,7 +333,7 @@ class InstanceRuns(PolicyRuns):
             value_json, value_note = keep_value(value)
         entry = RunEntry(
             instance.run_count + 1, instance.due_at, due_wall, started_at, finished_at, outcome,
-            error, 1, reason, instance.manual, value_json, value_note,
+            error, attempt, reason, instance.manual, value_json, value_note,
         )  # fmt: skip
         runs = task.runs
         task.runs = keep_run(runs if isinstance(runs, list) else None, entry)
@@ -294,6 +354,19 @@ class InstanceRuns(PolicyRuns):
         move_to(task, CANCELLING)
         return True
 
+    def _interrupt_instances(self, task: TaskRecord) -> bool:
+        """``cancel(interrupt=True)`` of an ``overlap="allow"`` task: ask each of its runs going to stop.
+
+        Whether this asked one (a run not started has no claim yet; the cancel's revoke stops it).
+        """
+        runs = self._instances.get(task.task_id)
+        if runs is None:
+            return False
+        asked = False
+        for instance in runs.going:
+            asked = instance.interrupt() or asked
+        return asked
+
     def _take_back_instances(self, task: TaskRecord) -> int:
         """Take back the runs of ``task`` not yet started (they never start); return how many go on."""
         runs = self._instances.get(task.task_id)
@@ -302,6 +375,9 @@ class InstanceRuns(PolicyRuns):
         for instance in list(runs.going):
             if instance.state is READY:
                 self._dealer.unqueue(instance)
+            elif instance.state is PENDING:  # its Retry's next attempt waits in the heap
+                if instance.heap_seq is not None:
+                    self._heap.remove(instance)
             elif instance.state is not HANDED or not self._dealer.take_back(instance):
                 continue  # its worker has it
             runs.going.remove(instance)

@@ -256,7 +256,7 @@ class RunEndings(InstanceRuns):
         timeout = task.spec.timeout
         if timeout is not None and task.heap_seq is None:
             # The heap holds only waiting tasks' due times; a running task's entry is its deadline.
-            self._heap.push(task, report.started_at + timeout)
+            self._push_deadline(task, report.started_at + timeout)
         elif task.spec.policies.replaces:  # (no timeout: the two do not combine)
             self._watch_for_replacement(task)
 
@@ -318,7 +318,7 @@ class RunEndings(InstanceRuns):
         if request_stop(claim, TIMED_OUT):  # the first deadline
             if self._want_timed_out:
                 self._emit(EventKind.TIMED_OUT, task, now, task.run_count + 1)
-            self._heap.push(task, now + self._hung_grace)
+            self._push_deadline(task, now + self._hung_grace)
             return
         # The second deadline, or the run has just ended (then its report is on its way, and
         # abandon_run refuses). From now on its worker's end_run moves nothing.
@@ -327,8 +327,22 @@ class RunEndings(InstanceRuns):
         self._effects.abandoned.append(worker)
         self._lose(worker, _timeout_error(task, task.run_count + 1, self._hung_grace, abandoned=True), now)
 
+    def _push_deadline(self, task: TaskRecord, at: float) -> None:
+        """Make a running task wait in the heap for its deadline ``at``.
+
+        A run of an ``overlap="allow"`` task has its own entry, keyed apart from its task's id
+        (its task waits there for its next slot meanwhile): ``DueHeap.push_run``.
+        """
+        if self._instances and isinstance(task, RunInstance):
+            self._heap.push_run(task, at)
+        else:
+            self._heap.push(task, at)
+
     def _end_interrupted(self, task: TaskRecord, finished_at: float, started_at: float | None = None) -> None:
         """A run asked to stop by ``cancel(interrupt=True)`` raised ``RunCancelled``: the task ends."""
+        if self._instances and isinstance(task, RunInstance):  # overlap="allow": with its last run
+            self._instance_interrupted(task, finished_at, started_at)
+            return
         self.activity += 1
         if task.spec.trigger is not None or not task.spec.single_start:
             task.run_reported()
@@ -372,7 +386,12 @@ class RunEndings(InstanceRuns):
         task.due_at = finished_at + wait
         if task.due_wall is not None:
             task.due_wall = task.due_at + self.wall_offset
-        self._rest(task)  # a paused task's next attempt waits for the resume
+        if self._instances and isinstance(task, RunInstance):
+            # A run of an overlap="allow" task: its own entry (its task waits for its next slot),
+            # and its attempt goes on through a pause, as the task's runs going do.
+            self._heap.push_run(task, task.due_at)
+        else:
+            self._rest(task)  # a paused task's next attempt waits for the resume
         return True
 
     def _fail_run(
@@ -388,7 +407,7 @@ class RunEndings(InstanceRuns):
         """Count a failed run (``interrupted``: one asked to stop, which raised something else)."""
         self.activity += 1
         if self._instances and isinstance(task, RunInstance):  # overlap="allow": its task counts it
-            self._instance_failed(task, error, traceback, finished_at, started_at)
+            self._instance_failed(task, error, traceback, finished_at, started_at, interrupted=interrupted)
             return
         attempt = 1
         if task.spec.retry is not None:

@@ -15,7 +15,16 @@ from actors.core.dealer import Dealer
 from actors.core.queries import Queries
 from actors.core.run_endings import RunEndings
 from actors.core.task_record import RunInstance, TaskRecord
-from actors.core.task_state import CANCELLED, CANCELLING, DETACHED, FINAL_STATES, HANDED, State, move_to
+from actors.core.task_state import (
+    CANCELLED,
+    CANCELLING,
+    DETACHED,
+    FINAL_STATES,
+    HANDED,
+    PENDING,
+    State,
+    move_to,
+)
 from actors.sync.token import FREE, RAN, REVOKED, RUNNING, TAKEN
 from messages import TaskId
 
@@ -70,6 +79,10 @@ class Stopping(RunEndings, Queries):
             elif not (task.store_seq is not None and self._detach(task)):
                 task.revoke()
                 self._finish(task, CANCELLED, now, None)
+        if self._instances:  # runs of overlap="allow" tasks whose Retry's next attempt waited: none comes
+            waiting = [run for runs in self._instances.values() for run in runs.going if run.state is PENDING]
+            for run in waiting:
+                self._instance_skipped(run, now)
         for task in list(self._tasks.values()):
             if task.state is CANCELLING or task.state in FINAL_STATES:
                 continue  # ends when its worker reports; or ended meanwhile (it waited for one that did)

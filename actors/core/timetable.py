@@ -37,7 +37,7 @@ from actors.core.operations import Operations
 from actors.core.parked import Parcel, ParkedTasks
 from actors.core.policies import DEFAULT_POLICIES
 from actors.core.run_totals import RunCounts
-from actors.core.task_record import PLAIN, PROCESSES, Failures, TaskRecord, TaskSpec
+from actors.core.task_record import PLAIN, PROCESSES, Failures, RunInstance, TaskRecord, TaskSpec
 from actors.core.task_state import (
     CANCELLED,
     CANCELLING,
@@ -391,6 +391,8 @@ class Timetable(Operations):
         if task is None:
             return False
         signalled = interrupt and task.interrupt()
+        if interrupt and self._instances:  # overlap="allow": its runs going are asked to stop
+            signalled = self._interrupt_instances(task) or signalled
         if task.state is CANCELLING:
             return signalled
         before = task.revoke()
@@ -520,7 +522,8 @@ class Timetable(Operations):
                     self._overdue(task, now)  # not a due time: a running task's deadline
                     continue
                 policies = task.spec.policies
-                if policies is not DEFAULT_POLICIES:
+                # (a run of an overlap="allow" task due here is its Retry's next attempt: it is queued)
+                if policies is not DEFAULT_POLICIES and not (policies.allows and type(task) is RunInstance):
                     if self._caught_up(task, now, restart=False):
                         self._wait_for_later_slot(task, now)  # its catch_up skipped what passed
                         continue

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from actors import FakeClock, Retry, Scheduler, current_run
+from actors import FakeClock, Scheduler, current_run
 from actors.core.policies import jitter_delay
 from messages import EventKind, TaskEvent
 from tests.conftest import EventRecorder
@@ -173,8 +173,6 @@ def test_jitter_delays_each_start_repeatably_and_the_grid_never_moves(
         ({"overlap": "sometimes"}, ValueError),
         ({"overlap": 1}, TypeError),
         ({"overlap": "allow", "max_instances": 0}, ValueError),
-        ({"overlap": "allow", "timeout": 1.0}, ValueError),
-        ({"overlap": "allow", "retry": Retry()}, ValueError),
         ({"max_instances": 0}, ValueError),
         ({"max_instances": 2}, ValueError),
         ({"overlap": "queue", "max_instances": 3}, ValueError),

@@ -77,3 +77,24 @@ def make_way() -> None:
             break
         threading.Event().wait(0.1)
     run.check()
+
+
+def stall_first() -> int:
+    """Run 1 waits until asked to stop (its timeout), then raises ``RunCancelled``; the others return."""
+    run = current_run()
+    if run.run == 1:
+        RUNNING.set()
+        for _ in range(300):  # at most 30 s
+            if run.cancel_requested:
+                break
+            threading.Event().wait(0.1)
+        run.check()
+    return run.run
+
+
+def fail_first() -> int:
+    """Run 1's first attempt raises; every other attempt and run returns its run number."""
+    run = current_run()
+    if run.run == 1 and run.attempt == 1:
+        raise RuntimeError("the first attempt of run 1")
+    return run.run

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from actors import Scheduler, SharedStoreUnsupportedError
+from actors import Retry, Scheduler, SharedStoreUnsupportedError, TaskTimeoutError
 from messages import EventKind, TaskStatus
 from tests.operations import tasks
 from tests.operations.conftest import Rig
@@ -23,6 +23,7 @@ from tests.operations.conftest import Rig
 @pytest.fixture(autouse=True)
 def _held() -> Iterator[None]:
     tasks.reset_held()
+    tasks.RUNNING.clear()
     yield
     tasks.reset_held()
 
@@ -116,3 +117,45 @@ def test_a_durable_allow_task_is_kept_on_sqlite_and_refused_on_the_shared_store(
     tasks.RELEASE.set()
     rig.wait_runs(again, "op", 2)
     assert [r.run for r in again.history("op")] in ([2, 1], [1, 2])
+
+
+def test_each_run_has_its_own_timeout_and_only_the_late_one_fails(rig: Rig) -> None:
+    s = rig.start(workers=4)
+    timeout = 5.0 if rig.fake else 0.5
+    options = _options(rig, max_instances=2, timeout=timeout)
+    s.schedule_at_fixed_rate(tasks.stall_first, 1000.0, 0.0, task_id="op", **options)
+    assert tasks.RUNNING.wait(rig.timeout)  # run 1 goes, until its deadline
+    assert s.run_now("op") is True  # run 2 beside it returns at once, before its own deadline
+    events = rig.events(s)
+    events.wait_for(lambda _: s.info("op").run_count >= 1, rig.timeout)
+    if rig.fake:
+        rig.clock.advance(timeout)  # run 1's deadline (run 2 has ended)
+    events.wait_for(lambda _: s.info("op").failure_count >= 1, rig.timeout)
+    info = s.info("op")
+    assert (info.status, info.run_count, info.failure_count, info.active_runs) == (
+        TaskStatus.SCHEDULED, 2, 1, 0,
+    )  # fmt: skip
+    failed = [e for e in events.events if e.task_id == "op" and e.kind is EventKind.FAILED]
+    assert [(e.run, type(e.error)) for e in failed] == [(1, TaskTimeoutError)]
+    assert sorted((r.run, r.outcome) for r in s.history("op")) == [(1, "timed_out"), (2, "completed")]
+
+
+def test_each_run_has_its_own_retries_under_its_own_number(rig: Rig) -> None:
+    s = rig.start(workers=4)
+    delay = 5.0 if rig.fake else 0.2
+    options = _options(rig, max_instances=2, retry=Retry(attempts=2, delay=delay, jitter=0.0))
+    s.schedule_at_fixed_rate(tasks.fail_first, 1000.0, 0.0, task_id="op", **options)
+    events = rig.events(s)
+    events.wait_for(lambda got: any(e.task_id == "op" and e.retrying for e in got), rig.timeout)
+    assert s.run_now("op") is True  # run 1 waits for its retry: run 2 goes beside it
+    if rig.fake:
+        events.wait_for(lambda _: s.info("op").run_count >= 1, rig.timeout)  # run 2, while 1 waits
+        assert s.info("op").active_runs == 1
+        rig.clock.advance(delay)
+    events.wait_for(lambda _: s.info("op").run_count >= 2, rig.timeout)
+    info = s.info("op")
+    assert (info.status, info.run_count, info.failure_count, info.active_runs) == (
+        TaskStatus.SCHEDULED, 2, 0, 0,
+    )  # fmt: skip
+    runs = sorted((r.run, r.outcome, r.attempt) for r in s.history("op"))
+    assert runs == [(1, "completed", 2), (2, "completed", 1)]

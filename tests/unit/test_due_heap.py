@@ -179,3 +179,22 @@ def test_matches_a_sorted_list_and_stays_bounded(ops: list[tuple[str, int, int]]
         assert heap.size <= 2 * len(heap) + COMPACT_MIN_STALE
     heap.compact()
     assert heap.size == len(model)
+
+
+def test_runs_of_one_task_wait_beside_it_each_on_its_own_entry() -> None:
+    heap, tasks = setup("a")
+    first, second = Task("a"), Task("a")  # two runs of task "a" (overlap="allow"), not in tasks
+    heap.push(tasks["a"], 10.0)  # the task's next slot
+    heap.push_run(first, 5.0)
+    heap.push_run(second, 6.0)
+    assert (len(heap), heap.size, heap.next_due()) == (3, 3, 5.0)
+    heap.remove(first)  # its run ended: the entry goes stale, and its run with it
+    assert (len(heap), heap.next_due(), heap._runs) == (2, 6.0, {second.heap_seq: second})
+    assert heap.take_due(6.0) == [second]
+    assert (second.heap_seq, heap._runs) == (None, {})
+    heap.push_run(second, 7.0)  # asked to stop: its grace
+    heap.compact()
+    assert heap.take_due(20.0) == [second, tasks["a"]]
+    heap.push_run(first, 1.0)
+    heap.clear()
+    assert (first.heap_seq, len(heap), heap._runs) == (None, 0, {})

@@ -9,8 +9,11 @@ from __future__ import annotations
 import pytest
 
 from actors.core.policies import DEFAULT_POLICIES, Policies, check_policies
+from actors.core.retry import Retry
 from actors.core.task_record import RunInstance, TaskRecord, TaskSpec
 from actors.core.timetable import Timetable
+from actors.errors import RunCancelled, TaskTimeoutError
+from actors.sync.claim import ABANDONED, INTERRUPTED, NOT_STOPPED, TIMED_OUT
 from messages import EventKind, FixedRate, TaskStatus
 from tests.unit.helpers import Pool, noop, revoke, timetable
 
@@ -250,3 +253,252 @@ def test_shutdown_lets_runs_going_end_and_ends_the_task_cancelled() -> None:
     info = table.info("a")
     assert (info.status, info.run_count) == (TaskStatus.CANCELLED, 1)
     assert not table.busy
+
+
+# -- each run its own deadline (timeout) -----------------------------------------------------------
+
+
+def timed(n: int = 2, timeout: float = 5.0) -> TaskRecord:
+    spec = TaskSpec(FixedRate(10.0, 0.0), timeout=timeout, policies=Policies("allow", n))
+    return TaskRecord("a", noop, (), {}, 0.0, None, spec)
+
+
+def test_each_run_has_its_own_deadline_and_only_the_late_one_times_out() -> None:
+    table, pool = setup()
+    table.add(timed(), now=0.0)
+    pool.take()
+    first = pool.start(0, now=0.0)  # its deadline: 5
+    assert table.run_now("a", now=1.0) is True
+    pool.take()
+    second = pool.start(1, now=1.0)  # its deadline: 6
+    assert first is not None
+    assert second is not None
+    assert table.next_due() == 5.0  # run 1's deadline, before the task's next slot (10)
+    events_of(table, pool)
+    table.tick(now=5.0)
+    assert [(kind, run) for kind, run, _, _ in events_of(table, pool)] == [(EventKind.TIMED_OUT, 1)]
+    assert first.claim.stop == TIMED_OUT
+    assert second.claim.stop == NOT_STOPPED
+    pool.finish(0, at=5.5, error=RunCancelled("asked to stop"))  # run 1 stops as asked
+    pool.finish(1, at=5.8, value="two")  # run 2 ends before its deadline
+    table.tick(now=6.0)
+    effects = pool.take()
+    ends = [(e.kind, e.run, type(e.error)) for e in effects.events if e.task_id == "a"]
+    assert ends == [(EventKind.FAILED, 1, TaskTimeoutError), (EventKind.COMPLETED, 2, type(None))]
+    info = table.info("a")
+    assert (info.status, info.run_count, info.failure_count, info.active_runs) == (
+        TaskStatus.SCHEDULED, 2, 1, 0,
+    )  # fmt: skip
+    assert (info.next_run_at, table.next_due()) == (10.0, 10.0)  # the deadlines are gone, the slot stays
+    history = table.runs("a", 10, wall_offset=0.0)
+    assert history is not None
+    assert [(r.run, r.outcome) for r in history] == [(2, "completed"), (1, "timed_out")]  # newest first
+
+
+def test_a_hung_run_is_abandoned_at_its_grace_and_the_other_runs_go_on() -> None:
+    table, pool = setup()
+    table.add(timed(timeout=2.0), now=0.0)
+    pool.take()
+    hung = pool.start(0, now=0.0)
+    assert hung is not None
+    table.tick(now=1.0)
+    assert table.run_now("a", now=1.0) is True
+    pool.take()
+    pool.start(1, now=1.0)  # its deadline: 3
+    table.tick(now=2.0)  # run 1 is asked to stop; its grace (5 s, the default) ends at 7
+    pool.finish(1, at=2.5)  # run 2 ends in time
+    pool.take()
+    table.tick(now=7.0)
+    effects = pool.take()
+    assert effects.abandoned == [0]
+    assert hung.claim.stop == TIMED_OUT | ABANDONED
+    failed = [e for e in effects.events if e.kind is EventKind.FAILED]
+    assert [(e.run, type(e.error)) for e in failed] == [(1, TaskTimeoutError)]
+    info = table.info("a")
+    assert (info.status, info.run_count, info.failure_count, info.active_runs) == (
+        TaskStatus.SCHEDULED, 2, 1, 0,
+    )  # fmt: skip
+    assert table.next_due() == 10.0
+    table.tick(now=10.0)  # the next slot starts its run as ever (on the other worker)
+    pool.take()
+    third = pool.start(1, now=10.0)
+    assert third is not None
+    assert third.run == 3
+
+
+def test_a_runs_deadline_entry_goes_with_a_shutdown() -> None:
+    table, pool = setup()
+    table.add(timed(), now=0.0)
+    pool.take()
+    pool.start(0, now=0.0)
+    table.shut_down(now=1.0)
+    pool.take()
+    pool.finish(0, at=2.0)  # its report takes out a deadline the cleared heap no longer counts
+    pool.take()
+    assert table.info("a").status is TaskStatus.CANCELLED
+    assert (table.waiting_in_heap, table.next_due()) == (0, None)
+    assert not table.busy
+
+
+# -- each run its own retries ----------------------------------------------------------------------
+
+
+def retried(n: int = 2, attempts: int = 2) -> TaskRecord:
+    spec = TaskSpec(
+        FixedRate(10.0, 0.0),
+        retry=Retry(attempts=attempts, delay=3.0, jitter=0.0),
+        policies=Policies("allow", n),
+    )
+    return TaskRecord("a", noop, (), {}, 0.0, None, spec)
+
+
+def attempts_of(table: Timetable, pool: Pool) -> list[tuple[EventKind, int | None, int, bool]]:
+    return [(e.kind, e.run, e.attempt, e.retrying) for e in pool.take().events if e.task_id == "a"]
+
+
+def test_a_failed_runs_retry_is_its_own_and_blocks_neither_other_runs_nor_the_slots() -> None:
+    table, pool = setup()
+    table.add(retried(), now=0.0)
+    pool.take()
+    pool.start(0, now=0.0)
+    pool.finish(0, at=1.0, error=RuntimeError("once"))
+    assert attempts_of(table, pool) == [(EventKind.STARTED, 1, 1, False), (EventKind.FAILED, 1, 1, True)]
+    info = table.info("a")
+    assert (info.active_runs, info.failure_count, info.next_run_at) == (1, 0, 10.0)  # run 1 still goes
+    assert table.next_due() == 4.0  # its next attempt, 3 s after it failed
+    assert table.run_now("a", now=2.0) is True  # one more run beside it: 2 of 2
+    seen = attempts_of(table, pool)
+    [other] = pool.start_all(now=2.0)
+    assert other.run == 2
+    table.tick(now=4.0)
+    seen += attempts_of(table, pool)
+    [again] = pool.start_all(now=4.0)
+    assert (again.run, again.task.parent) == (1, table.record("a"))  # the same run, its second attempt
+    assert [*seen, *attempts_of(table, pool)] == [
+        (EventKind.DUE, 2, 1, False),
+        (EventKind.STARTED, 2, 1, False),
+        (EventKind.DUE, 1, 2, False),
+        (EventKind.STARTED, 1, 2, False),
+    ]
+    worker_of = {run.run: worker for worker, run in pool.current.items()}
+    pool.finish(worker_of[1], at=5.0, value="one")
+    pool.finish(worker_of[2], at=6.0, value="two")
+    assert attempts_of(table, pool) == [
+        (EventKind.COMPLETED, 1, 2, False),
+        (EventKind.COMPLETED, 2, 1, False),
+    ]
+    info = table.info("a")
+    assert (info.status, info.run_count, info.failure_count, info.active_runs) == (
+        TaskStatus.SCHEDULED, 2, 0, 0,
+    )  # fmt: skip
+    assert (info.next_run_at, table.next_due()) == (10.0, 10.0)
+    history = table.runs("a", 10, wall_offset=0.0)
+    assert history is not None
+    assert [(r.run, r.outcome, r.attempt, r.due_at) for r in history] == [
+        (2, "completed", 1, 2.0),
+        (1, "completed", 2, 0.0),  # at its own slot, not its retry's
+    ]
+
+
+def test_a_run_out_of_attempts_fails_once_for_its_task() -> None:
+    table, pool = setup()
+    table.add(retried(), now=0.0)
+    pool.take()
+    pool.start(0, now=0.0)
+    pool.finish(0, at=1.0, error=RuntimeError("once"))
+    table.tick(now=4.0)
+    pool.take()
+    pool.start(0, now=4.0)
+    pool.finish(0, at=5.0, error=RuntimeError("twice"))
+    assert attempts_of(table, pool)[-1] == (EventKind.FAILED, 1, 2, False)
+    info = table.info("a")
+    assert (info.status, info.run_count, info.failure_count, info.active_runs) == (
+        TaskStatus.SCHEDULED, 1, 1, 0,
+    )  # fmt: skip
+    history = table.runs("a", 10, wall_offset=0.0)
+    assert history is not None
+    assert [(r.run, r.outcome, r.attempt) for r in history] == [(1, "failed", 2)]
+
+
+def test_a_cancel_takes_back_a_runs_waiting_attempt_and_ends_the_task_at_once() -> None:
+    table, pool = setup()
+    table.add(retried(), now=0.0)
+    pool.take()
+    pool.start(0, now=0.0)
+    pool.finish(0, at=1.0, error=RuntimeError("once"))
+    assert table.cancel("a", now=2.0) is True
+    pool.take()
+    info = table.info("a")
+    assert (info.status, info.run_count, info.active_runs) == (TaskStatus.CANCELLED, 0, 0)
+    assert (table.next_due(), table.waiting_in_heap) == (None, 0)
+    table.tick(now=4.0)
+    assert not pool.take().dispatches
+
+
+def test_a_shutdown_ends_a_runs_waiting_attempt() -> None:
+    table, pool = setup()
+    table.add(retried(), now=0.0)
+    pool.take()
+    pool.start(0, now=0.0)
+    pool.finish(0, at=1.0, error=RuntimeError("once"))
+    table.shut_down(now=2.0)
+    pool.take()
+    assert table.info("a").status is TaskStatus.CANCELLED
+    assert (table.next_due(), table.waiting_in_heap) == (None, 0)
+    assert not table.busy
+
+
+# -- cancel(interrupt=True) ------------------------------------------------------------------------
+
+
+def test_an_interrupting_cancel_asks_every_run_going_to_stop() -> None:
+    table, pool = setup(workers=2)
+    table.add(allowing(n=3), now=0.0)
+    pool.take()
+    first = pool.start(0, now=0.0)
+    table.tick(now=10.0)
+    pool.take()
+    second = pool.start(1, now=10.0)
+    table.tick(now=20.0)  # a third run, due, waiting for a worker
+    pool.take()
+    assert first is not None
+    assert second is not None
+    assert table.cancel("a", now=21.0, interrupt=True) is True
+    assert (first.claim.stop, second.claim.stop) == (INTERRUPTED, INTERRUPTED)
+    assert table.info("a").status is TaskStatus.RUNNING  # CANCELLING: two runs go on
+    pool.finish(0, at=22.0, error=RunCancelled("asked to stop"))  # run 1 stops as asked
+    assert table.info("a").status is TaskStatus.RUNNING
+    pool.finish(1, at=23.0, value="anyway")  # run 2 returns all the same: it counts
+    effects = pool.take()
+    info = table.info("a")
+    assert (info.status, info.run_count, info.failure_count) == (TaskStatus.CANCELLED, 1, 0)
+    assert [e.kind for e in effects.events if e.task_id == "a"] == [EventKind.COMPLETED, EventKind.CANCELLED]
+    history = table.runs("a", 10, wall_offset=0.0)
+    assert history is not None
+    assert [(r.run, r.outcome) for r in history] == [(2, "completed"), (1, "cancelled")]
+    assert [run for _, _, run in pool.started] == [1, 2]  # the third never started
+
+
+def test_an_interrupting_cancel_of_an_allow_task_with_no_run_going_only_cancels() -> None:
+    table, pool = setup()
+    table.add(allowing(), now=0.0)
+    pool.run_everything(0.0)
+    assert table.cancel("a", now=1.0, interrupt=True) is True
+    pool.take()
+    assert table.info("a").status is TaskStatus.CANCELLED
+
+
+def test_a_pause_lets_a_runs_waiting_attempt_run_as_runs_going_finish() -> None:
+    table, pool = setup()
+    table.add(retried(), now=0.0)
+    pool.take()
+    pool.start(0, now=0.0)
+    pool.finish(0, at=1.0, error=RuntimeError("once"))
+    assert table.pause("a", now=2.0) is True
+    table.tick(now=4.0)
+    pool.take()
+    [again] = pool.start_all(now=4.0)
+    assert (again.run, again.attempt) == (1, 2)
+    pool.finish(next(iter(pool.current)), at=5.0)
+    info = table.info("a")
+    assert (info.status, info.run_count, info.active_runs) == (TaskStatus.PAUSED, 1, 0)

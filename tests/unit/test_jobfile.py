@@ -218,15 +218,14 @@ def test_overlap_allow_and_max_instances_read_into_the_job() -> None:
     assert [(job.overlap, job.max_instances) for job in jobs] == [("allow", 3), ("allow", None)]
 
 
-def test_overlap_allow_is_refused_where_the_library_refuses_it() -> None:
+def test_overlap_allow_is_refused_where_the_library_refuses_it_and_takes_a_timeout_and_a_retry() -> None:
     assert problems_of(
         '[jobs.a]\nfn = "t:f"\ndelay = "1s"\noverlap = "allow"\n'
-        '[jobs.b]\nfn = "t:f"\nevery = "1s"\noverlap = "allow"\ntimeout = "1s"\n'
+        '[jobs.b]\nfn = "t:f"\nevery = "1s"\noverlap = "allow"\ntimeout = "1s"\nretry = { attempts = 2 }\n'
         '[jobs.c]\nfn = "t:f"\nevery = "1s"\noverlap = "skip"\nmax_instances = 2\n'
     ) == [
         "jobs.toml: job 'a': key 'overlap': overlap=\"allow\" is for fixed-rate and cron tasks: "
         "a fixed-delay task counts its next run from the end of the last, so its runs never overlap",
-        "jobs.toml: job 'b': key 'timeout': does not combine with overlap = \"allow\" (not supported yet)",
         "jobs.toml: job 'c': key 'max_instances': max_instances=2 needs overlap=\"allow\" (with "
         "overlap='skip' at most one run of the task is going at a time)",
     ]

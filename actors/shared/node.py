@@ -412,14 +412,9 @@ class SharedNode:
         ended = [(t, v) for t, v in effects.finished if t.store_seq is not None and t.task_id in saving]
         waiting = [e for e in effects.events if e.task_id in saving and e.kind is not EventKind.CANCELLED]
         saved_runs = [run for run in runs if run is not None and run.task_id in saving]
-        published: set[int] = set()
+        effects.events[:] = [e for e in effects.events if e.task_id not in leased]
         if updates:
-            item = _Unsaved(updates, saved_runs, waiting, ended)
-            self._put(item)
-            # Committed here and now: the saver's thread only retries what the store could not take.
-            events = self._commit_now(item)
-            published = {id(event) for event in events or ()}
-        effects.events[:] = [e for e in effects.events if e.task_id not in leased or id(e) in published]
+            self._put(_Unsaved(updates, saved_runs, waiting, ended))
 
     def saving(self) -> bool:
         """Whether outcomes handed to the saver are still on their way (not those waiting for a retry)."""
@@ -446,30 +441,14 @@ class SharedNode:
                     last = task.failures.last_error if task.failures is not None else None
                     self.board.ended(task.task_id, task.store_seq, None, last)
         self.book.saving([update.seq for update in item.updates])
-
-    def _commit_now(self, item: _Unsaved) -> list[TaskEvent] | None:
-        """Save ``item`` on the actor's thread; the events to publish, or ``None`` (the saver retries it)."""
-        events: list[TaskEvent] = []
-        if self._save_items([item], events.extend):
-            return events
-        self._saver.put_failed(item)
-        return None
+        self._saver.put(item)
 
     def _commit(self, items: list[_Unsaved]) -> bool:
-        """Save again ``items`` the store could not take (the saver's thread); whether it was committed.
+        """Save ``items`` in one call (the saver's thread); whether it was committed.
 
         Then has the actor publish the events of the outcomes that stand (before the book lets
-        their rows go: a run claimed again here comes after them).
+        their rows go: a run claimed again here comes after them), and forgets their leases.
         """
-
-        def publish(events: list[TaskEvent]) -> None:
-            if self._scheduler is not None:
-                tell_quietly(self._scheduler, OutcomesSaved(tuple(events)))
-
-        return self._save_items(items, publish)
-
-    def _save_items(self, items: list[_Unsaved], publish: Callable[[list[TaskEvent]], None]) -> bool:
-        """Save ``items`` in one call; publish the events of those that stand, forget their leases."""
         seqs = [update.seq for item in items for update in item.updates]
         self.book.saving(seqs)  # again: a retry after a failure
         began = time.perf_counter()
@@ -494,7 +473,8 @@ class SharedNode:
                 if task.task_id in refused and task.store_seq is not None:
                     self.board.forget(task.task_id, task.store_seq)  # another node's outcome stands
             events += [event for event in item.events if event.task_id not in refused]
-        publish(events)  # before the book lets the rows go: a run claimed again here comes after them
+        if self._scheduler is not None:
+            tell_quietly(self._scheduler, OutcomesSaved(tuple(events)))  # also: settled, drained?
         self.book.forget(seqs)
         self.board.changed()
         return True

@@ -79,14 +79,6 @@ class OutcomeSaver(Generic[T]):
             self._queued.append(item)
             self._changed.notify()
 
-    def put_failed(self, item: T) -> None:
-        """Take ``item``, whose commit failed elsewhere, to try again after a pause."""
-        with self._changed:
-            self._failed.append(item)
-            self._failures += 1
-            self._retry_at = time.monotonic() + store_retry_pause(self._failures, self._poll)
-            self._changed.notify()
-
     def wake(self) -> None:
         """Try the failed items again now, not at the end of their pause."""
         with self._changed:

@@ -40,7 +40,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeGuard
 
@@ -99,6 +99,11 @@ def _on_grid(update: TaskUpdate, held: Held) -> float | None:
     # A run_now run took no slot of the grid: its next slot may be the one it waited for.
     ran = held.lease.task.next_due if held.lease.grid_due is None else None
     return on_grid(due, trigger.anchor, trigger.rate, ran=ran)
+
+
+def _keys(updates: Iterable[TaskUpdate]) -> list[tuple[int, int]]:
+    """The leases, by ``(seq, fence)``, whose outcomes ``updates`` are (each fenced: a leased run's)."""
+    return [(update.seq, update.fence) for update in updates if update.fence is not None]
 
 
 _IN_NODE: Final = frozenset({THREADS, PROCESSES})  # executors whose runs die with their node
@@ -265,7 +270,7 @@ class SharedNode:
     def _give_back(self, leases: Sequence[Lease]) -> None:
         if not leases:
             return
-        self.book.forget(lease.seq for lease in leases)
+        self.book.forget((lease.seq, lease.fence) for lease in leases)
         try:
             self.store.release(leases)
         except StoreError as error:  # they end with their lease
@@ -440,7 +445,7 @@ class SharedNode:
                 elif task.state is FAILED:
                     last = task.failures.last_error if task.failures is not None else None
                     self.board.ended(task.task_id, task.store_seq, None, last)
-        self.book.saving([update.seq for update in item.updates])
+        self.book.saving(_keys(item.updates))
         self._saver.put(item)
 
     def _commit(self, items: list[_Unsaved]) -> bool:
@@ -450,7 +455,8 @@ class SharedNode:
         their rows go: a run claimed again here comes after them), and forgets their leases.
         """
         seqs = [update.seq for item in items for update in item.updates]
-        self.book.saving(seqs)  # again: a retry after a failure
+        keys = _keys(update for item in items for update in item.updates)
+        self.book.saving(keys)  # again: a retry after a failure
         began = time.perf_counter()
         try:
             fenced_out = self.store.save_outcomes(
@@ -459,7 +465,7 @@ class SharedNode:
             )
         except StoreError as error:
             logger.warning("could not save %d outcome(s), will try again: %s", len(seqs), error)
-            self.book.saving(seqs, saving=False)  # keep them alive until the retry
+            self.book.saving(keys, saving=False)  # keep them alive until the retry
             for item in items:
                 item.retried = True
             return False
@@ -475,7 +481,7 @@ class SharedNode:
             events += [event for event in item.events if event.task_id not in refused]
         if self._scheduler is not None:
             tell_quietly(self._scheduler, OutcomesSaved(tuple(events)))  # also: settled, drained?
-        self.book.forget(seqs)
+        self.book.forget(keys)  # by fence: a row claimed here again meanwhile keeps its new lease
         self.board.changed()
         return True
 

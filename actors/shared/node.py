@@ -16,11 +16,12 @@ holds a durable task only while it holds the lease of one of its runs. The run's
    committed by any node before that wins. The record itself does no I/O.
 4. When the run reports, the core decides what follows as for any durable task (next due time,
    counters, ledger row, events); being told ``durable_runs_once``, it gives the task back
-   instead of waiting for its next run. The actor saves the outcome under the lease's fence
-   (``save``): a node that lost its lease never commits, and its events are published only
-   once the commit says the outcome stands. Outcomes the store could not take are retried by
-   the node's outcome saver thread (``actors/shared/outcome_saver.py``), all in one
-   statement, while the actor goes on; it has the actor publish their events (``OutcomesSaved``).
+   instead of waiting for its next run. The actor hands the outcome (``save``) to the node's
+   outcome saver thread (``actors/shared/outcome_saver.py``) and goes on; the saver commits
+   all that wait in one statement, each under its lease's fence (group commit): a node that
+   lost its lease never commits, and the events are published only once the commit says the
+   outcome stands (``OutcomesSaved``). Then only that lease is forgotten, by fence: the row,
+   free once committed, may already be leased here again for its next slot.
 
 The node is the scheduler actor's ``Home`` (``actors/runtime/home.py``), by structure: the actor
 calls it exactly as it calls a memory or a plain-store home. On a shared node every durable

@@ -154,12 +154,15 @@ class LeaseBook:
             if held is not None:
                 held.start_failed = True
 
-    def saving(self, seqs: Iterable[int], saving: bool = True) -> None:
-        """The outcomes of these rows are being saved (``saving=False``: they could not be; renew them)."""
+    def saving(self, keys: Iterable[tuple[int, int]], saving: bool = True) -> None:
+        """The outcomes of these leases, by ``(seq, fence)``, are being saved (``saving=False``: not).
+
+        By fence, as ``forget``: a row may be leased here again, under a new fence, meanwhile.
+        """
         with self._lock:
-            for seq in seqs:
+            for seq, fence in keys:
                 held = self._held.get(seq)
-                if held is not None:
+                if held is not None and held.lease.fence == fence:
                     held.saving = saving
 
     def decline(self, seq: int) -> None:
@@ -174,10 +177,23 @@ class LeaseBook:
         with self._lock:
             return list(self._held)
 
-    def forget(self, seqs: Iterable[int]) -> list[Lease]:
-        """Stop holding these rows (their outcome is saved, or they were given up); return their leases."""
+    def forget(self, keys: Iterable[tuple[int, int]]) -> list[Lease]:
+        """Stop holding these leases, by ``(seq, fence)`` (saved, or given up); return them.
+
+        By fence, not by row alone: once an outcome is committed its row is free, and the lease
+        loop may claim it again here (its next slot) before the saver's thread forgets the old
+        lease. Forgetting by row would drop the new lease with it: its run would start, and the
+        next claim would take the row, still showing that slot, as an orphan of this node
+        (``SharedStore.claim_due``) and run the same slot again.
+        """
         with self._lock:
-            return [held.lease for seq in seqs if (held := self._held.pop(seq, None)) is not None]
+            forgotten: list[Lease] = []
+            for seq, fence in keys:
+                held = self._held.get(seq)
+                if held is not None and held.lease.fence == fence:
+                    del self._held[seq]
+                    forgotten.append(held.lease)
+            return forgotten
 
     def unstarted(self) -> list[Lease]:
         """The leases whose run has not started: what a stopping node gives back."""

@@ -250,7 +250,7 @@ class LeaseLoop:
         return timeout if timeout > 0 else SPIN_PAUSE
 
     def _give_back(self, leases: Sequence[Lease]) -> None:
-        self._book.forget(lease.seq for lease in leases)
+        self._book.forget((lease.seq, lease.fence) for lease in leases)
         try:
             self._store.release(leases)
         except StoreError as error:  # they end with their lease

@@ -16,11 +16,12 @@ holds a durable task only while it holds the lease of one of its runs. The run's
    committed by any node before that wins. The record itself does no I/O.
 4. When the run reports, the core decides what follows as for any durable task (next due time,
    counters, ledger row, events); being told ``durable_runs_once``, it gives the task back
-   instead of waiting for its next run. The actor saves the outcome under the lease's fence
-   (``save``): a node that lost its lease never commits, and its events are published only
-   once the commit says the outcome stands. Outcomes the store could not take are retried by
-   the node's outcome saver thread (``actors/shared/outcome_saver.py``), all in one
-   statement, while the actor goes on; it has the actor publish their events (``OutcomesSaved``).
+   instead of waiting for its next run. The actor hands the outcome (``save``) to the node's
+   outcome saver thread (``actors/shared/outcome_saver.py``) and goes on; the saver commits
+   all that wait in one statement, each under its lease's fence (group commit): a node that
+   lost its lease never commits, and the events are published only once the commit says the
+   outcome stands (``OutcomesSaved``). Then only that lease is forgotten, by fence: the row,
+   free once committed, may already be leased here again for its next slot.
 
 The node is the scheduler actor's ``Home`` (``actors/runtime/home.py``), by structure: the actor
 calls it exactly as it calls a memory or a plain-store home. On a shared node every durable
@@ -40,7 +41,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeGuard
 
@@ -99,6 +100,11 @@ def _on_grid(update: TaskUpdate, held: Held) -> float | None:
     # A run_now run took no slot of the grid: its next slot may be the one it waited for.
     ran = held.lease.task.next_due if held.lease.grid_due is None else None
     return on_grid(due, trigger.anchor, trigger.rate, ran=ran)
+
+
+def _keys(updates: Iterable[TaskUpdate]) -> list[tuple[int, int]]:
+    """The leases, by ``(seq, fence)``, whose outcomes ``updates`` are (each fenced: a leased run's)."""
+    return [(update.seq, update.fence) for update in updates if update.fence is not None]
 
 
 _IN_NODE: Final = frozenset({THREADS, PROCESSES})  # executors whose runs die with their node
@@ -265,7 +271,7 @@ class SharedNode:
     def _give_back(self, leases: Sequence[Lease]) -> None:
         if not leases:
             return
-        self.book.forget(lease.seq for lease in leases)
+        self.book.forget((lease.seq, lease.fence) for lease in leases)
         try:
             self.store.release(leases)
         except StoreError as error:  # they end with their lease
@@ -412,14 +418,9 @@ class SharedNode:
         ended = [(t, v) for t, v in effects.finished if t.store_seq is not None and t.task_id in saving]
         waiting = [e for e in effects.events if e.task_id in saving and e.kind is not EventKind.CANCELLED]
         saved_runs = [run for run in runs if run is not None and run.task_id in saving]
-        published: set[int] = set()
+        effects.events[:] = [e for e in effects.events if e.task_id not in leased]
         if updates:
-            item = _Unsaved(updates, saved_runs, waiting, ended)
-            self._put(item)
-            # Committed here and now: the saver's thread only retries what the store could not take.
-            events = self._commit_now(item)
-            published = {id(event) for event in events or ()}
-        effects.events[:] = [e for e in effects.events if e.task_id not in leased or id(e) in published]
+            self._put(_Unsaved(updates, saved_runs, waiting, ended))
 
     def saving(self) -> bool:
         """Whether outcomes handed to the saver are still on their way (not those waiting for a retry)."""
@@ -445,33 +446,18 @@ class SharedNode:
                 elif task.state is FAILED:
                     last = task.failures.last_error if task.failures is not None else None
                     self.board.ended(task.task_id, task.store_seq, None, last)
-        self.book.saving([update.seq for update in item.updates])
-
-    def _commit_now(self, item: _Unsaved) -> list[TaskEvent] | None:
-        """Save ``item`` on the actor's thread; the events to publish, or ``None`` (the saver retries it)."""
-        events: list[TaskEvent] = []
-        if self._save_items([item], events.extend):
-            return events
-        self._saver.put_failed(item)
-        return None
+        self.book.saving(_keys(item.updates))
+        self._saver.put(item)
 
     def _commit(self, items: list[_Unsaved]) -> bool:
-        """Save again ``items`` the store could not take (the saver's thread); whether it was committed.
+        """Save ``items`` in one call (the saver's thread); whether it was committed.
 
         Then has the actor publish the events of the outcomes that stand (before the book lets
-        their rows go: a run claimed again here comes after them).
+        their rows go: a run claimed again here comes after them), and forgets their leases.
         """
-
-        def publish(events: list[TaskEvent]) -> None:
-            if self._scheduler is not None:
-                tell_quietly(self._scheduler, OutcomesSaved(tuple(events)))
-
-        return self._save_items(items, publish)
-
-    def _save_items(self, items: list[_Unsaved], publish: Callable[[list[TaskEvent]], None]) -> bool:
-        """Save ``items`` in one call; publish the events of those that stand, forget their leases."""
         seqs = [update.seq for item in items for update in item.updates]
-        self.book.saving(seqs)  # again: a retry after a failure
+        keys = _keys(update for item in items for update in item.updates)
+        self.book.saving(keys)  # again: a retry after a failure
         began = time.perf_counter()
         try:
             fenced_out = self.store.save_outcomes(
@@ -480,7 +466,7 @@ class SharedNode:
             )
         except StoreError as error:
             logger.warning("could not save %d outcome(s), will try again: %s", len(seqs), error)
-            self.book.saving(seqs, saving=False)  # keep them alive until the retry
+            self.book.saving(keys, saving=False)  # keep them alive until the retry
             for item in items:
                 item.retried = True
             return False
@@ -494,8 +480,9 @@ class SharedNode:
                 if task.task_id in refused and task.store_seq is not None:
                     self.board.forget(task.task_id, task.store_seq)  # another node's outcome stands
             events += [event for event in item.events if event.task_id not in refused]
-        publish(events)  # before the book lets the rows go: a run claimed again here comes after them
-        self.book.forget(seqs)
+        if self._scheduler is not None:
+            tell_quietly(self._scheduler, OutcomesSaved(tuple(events)))  # also: settled, drained?
+        self.book.forget(keys)  # by fence: a row claimed here again meanwhile keeps its new lease
         self.board.changed()
         return True
 

@@ -2,12 +2,11 @@
 
 Items ``put`` here are committed in one call (``commit``, one fenced statement) for all that
 wait, so the more come while a commit is in flight, the more the next one carries (group
-commit). A shared node uses it for the outcomes its actor could not save (``put_failed``):
-they are retried here while the actor goes on. (Handing it every outcome, so that the actor
-never waits for a save, is faster, but a stress test saw a node start a fixed-rate slot twice
-that way: see docs/scale-out.md, "What changed".) What the node promises stays: every outcome
-is saved under its fence, its lease is renewed until the commit answers (``LeaseBook.saving``),
-and its events are published only once it is committed (the node's ``commit`` tells the actor).
+commit). A shared node hands it every outcome of a leased run, so its actor never waits for a
+save. What the node promises stays: every outcome is saved under its fence, its lease is
+renewed until the commit answers (``LeaseBook.saving``), its events are published only once it
+is committed (the node's ``commit`` tells the actor), and then only that lease is forgotten, by
+fence: the row, free once committed, may be claimed here again meanwhile (its next slot).
 
 Items whose commit failed (the store failed; maybe at its commit, which may have landed) are
 tried again after a pause that grows with the failures in a row (``store_retry_pause``), or at
@@ -77,14 +76,6 @@ class OutcomeSaver(Generic[T]):
         """Queue ``item`` for the next commit (it starts at once if none is in flight)."""
         with self._changed:
             self._queued.append(item)
-            self._changed.notify()
-
-    def put_failed(self, item: T) -> None:
-        """Take ``item``, whose commit failed elsewhere, to try again after a pause."""
-        with self._changed:
-            self._failed.append(item)
-            self._failures += 1
-            self._retry_at = time.monotonic() + store_retry_pause(self._failures, self._poll)
             self._changed.notify()
 
     def wake(self) -> None:

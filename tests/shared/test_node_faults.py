@@ -22,11 +22,12 @@ import pytest
 from psycopg import sql
 
 from actors import Scheduler, StoreError
+from actors.shared.lease_book import LeaseBook
 from actors.store import PostgresStore
 from messages import TaskStatus
 from tests.shared import tasks
 from tests.shared.conftest import Node
-from tests.store.helpers import definition
+from tests.store.helpers import definition, update
 from tests.store.pg import DSN, admin, backends, drop_schemas, require_postgres, terminate, wait_for_db_clock
 
 RECORD = "tests.shared.tasks:record"
@@ -281,3 +282,33 @@ def test_store_calls_work_again_as_soon_as_the_server_answers_after_an_outage(
         assert time.monotonic() - started < 1.0
     finally:
         store.close()
+
+
+# -- group commit: a row claimed here again before the saver forgets its old lease -------------------
+
+
+def test_a_row_claimed_again_before_its_saved_lease_is_forgotten_keeps_its_new_lease(
+    reader: PostgresStore,
+) -> None:
+    # The saver's thread commits an outcome, then forgets its lease; in between, the lease loop
+    # may claim the row, now free, for its next slot. Forgetting by row dropped that new lease:
+    # its run started, and the next claim took the row (still showing that slot, owned here but
+    # not held) as an orphan, and the node ran the same slot twice.
+    store = reader
+    store.add(definition("again", next_due=store.db_now() - 1.0))
+    book = LeaseBook()
+    (first,) = store.claim_due(1, held=book.seqs())
+    book.acquired([first])
+    book.saving([(first.seq, first.fence)])
+    saved = update(first.task, next_due=store.db_now() - 0.5, run_count=1, fence=first.fence)
+    assert store.save_outcomes([saved]) == frozenset()  # committed: the row is free, its next slot due
+    (second,) = store.claim_due(1, held=book.seqs())  # the lease loop, before the saver forgets
+    assert second.seq == first.seq
+    assert second.fence > first.fence
+    book.acquired([second])
+    assert book.forget([(first.seq, first.fence)]) == []  # the saver: only the lease it saved
+    held = book.get(first.seq)
+    assert held is not None
+    assert held.lease.fence == second.fence
+    assert not held.saving
+    assert store.claim_due(1, held=book.seqs()) == []  # not an orphan: the slot is not run again

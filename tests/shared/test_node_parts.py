@@ -183,7 +183,7 @@ def test_the_book_counts_room_claims_on_their_way_and_what_was_started() -> None
     assert book.rooms() == {"thread": 1, "process": 1}  # each pool's room is its own
     book.start(1, T0 + 1)
     assert [held.seq for held in book.unstarted()] == [2, 3]
-    assert book.forget([1, 9]) == [lease(1)]
+    assert book.forget([(1, 1), (9, 1)]) == [lease(1)]
     assert len(book) == 2
 
 
@@ -254,7 +254,7 @@ def test_a_run_due_before_a_node_came_up_less_lease_and_poll_was_missed_while_th
 def test_a_lease_whose_outcome_is_being_saved_is_still_renewed_and_never_called_lost() -> None:
     book = LeaseBook()
     book.acquired([lease(1), lease(2)])
-    book.saving([1, 2])
+    book.saving([(1, 1), (2, 1)])
     asked = book.renewable()
     assert [held.seq for held in asked] == [1, 2]  # a save may wait longer than a lease
     lost, _ = book.renewed(asked, [lease(1, expires=T0 + 60)])

@@ -452,6 +452,9 @@ def main() -> None:
         f"({latency.runs} runs)"
     )
 
+    if options.recoveries < 1:  # --recoveries 0: throughput and latency only
+        _write(report)
+        return
     tmp = RESULTS / "tmp"
     tmp.mkdir(exist_ok=True)
     result = recovery(options.dsn, options.lease, options.poll, options.recoveries, tmp)

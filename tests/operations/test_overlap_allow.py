@@ -112,7 +112,7 @@ def test_a_durable_allow_task_is_kept_on_sqlite_and_refused_on_the_shared_store(
     again = rig.start("b", workers=4)
     assert again.run_now("op") is True
     assert again.run_now("op") is True  # the kept policy: two at once
-    assert tasks.wait_held(2, rig.timeout) == [1, 2]
+    assert sorted(tasks.wait_held(2, rig.timeout)) == [1, 2]  # two workers: either may start first
     assert again.run_now("op") is False
     tasks.RELEASE.set()
     rig.wait_runs(again, "op", 2)

@@ -28,7 +28,16 @@ from messages import TaskStatus
 from tests.shared import tasks
 from tests.shared.conftest import Node
 from tests.store.helpers import definition, update
-from tests.store.pg import DSN, admin, backends, drop_schemas, require_postgres, terminate, wait_for_db_clock
+from tests.store.pg import (
+    DSN,
+    admin,
+    backends,
+    drop_schemas,
+    require_postgres,
+    terminate,
+    unique_node,
+    wait_for_db_clock,
+)
 
 RECORD = "tests.shared.tasks:record"
 LEASE = 1.0  # short: a save held up for a few leases is quick to arrange
@@ -82,18 +91,19 @@ def lease_until(schema: str, task_id: str) -> float:
 def test_a_run_whose_save_is_held_up_past_its_lease_is_not_run_again(
     node: Node, reader: PostgresStore, schema: str, fault: str
 ) -> None:
-    a = node("a", lease=LEASE, poll=POLL)
+    name = unique_node("a")  # its sessions are found by name and cut: no other test's "a"
+    a = node(name, lease=LEASE, poll=POLL)
     handle = a.schedule_once(tasks.gate, delay=0.0, args=("g",), task_id="held-up")
     assert tasks.entered("g"), "the run never started"
     claimed_until = lease_until(schema, "held-up")
     locker = lock_the_ledger(schema)
     try:
         tasks.open_gate("g")  # the run ends; its save waits for the lock
-        wait_for(lambda: waiting_on_a_lock("a"), 10, "a save waiting for the lock")
+        wait_for(lambda: waiting_on_a_lock(name), 10, "a save waiting for the lock")
         if fault == "failing":  # its connection is cut while it waits, twice (the call's retry too)
             for _ in range(2):
-                terminate(waiting_on_a_lock("a"))
-                wait_for(lambda: waiting_on_a_lock("a") or a.info("held-up").run_count == 0, 10, "a retry")
+                terminate(waiting_on_a_lock(name))
+                wait_for(lambda: waiting_on_a_lock(name) or a.info("held-up").run_count == 0, 10, "a retry")
         # Held up for three leases: long past the claim's lease, were it not renewed meanwhile.
         wait_for_db_clock(reader, claimed_until + 3 * LEASE)
         assert lease_until(schema, "held-up") > claimed_until + 2 * LEASE  # renewed while it waited
@@ -153,12 +163,12 @@ def storm(node: str, seconds: float, every: float, stop: threading.Event) -> int
     return ended
 
 
-def storm_while_scheduling(a: Scheduler, reader: PostgresStore, seconds: float, seed: int) -> None:
+def storm_while_scheduling(a: Scheduler, name: str, reader: PostgresStore, seconds: float, seed: int) -> None:
     """Schedule (and cancel some of) tasks due in 50 ms during a storm; every acknowledged one runs."""
     rng = random.Random(seed)
     stop = threading.Event()
     ended: list[int] = []
-    stormer = threading.Thread(target=lambda: ended.append(storm("a", seconds, 0.03, stop)))
+    stormer = threading.Thread(target=lambda: ended.append(storm(name, seconds, 0.03, stop)))
     scheduled: list[str] = []
     cancelled: list[str] = []
     maybe_cancelled: list[str] = []  # a cancel that failed may have committed
@@ -210,8 +220,9 @@ STORM_LEASE = 30.0  # the default: a run left stuck until its lease ends would m
 def test_acknowledged_tasks_run_soon_after_a_storm_of_dropped_connections(
     node: Node, reader: PostgresStore
 ) -> None:
-    a = node("a", workers=4, lease=STORM_LEASE, poll=POLL, timeout=2.0)
-    storm_while_scheduling(a, reader, seconds=2.0, seed=1)
+    name = unique_node("a")  # the storm cuts this node's sessions by name: no other test's "a"
+    a = node(name, workers=4, lease=STORM_LEASE, poll=POLL, timeout=2.0)
+    storm_while_scheduling(a, name, reader, seconds=2.0, seed=1)
 
 
 @pytest.mark.stress
@@ -220,8 +231,9 @@ def test_acknowledged_tasks_run_soon_after_a_storm_of_dropped_connections(
 def test_acknowledged_tasks_run_soon_after_a_storm_of_dropped_connections_stress(
     node: Node, reader: PostgresStore, seed: int
 ) -> None:
-    a = node("a", workers=4, lease=STORM_LEASE, poll=POLL, timeout=2.0)
-    storm_while_scheduling(a, reader, seconds=8.0, seed=seed)
+    name = unique_node("a")
+    a = node(name, workers=4, lease=STORM_LEASE, poll=POLL, timeout=2.0)
+    storm_while_scheduling(a, name, reader, seconds=8.0, seed=seed)
 
 
 @pytest.fixture

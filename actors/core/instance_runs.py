@@ -88,20 +88,6 @@ class InstanceRuns(PolicyRuns):
         closed: bool
         run_counts: RunCounts | None
 
-        def _emit(
-            self,
-            kind: EventKind,
-            task: TaskRecord,
-            at: float,
-            run: int | None,
-            *,
-            error: BaseException | None = None,
-            traceback: str | None = None,
-            value: object = None,
-            final: bool = False,
-            attempt: int | None = None,
-            reason: str | None = None,
-        ) -> None: ...
         def _finish(self, task: TaskRecord, state: State, at: float, outcome: object) -> None: ...
         def _plan_next(self, task: TaskRecord, after: float, started_at: float | None = None) -> bool: ...
         def _rest(self, task: TaskRecord) -> None: ...

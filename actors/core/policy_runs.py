@@ -25,6 +25,7 @@ from actors.core.policies import (
     on_slot,
     slots_between,
 )
+from actors.core.publishing import Publishing
 from actors.core.task_record import TaskRecord, TaskSpec
 from actors.sync.claim import REPLACED
 from actors.sync.token import request_stop
@@ -32,7 +33,6 @@ from messages import EventKind, FixedRate, TaskEvent
 
 if TYPE_CHECKING:
     from actors.core.due_heap import DueHeap
-    from actors.core.effects import Effects
 
 __all__ = ["PolicyRuns", "grid_of", "grid_of_spec"]
 
@@ -84,12 +84,11 @@ def grid_of_spec(spec: TaskSpec, wall_offset: float) -> Grid | None:
     return None
 
 
-class PolicyRuns:
+class PolicyRuns(Publishing):
     """The policy half of the ``Timetable``'s run endings (a mixin: the state is the timetable's)."""
 
     if TYPE_CHECKING:  # the timetable's state this half uses
         _heap: DueHeap
-        _effects: Effects
         _want_missed: bool
         wall_offset: float
         _catching_up: dict[str, float]

@@ -31,7 +31,7 @@ from actors.core.task_state import (
 from actors.errors import MissedRunError, RunCancelled, TaskTimeoutError
 from actors.sync.claim import INTERRUPTED, NOT_STOPPED, REPLACED, TIMED_OUT, Claim
 from actors.sync.token import TAKEN, request_stop
-from messages import Completed, EventKind, Failed, FixedDelay, FixedRate, Skipped, Started, TaskEvent, TaskId
+from messages import Completed, EventKind, Failed, FixedDelay, FixedRate, Skipped, Started, TaskId
 
 if TYPE_CHECKING:
     from actors.core.dealer import Dealer
@@ -73,45 +73,6 @@ class RunEndings(InstanceRuns):
         _manual: dict[TaskId, tuple[float, float | None]]
         _respec: dict[TaskId, tuple[TaskSpec, float, float | None]]
         _queued_now: dict[TaskId, float]
-
-    def _emit(
-        self,
-        kind: EventKind,
-        task: TaskRecord,
-        at: float,
-        run: int | None,
-        *,
-        error: BaseException | None = None,
-        traceback: str | None = None,
-        value: object = None,
-        final: bool = False,
-        retrying: bool = False,
-        attempt: int | None = None,
-        reason: str | None = None,
-    ) -> None:
-        """Publish ``kind`` for ``task`` as an effect (both halves of the timetable publish)."""
-        if (
-            attempt is None
-        ):  # the attempt due (DUE) or running (STARTED, TIMED_OUT...), or that ran (retrying)
-            failures = task.failures
-            attempt = 1 if failures is None else failures.attempt - retrying
-        self._effects.events.append(
-            TaskEvent(
-                kind=kind,
-                task_id=task.task_id,
-                name=task.label(),
-                at=at,
-                run=run,
-                due_at=task.due_at if run is not None else None,
-                error=error,
-                traceback=traceback,
-                value=value,
-                final=final,
-                attempt=attempt,
-                retrying=retrying,
-                reason=reason,
-            )
-        )
 
     # -- reports ----------------------------------------------------------------------------
 

@@ -63,7 +63,14 @@ def test_up_to_n_runs_go_at_once_each_numbered_and_a_slot_beyond_is_missed(rig: 
     runs = s.history("op")
     assert {1, 2} <= {r.run for r in runs}
     assert len({r.run for r in runs}) == len(runs)  # each run its own number
-    events = [(e.kind, e.run) for e in rig.events(s).events if e.task_id == "op"]
+    recorded = rig.events(s)  # events come through the event bus, after the history has them
+    recorded.wait_for(
+        lambda _: (
+            {e.run for e in recorded.events if e.task_id == "op" and e.kind is EventKind.COMPLETED} >= {1, 2}
+        ),
+        rig.timeout,
+    )
+    events = [(e.kind, e.run) for e in recorded.events if e.task_id == "op"]
     for run in (1, 2):  # each run's own events, in its order
         mine = [kind for kind, number in events if number == run and kind is not EventKind.MISSED]
         assert mine[:3] == [EventKind.DUE, EventKind.STARTED, EventKind.COMPLETED]

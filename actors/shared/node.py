@@ -23,6 +23,13 @@ holds a durable task only while it holds the lease of one of its runs. The run's
    outcome stands (``OutcomesSaved``). Then only that lease is forgotten, by fence: the row,
    free once committed, may already be leased here again for its next slot.
 
+An ``overlap="allow"`` task is held longer, under the same one lease: from the claim of a slot
+until the last of its runs going ends. Meanwhile the core keeps it, and its further slots
+start further runs here (``RunInstance`` records: ``_confirm_beside``); each run's end and each
+slot are saved under the fence with the lease kept (``TaskUpdate.hold``: ``save`` tells by
+whether the core still has the task), and the save after the last run going ends the lease.
+A node that loses the lease saves nothing more (fenced out) and starts no more runs.
+
 The node is the scheduler actor's ``Home`` (``actors/runtime/home.py``), by structure: the actor
 calls it exactly as it calls a memory or a plain-store home. On a shared node every durable
 task in the core (one with a ``store_seq``) is a leased one: durable tasks reach this node only

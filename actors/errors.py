@@ -103,10 +103,10 @@ class UnpicklableExceptionError(SchedulerError):
 class SharedStoreUnsupportedError(SchedulerError, ValueError):
     """An option a shared store (PostgreSQL) cannot keep for a durable task: raised at the call.
 
-    Today: ``overlap="allow"``. A shared store leases one run of a task at a time (one row per
-    task, its lease and fence on that row), so it cannot have several runs of one task going at
-    once; such a task can be memory-only there (``durable=False``), or durable on SQLite
-    (``docs/persistence.md``, the store-support table).
+    No option raises it today: every option works on every store (``docs/persistence.md``, the
+    store-support table). It was ``overlap="allow"``'s, before the runs of such a task went on
+    beside one another under one lease (``docs/scale-out.md``); it stays, exported, for an
+    option a shared store may not keep in the future, and for code that catches it.
     """
 
 

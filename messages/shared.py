@@ -31,11 +31,14 @@ class CancelledInStore:
     The scheduler stops a claimed run of it that has not started (and asks one in progress to
     stop, with ``interrupt``), and publishes ``CANCELLED`` (on a shared store, the node whose
     cancel won publishes it). ``name`` is the task's name if the caller knew it.
+    ``elsewhere``: the cancel was another node's, seen by this node's lease keeper (a cancel with
+    ``interrupt`` of an ``overlap="allow"`` task whose runs go on here): stop them, publish nothing.
     """
 
     task_id: TaskId
     name: str | None = None
     interrupt: bool = False
+    elsewhere: bool = False
 
 
 @final

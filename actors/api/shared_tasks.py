@@ -14,6 +14,7 @@ Every method runs on the caller's thread and makes one or two short store calls.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 from collections.abc import Mapping
 from concurrent.futures import CancelledError
@@ -194,16 +195,33 @@ class SharedTasks:
         row = self._store.get(task_id)
         if row is None or (seq is not None and row.seq != seq):
             return None
-        flight = self._flights().get(row.seq) if row.live else None
+        allows = '"allow"' in row.options_json  # (the text test first: nearly every row has not)
+        flight = self._flights().get(row.seq) if row.live or allows else None
         waits = self._waits() if row.live and row.next_due is None else {}
         paused = row.live and self._store.is_paused(task_id)
-        return info_of(
+        info = info_of(
             row,
             flight,
             wall_offset=self._node.clock.offset,
             waiting_for=waits.get(row.seq, ()),
             paused=paused,
         )
+        if flight is not None and flight.owner == self._store.node and allows:
+            # An overlap="allow" task held here: its runs go on in this node's core, which counts
+            # them as they end (their saves may be on their way) and has its status (SCHEDULED
+            # while it waits for its next slot beside them; RUNNING while a cancelled one's last
+            # runs go), as in memory.
+            with contextlib.suppress(UnknownTaskError):
+                held = self._local.info(task_id)
+                info = dataclasses.replace(
+                    info,
+                    status=info.status if paused else held.status,
+                    active_runs=held.active_runs,
+                    run_count=held.run_count,
+                    failure_count=held.failure_count,
+                    consecutive_failures=held.consecutive_failures,
+                )
+        return info
 
     def row_infos(self) -> list[TaskInfo]:
         """Snapshots of every live durable task in the store, in ``seq`` order."""

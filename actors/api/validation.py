@@ -13,7 +13,6 @@ from typing import Any, Final, NamedTuple
 from actors.core.policies import DEFAULT_POLICIES, Policies, check_policies
 from actors.core.retry import Retry
 from actors.core.task_record import INLINE, PROCESSES, THREADS, plain_function
-from actors.errors import SharedStoreUnsupportedError
 from actors.references import LazyReference, check_picklable_arguments, reference_of, resolve_stored
 from actors.sync.clock import Clock
 from messages import is_minted_id
@@ -129,17 +128,14 @@ class TaskOptions(NamedTuple):
             recurring=recurring,
         )
 
-    def _check_overlap(self, policies: Policies, *, shared: bool) -> None:
-        """What the overlap policy does not combine with (``shared``: a durable task on a shared store)."""
+    def _check_overlap(self, policies: Policies) -> None:
+        """What the overlap policy does not combine with.
+
+        (``overlap="allow"`` works on every store: on a shared one, the runs of a task go on
+        beside one another under one lease, on the node that holds it: ``actors/shared/node.py``.)
+        """
         if policies.replaces and self.timeout is not None:
             raise ValueError('overlap="replace" does not combine with a timeout (not supported yet)')
-        if not policies.allows:
-            return
-        if shared:
-            raise SharedStoreUnsupportedError(
-                'overlap="allow" is not supported for a durable task on a shared store (PostgreSQL): '
-                "the store leases one run of a task at a time; make this task durable=False, or use SQLite"
-            )
 
     def check(
         self,
@@ -195,7 +191,7 @@ class TaskOptions(NamedTuple):
         if self.retry is not None and not isinstance(self.retry, Retry):
             raise TypeError(f"retry must be a Retry, got {self.retry!r}")
         durable = has_store if self.durable is None else self.durable
-        self._check_overlap(self.policies(recurring=recurring), shared=durable and runs_elsewhere)
+        self._check_overlap(self.policies(recurring=recurring))
         if not isinstance(self.keep_result, bool):
             raise TypeError(f"keep_result must be True or False, got {self.keep_result!r}")
         return durable

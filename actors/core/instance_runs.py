@@ -24,6 +24,13 @@ and the task waits for its next slot at once. ``run_now`` makes one more instanc
   its next slot. A run waiting for its retry stays one of the runs going (``PENDING``), under
   its run number; a cancel or a shutdown drops it. ``cancel(interrupt=True)`` asks every run
   going to stop (``_interrupt_instances``).
+- On a shared store (``durable_runs_once``) the task is held by its node's lease from the claim
+  of a slot until its last run going ends: meanwhile it waits here for its next slot as in
+  memory (a slot that comes while N go is missed), and each run's end is saved (under the
+  lease, which goes on: ``actors/shared/node.py``); when no run goes any more it is saved and
+  left to its store (detached), which ends the lease, as a plain leased task after its run.
+  A stopping scheduler (``closed``) leaves a durable one to its store the same way, once its
+  runs going have ended and been saved.
 - The plain path never comes here: the timetable asks ``self._instances`` (empty unless a run
   instance has been made) before any test of a record's type.
 """
@@ -86,6 +93,7 @@ class InstanceRuns(PolicyRuns):
         _want_missed: bool
         activity: int
         closed: bool
+        durable_runs_once: bool
         run_counts: RunCounts | None
 
         def _finish(self, task: TaskRecord, state: State, at: float, outcome: object) -> None: ...
@@ -97,6 +105,7 @@ class InstanceRuns(PolicyRuns):
             self, task: TaskRecord, error: BaseException, traceback: str, finished_at: float
         ) -> bool: ...
         def _end_attempts(self, task: TaskRecord) -> int: ...
+        def _detach(self, task: TaskRecord) -> bool: ...
 
     # -- new runs ---------------------------------------------------------------------------
 
@@ -288,6 +297,8 @@ class InstanceRuns(PolicyRuns):
         """A run of ``task`` has ended: a task waiting for its runs to end ends with the last one."""
         runs = self._instances.get(task.task_id)
         if runs is not None and runs.going:
+            if task.store_seq is not None:
+                self._effects.saves.append(task)  # its counters and the run's record; others go on
             return
         if task.state is CANCELLING:
             self._instances.pop(task.task_id, None)
@@ -298,6 +309,13 @@ class InstanceRuns(PolicyRuns):
             self._finish(task, COMPLETED, at, None)
         elif task.store_seq is not None:
             self._effects.saves.append(task)  # its counters and last outcome
+            if self.durable_runs_once or self.closed:
+                # A shared store's lease ends with the last run going (the next slot is the
+                # store's business); a stopping scheduler leaves it to its store.
+                self._unwait(task)
+                self._instances.pop(task.task_id, None)
+                if not self._detach(task):
+                    self._finish(task, CANCELLED, at, None)  # a cancel won its token meanwhile
 
     def _keep_instance_run(
         self,
@@ -383,6 +401,11 @@ class InstanceRuns(PolicyRuns):
             return
         self._instances.pop(task.task_id, None)
         self._finish(task, state, at, None)
+
+    def _runs_going(self, task: TaskRecord) -> bool:
+        """Whether runs of ``task`` (an ``overlap="allow"`` one) go on: made and not yet ended."""
+        runs = self._instances.get(task.task_id)
+        return runs is not None and bool(runs.going)
 
     def _unwait(self, task: TaskRecord) -> None:
         """Take a task out of the heap (or out of its pause), where its next slot waited."""

@@ -58,6 +58,7 @@ class Stopping(RunEndings, Queries):
         def _unpark(self, task_id: TaskId, *, waiting: bool) -> TaskRecord | None: ...
         def _finish(self, task: TaskRecord, state: State, at: float, outcome: object) -> None: ...
         def _end_cancelled(self, task: TaskRecord, now: float, *, mid_run: bool) -> None: ...
+        def _runs_going(self, task: TaskRecord) -> bool: ...
 
     def shut_down(self, *, now: float) -> None:
         """Refuse new tasks and cancel every task that has not started its run.
@@ -87,6 +88,8 @@ class Stopping(RunEndings, Queries):
             if task.state is CANCELLING or task.state in FINAL_STATES:
                 continue  # ends when its worker reports; or ended meanwhile (it waited for one that did)
             if task.store_seq is not None:
+                if self._instances and self._runs_going(task):
+                    continue  # overlap="allow": detached once its last run going ends, saved
                 if task.state is not HANDED and not self._detach(task):
                     self._end_cancelled(task, now, mid_run=False)  # a caller cancelled it (token revoked)
                 continue  # a worker holds its run: it ends (or detaches) when the run reports

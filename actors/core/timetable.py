@@ -547,9 +547,10 @@ class Timetable(Operations):
         """A pending task's ``catch_up`` moved its next run to a later slot (out of the heap): it waits.
 
         Here in the heap; a shared store's leased task in its store (saved and detached, as after
-        a missed run: ``durable_runs_once``), so no lease is held while it waits.
+        a missed run: ``durable_runs_once``), so no lease is held while it waits; but for an
+        ``overlap="allow"`` task whose runs go on, which waits here under its lease.
         """
-        if self.durable_runs_once and task.store_seq is not None:
+        if self.durable_runs_once and task.store_seq is not None and not self._runs_going(task):
             self._effects.saves.append(task)
             if not self._detach(task):
                 self._finish(task, CANCELLED, now, None)  # a cancel won its token meanwhile

@@ -54,6 +54,11 @@ class Held:
             it again; it ends with its lease, and other nodes may run it then.
         start_failed: Its worker could not ask the store whether the run may start (the store
             failed): the run never started, so there is no outcome to save; it is given back.
+        run_starts: For an ``overlap="allow"`` task, whose runs go on beside one another under
+            this one lease: when each run started (database clock), by run number.
+        refused_due: For such a task: the earliest due time (UTC epoch seconds) of a run whose
+            start the store refused (a pause from some node, or the lease lost): the row is
+            given back due then, so that slot is the paused task's to catch up on its resume.
     """
 
     lease: Lease
@@ -65,6 +70,8 @@ class Held:
     saving: bool = False
     declined: bool = False
     start_failed: bool = False
+    run_starts: dict[int, float] | None = None
+    refused_due: float | None = None
 
 
 class LeaseBook:
@@ -137,12 +144,39 @@ class LeaseBook:
             if held is not None:
                 held.task = task
 
-    def start(self, seq: int, at: float) -> None:
-        """Record that the run of row ``seq`` started at ``at`` (database clock)."""
+    def start(self, seq: int, at: float, run: int | None = None) -> None:
+        """Record that the run of row ``seq`` started at ``at`` (database clock).
+
+        ``run``: the run's number, for one of several runs beside one another under the lease
+        (``overlap="allow"``): ``started`` is then the first run's start.
+        """
         with self._lock:
             held = self._held.get(seq)
             if held is not None:
-                held.started = at
+                if held.started is None:
+                    held.started = at
+                if run is not None:
+                    if held.run_starts is None:
+                        held.run_starts = {}
+                    held.run_starts[run] = at
+
+    def run_started(self, seq: int, run: int) -> float | None:
+        """When run ``run`` under the lease of row ``seq`` started (``start`` with ``run``), if known."""
+        with self._lock:
+            held = self._held.get(seq)
+            if held is None or held.run_starts is None:
+                return None
+            return held.run_starts.get(run)
+
+    def refused_beside(self, seq: int, due: float | None) -> None:
+        """A run beside others under the lease of row ``seq`` was refused its start (its worker's thread).
+
+        The lease goes on for the runs going; ``due`` (UTC epoch seconds) is the refused run's slot.
+        """
+        with self._lock:
+            held = self._held.get(seq)
+            if held is not None and due is not None and (held.refused_due is None or due < held.refused_due):
+                held.refused_due = due
 
     def start_failed(self, seq: int) -> None:
         """The run of row ``seq`` did not start: the store failed, or refused it (its worker's thread).

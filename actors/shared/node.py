@@ -23,6 +23,13 @@ holds a durable task only while it holds the lease of one of its runs. The run's
    outcome stands (``OutcomesSaved``). Then only that lease is forgotten, by fence: the row,
    free once committed, may already be leased here again for its next slot.
 
+An ``overlap="allow"`` task is held longer, under the same one lease: from the claim of a slot
+until the last of its runs going ends. Meanwhile the core keeps it, and its further slots
+start further runs here (``RunInstance`` records: ``_confirm_beside``); each run's end and each
+slot are saved under the fence with the lease kept (``TaskUpdate.hold``: ``save`` tells by
+whether the core still has the task), and the save after the last run going ends the lease.
+A node that loses the lease saves nothing more (fenced out) and starts no more runs.
+
 The node is the scheduler actor's ``Home`` (``actors/runtime/home.py``), by structure: the actor
 calls it exactly as it calls a memory or a plain-store home. On a shared node every durable
 task in the core (one with a ``store_seq``) is a leased one: durable tasks reach this node only
@@ -49,7 +56,7 @@ import pykka
 
 from actors.core.effects import Effects, RunOutcome
 from actors.core.run_totals import CommitTimes
-from actors.core.task_record import PROCESSES, THREADS, TaskRecord
+from actors.core.task_record import PROCESSES, THREADS, RunInstance, TaskRecord
 from actors.core.task_state import COMPLETED, FAILED
 from actors.core.timetable import Timetable
 from actors.errors import DuplicateTaskError, RunLostError, SchedulerShutdownError, StoreError
@@ -76,6 +83,7 @@ from messages import (
     EventKind,
     OutcomesSaved,
     RetrySaves,
+    RunNow,
     RunTask,
     StoreTotals,
     TaskEvent,
@@ -103,11 +111,14 @@ def _on_grid(update: TaskUpdate, held: Held) -> float | None:
 
 
 def _keys(updates: Iterable[TaskUpdate]) -> list[tuple[int, int]]:
-    """The leases, by ``(seq, fence)``, whose outcomes ``updates`` are (each fenced: a leased run's)."""
-    return [(update.seq, update.fence) for update in updates if update.fence is not None]
+    """The leases, by ``(seq, fence)``, that ``updates`` end (each fenced: a leased run's; not a ``hold``)."""
+    return [(update.seq, update.fence) for update in updates if update.fence is not None and not update.hold]
 
 
 _IN_NODE: Final = frozenset({THREADS, PROCESSES})  # executors whose runs die with their node
+# Events of a leased task that do not wait for its save: DUE goes out at once; CANCELLED is the
+# event of the node whose cancel won (``cancelled_in_store``), never of the save.
+_NOT_WAITING: Final = frozenset({EventKind.DUE, EventKind.CANCELLED})
 
 
 class LostRun:
@@ -131,6 +142,32 @@ class LostRun:
 
     def __repr__(self) -> str:
         return f"LostRun({self.task_id!r}, {self.losses})"
+
+
+class RunsBeside:
+    """The runs of an ``overlap="allow"`` task held here, as the lease keeper sees them (``Stoppable``).
+
+    Those runs are the core's (``RunInstance`` records, made as slots come), not the task's: a
+    cancel with ``interrupt`` from another node, which the keeper learns at a renewal, is told
+    to the scheduler actor, which cancels the task in its core with ``interrupt`` (each run
+    going is asked to stop; the cancelling node publishes ``CANCELLED``). Any thread.
+    """
+
+    __slots__ = ("_tell", "task")
+
+    def __init__(self, task: TaskRecord, tell: Callable[[object], object]) -> None:
+        """Stand for ``task``'s runs; ``tell`` sends a message to the scheduler actor."""
+        self.task = task
+        self._tell = tell
+
+    def interrupt(self) -> bool:
+        """Ask the runs going to stop (through the scheduler actor); whether this asked."""
+        self._tell(CancelledInStore(self.task.task_id, None, interrupt=True, elsewhere=True))
+        return True
+
+    def make_way(self) -> bool:
+        """Nothing: only an ``overlap="replace"`` task's run is asked to make way."""
+        return False
 
 
 def _fail_lost(task: TaskRecord, losses: int) -> None:
@@ -187,7 +224,7 @@ class SharedNode:
         self._stop_listening: Callable[[], None] | None = None
         self._saver: OutcomeSaver[_Unsaved] = OutcomeSaver(self._commit, poll=store.poll)
         # The starts the workers ask at once: one statement (a lone one: SharedStore.start).
-        self._starts = StartGroup(store.start_many, lambda lease, seal: store.start(lease, seal=seal))
+        self._starts = StartGroup(store.start_many, self._start_one)
         self._scheduler: pykka.ActorRef[Any] | None = None
         self.fenced_out = 0  # runs whose outcome the store refused (another node's stands)
         # _commits_lock guards commits: the saver's thread observes, the actor's takes snapshots.
@@ -197,6 +234,12 @@ class SharedNode:
         # the node's start, less the time a live fleet takes to claim a due run (start sets it).
         self._fleet_was_down_before = -math.inf
         self._max_lost_runs = store.max_lost_runs  # a lease lost this often fails (the poison-pill limit)
+
+    def _start_one(self, lease: Lease, seal: bool, beside: bool) -> float | None:
+        """``SharedStore.start`` of one run (a worker's thread); ``beside`` is passed only when set."""
+        if beside:
+            return self.store.start(lease, seal=seal, beside=True)
+        return self.store.start(lease, seal=seal)
 
     @property
     def start_check(self) -> StartCheck:
@@ -344,13 +387,24 @@ class SharedNode:
                             core.add_caught_up(task, now=now)  # missed while the fleet was down: catch_up
                         else:
                             core.add(task, now=now)
-                    self.book.attach(lease.seq, task)
+                    self.book.attach(lease.seq, self._stoppable(task))
                 except (DuplicateTaskError, SchedulerShutdownError):
                     refused.append(lease)
                 except Exception:  # a row this version cannot read: leave it to its lease's end
                     logger.exception("leased task %r cannot be loaded", lease.task.task_id)
                     self.book.decline(lease.seq)
         self._give_back(refused)
+
+    def _stoppable(self, task: TaskRecord) -> TaskRecord | RunsBeside:
+        """What the lease keeper asks to stop for a leased task: its run, or its runs beside one another."""
+        scheduler = self._scheduler
+        if not task.spec.policies.allows or scheduler is None:
+            return task
+        return RunsBeside(task, lambda message: tell_quietly(scheduler, message))
+
+    def _held_task(self, held: Held) -> object:
+        """The task record a lease is held for (``RunsBeside`` stands for its task's runs)."""
+        return held.task.task if isinstance(held.task, RunsBeside) else held.task
 
     def confirm_start(self, run: RunTask) -> bool:
         """Whether ``run`` may start (worker thread, before the run's token moves); record when it did.
@@ -359,6 +413,8 @@ class SharedNode:
         a cancel committed by any node, or a lease lost, wins over it).
         """
         task = run.task
+        if isinstance(task, RunInstance):  # a run of an overlap="allow" task: under its task's lease
+            return self._confirm_beside(run, task)
         seq = task.store_seq if isinstance(task, TaskRecord) else None
         if seq is None:
             return True  # a memory task of this node: its token alone decides
@@ -382,10 +438,44 @@ class SharedNode:
         self.book.start(seq, started)
         return True
 
+    def _confirm_beside(self, run: RunTask, instance: RunInstance) -> bool:
+        """``confirm_start`` of one run of an ``overlap="allow"`` task (worker thread).
+
+        Every run of such a task that this node starts goes under the one lease of its task's
+        row, which the node holds from the claim of a slot until the last run going ends (see
+        ``save``). Each run asks the store as a plain leased run does (a cancel or a pause from
+        any node wins); a run after the first under the lease is ``beside`` (refused too once the
+        row was replaced, rescheduled or given a ``run_now`` elsewhere). A refused run does not
+        end the lease (others may be going): it is noted (``refused_beside``) and skipped.
+        """
+        seq = instance.parent.store_seq
+        if seq is None:
+            return True  # a memory task's run: its token alone decides
+        held = self.book.get(seq)
+        if held is None or held.lost:
+            return False
+        due = None if instance.manual else instance.due_wall  # (a run_now run has no slot to keep)
+        try:
+            started = self._starts.start(held.lease, seal=False, beside=held.started is not None)
+        except StoreError as error:
+            self.book.refused_beside(seq, due)
+            logger.warning("run of %r not started: the store failed: %s", run.task_id, error)
+            return False
+        if started is None:
+            self.book.refused_beside(seq, due)
+            logger.info(
+                "run %d of %r not started: cancelled, paused, changed or claimed elsewhere, meanwhile",
+                run.run,
+                run.task_id,
+            )
+            return False
+        self.book.start(seq, started, run=instance.run_count + 1)
+        return True
+
     def holds(self, task: TaskRecord) -> bool:
         """Whether ``task`` is the record of a run this node holds the lease of (any thread)."""
         held = None if task.store_seq is None else self.book.get(task.store_seq)
-        return held is not None and held.task is task
+        return held is not None and self._held_task(held) is task
 
     # -- outcomes (scheduler thread) ---------------------------------------------------------
 
@@ -409,16 +499,25 @@ class SharedNode:
                 abandoned.append(held.lease)  # never started: give it back (or let it end)
             elif held is not None:
                 update = task_update(task)
-                updates.append(
-                    dataclasses.replace(update, fence=held.lease.fence, next_due=_on_grid(update, held))
-                )
+                next_due = _on_grid(update, held)
+                # An overlap="allow" task the core still has: its runs go on (or its next slot
+                # waits among them) under this lease, which this save keeps (the core lets the
+                # task go, detached, when the last run going ends: that save ends the lease).
+                hold = task.spec.policies.allows and core.tasks.get(task.task_id) is task
+                refused = held.refused_due
+                if not hold and refused is not None and next_due is not None and refused < next_due:
+                    next_due = refused  # a slot whose run was refused (paused): the row keeps it
+                fenced = dataclasses.replace(update, fence=held.lease.fence, next_due=next_due, hold=hold)
+                updates.append(fenced)
         self._give_back(abandoned)
         saving = {update.task_id for update in updates}
         runs = [self._run_record(outcome, core) for outcome in effects.ledger]
         ended = [(t, v) for t, v in effects.finished if t.store_seq is not None and t.task_id in saving]
-        waiting = [e for e in effects.events if e.task_id in saving and e.kind is not EventKind.CANCELLED]
+        # A DUE event says a slot came, not how a run ended: it goes out now (an overlap="allow"
+        # task's slot is saved as it comes, and its run's STARTED must not come before it).
+        waiting = [e for e in effects.events if e.task_id in saving and e.kind not in _NOT_WAITING]
         saved_runs = [run for run in runs if run is not None and run.task_id in saving]
-        effects.events[:] = [e for e in effects.events if e.task_id not in leased]
+        effects.events[:] = [e for e in effects.events if e.task_id not in leased or e.kind is EventKind.DUE]
         if updates:
             self._put(_Unsaved(updates, saved_runs, waiting, ended))
 
@@ -432,7 +531,11 @@ class SharedNode:
             return None
         record = dataclasses.replace(run_record(outcome, wall_offset=core.wall_offset), node=self.store.node)
         held = self.book.get(task.store_seq)
-        if held is not None and held.started is not None and record.started is not None:
+        if held is not None and held.run_starts is not None:  # runs beside one another: each its own
+            started = self.book.run_started(task.store_seq, record.run)
+            if started is not None and record.started is not None:
+                record = dataclasses.replace(record, started=started)  # the database's clock
+        elif held is not None and held.started is not None and record.started is not None:
             record = dataclasses.replace(record, started=held.started)  # the database's clock
         return record
 
@@ -529,11 +632,30 @@ class SharedNode:
         if (task is not None and task.store_seq is None) or is_memory_id(message.task_id):
             return operate(core, message, now), NO_EVENTS
         try:
+            if isinstance(message, RunNow) and task is not None and self._runs_beside_here(task):
+                return operate(core, message, now), NO_EVENTS
             reply, event = operate_stored(self.store, message, core, now)
         except StoreError as error:
             logger.warning("could not %s %r: %s", type(message).__name__, message.task_id, error)
             return error, NO_EVENTS
         return reply, NO_EVENTS if event is None else (event,)
+
+    def _runs_beside_here(self, task: TaskRecord) -> bool:
+        """Whether ``task`` is an ``overlap="allow"`` task whose lease this node holds, not paused.
+
+        Its ``run_now`` is then the core's, at once, as in memory: one more run beside those
+        going under the lease, if fewer than ``max_instances`` go (else ``False``). A paused
+        row's ``run_now`` goes to the store (its run is claimed once the lease ends).
+
+        Raises:
+            StoreError: the store failed.
+        """
+        if not task.spec.policies.allows or task.store_seq is None:
+            return False
+        held = self.book.get(task.store_seq)
+        if held is None or held.lost or self._held_task(held) is not task:
+            return False
+        return not self.store.is_paused(task.task_id)
 
     # -- cancels (scheduler thread) ----------------------------------------------------------
 
@@ -568,7 +690,7 @@ class SharedNode:
             name = name or task.name
             # A run not started yet never starts here; one in progress is asked to stop, if told.
             core.cancel(message.task_id, now=now, interrupt=message.interrupt)
-        if EventKind.CANCELLED not in core.wanted:
+        if message.elsewhere or EventKind.CANCELLED not in core.wanted:
             return None
         label = name or message.task_id
         return TaskEvent(kind=EventKind.CANCELLED, task_id=message.task_id, name=label, at=now, final=True)

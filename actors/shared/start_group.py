@@ -8,7 +8,8 @@ sends every start waiting (its own and those asked while it waits) in one statem
 flight waits for the next group, which the first of them leads. No thread of its own and no
 delay: a start asked alone goes out at once, as before. Each start is decided on its own, in
 the store, before its run's token moves, as ``start`` decides it: a cancel committed before
-it still wins.
+it still wins. A start ``beside`` others under one lease (``SharedStore.start``) goes in the
+same group, flagged.
 """
 
 from __future__ import annotations
@@ -16,10 +17,20 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from actors.store.protocol import Lease
 
-__all__ = ["StartGroup"]
+__all__ = ["StartGroup", "StartMany"]
+
+
+class StartMany(Protocol):
+    """``SharedStore.start_many``: called with ``beside`` only when some start of the group is."""
+
+    def __call__(
+        self, starts: Sequence[tuple[Lease, bool]], beside: Sequence[bool] | None = None
+    ) -> list[float | None]:
+        """Start these leased runs; answers in order (``SharedStore.start_many``)."""
 
 
 @dataclass(slots=True)
@@ -28,6 +39,7 @@ class _Ask:
 
     lease: Lease
     seal: bool
+    beside: bool
     done: threading.Event = field(default_factory=threading.Event)
     started: float | None = None
     error: Exception | None = None
@@ -39,12 +51,12 @@ class StartGroup:
 
     def __init__(
         self,
-        start_many: Callable[[Sequence[tuple[Lease, bool]]], list[float | None]],
-        start: Callable[[Lease, bool], float | None] | None = None,
+        start_many: StartMany,
+        start: Callable[[Lease, bool, bool], float | None] | None = None,
     ) -> None:
         """Send groups with ``start_many`` (answers in order; raises for the whole group).
 
-        ``start``, if given, sends a group of one (``SharedStore.start``).
+        ``start``, if given, sends a group of one (``SharedStore.start``: lease, seal, beside).
         """
         self._start_many = start_many
         self._start = start
@@ -54,13 +66,13 @@ class StartGroup:
         self._sending = False
         self.groups = 0  # store calls made (for tests and stats)
 
-    def start(self, lease: Lease, *, seal: bool) -> float | None:
+    def start(self, lease: Lease, *, seal: bool, beside: bool = False) -> float | None:
         """Start the run of ``lease`` (``SharedStore.start``), grouped with those asked meanwhile.
 
         Raises:
             Exception: Whatever ``start_many`` raised for the group (``StoreError``).
         """
-        ask = _Ask(lease, seal)
+        ask = _Ask(lease, seal, beside)
         with self._lock:
             if self._sending:
                 self._waiting.append(ask)
@@ -82,9 +94,11 @@ class StartGroup:
         try:
             self.groups += 1
             if self._start is not None and len(group) == 1:
-                answers = [self._start(first.lease, first.seal)]
+                answers = [self._start(first.lease, first.seal, first.beside)]
             else:
-                answers = self._start_many([(ask.lease, ask.seal) for ask in group])
+                starts = [(ask.lease, ask.seal) for ask in group]
+                flags = [ask.beside for ask in group]
+                answers = self._start_many(starts, flags) if any(flags) else self._start_many(starts)
             for ask, started in zip(group, answers, strict=True):
                 ask.started = started
         except Exception as error:  # every start of the group failed: each worker raises it

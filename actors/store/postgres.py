@@ -472,7 +472,7 @@ class PostgresStore:
             raise ValueError(f"due_within must be a number of seconds >= 0, got {due_within!r}")
         return renewals.run("renew", lambda db: writes.renew(db, leases, self._node, self._lease, due_within))
 
-    def start(self, lease: Lease, *, seal: bool) -> float | None:
+    def start(self, lease: Lease, *, seal: bool, beside: bool = False) -> float | None:
         """Record that the leased run of ``lease`` starts; see ``SharedStore.start``. Any thread.
 
         Repeatable after a lost connection: starting twice under one lease is starting once.
@@ -481,15 +481,20 @@ class PostgresStore:
         if lease.owner != self._node:  # another node's lease is not ours to start
             self._live()
             return None
-        return self._read("start", lambda db: writes.start(db, lease, bool(seal), self._node, self._lease))
+        node, period, flag = self._node, self._lease, bool(beside)
+        return self._read("start", lambda db: writes.start(db, lease, bool(seal), node, period, beside=flag))
 
-    def start_many(self, starts: Sequence[tuple[Lease, bool]]) -> list[float | None]:
+    def start_many(
+        self, starts: Sequence[tuple[Lease, bool]], beside: Sequence[bool] | None = None
+    ) -> list[float | None]:
         """``start`` for several leased runs in one statement; see ``SharedStore.start_many``. Any thread."""
         check_leases([held for held, _ in starts])
+        if beside is not None and len(beside) != len(starts):
+            raise ValueError(f"beside must have one flag per start ({len(starts)}), got {len(beside)}")
         if not starts:
             self._live()
             return []
-        return self._read("start", lambda db: writes.start_many(db, starts, self._node, self._lease))
+        return self._read("start", lambda db: writes.start_many(db, starts, self._node, self._lease, beside))
 
     # -- operating a live task (postgres_operations) ------------------------------------------
 

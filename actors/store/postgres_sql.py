@@ -93,16 +93,17 @@ CANCEL_TASK: Final = f"""
 # task.lease_until are the row's values before this update: a terminal row keeps its status
 # (no update undoes a committed cancel) and takes the counters. A fenced update applies only
 # to the row its lease still holds, and ends the lease; if the task was replaced while that
-# claim was in flight, the replaced definition's status and next due time stand. Returns the
-# seq of each applied one.
+# claim was in flight, the replaced definition's status and next due time stand. A fenced
+# update with hold (an overlap="allow" task whose other runs go on under the same lease) is
+# applied the same way but keeps the lease. Returns the seq of each applied one.
 _UPDATE_TASKS: Final = f"""
     WITH given AS (
         SELECT * FROM unnest(%(task_id)s::text[], %(seq)s::bigint[], %(status)s::text[],
                              %(next_due)s::float8[], %(run_count)s::bigint[], %(failure_count)s::bigint[],
                              %(consecutive_failures)s::bigint[], %(last_error)s::text[],
-                             %(last_outcome)s::text[], %(fence)s::bigint[])
+                             %(last_outcome)s::text[], %(fence)s::bigint[], %(hold)s::boolean[])
             AS given (task_id, seq, status, next_due, run_count, failure_count, consecutive_failures,
-                      last_error, last_outcome, fence)),
+                      last_error, last_outcome, fence, hold)),
     applied AS (
         UPDATE task SET status = CASE WHEN task.status <> 'scheduled' THEN task.status
                                       WHEN task.replaced_fence = given.fence THEN task.status
@@ -115,8 +116,8 @@ _UPDATE_TASKS: Final = f"""
                         last_error = given.last_error, last_outcome = given.last_outcome,
                         updated_at = {NOW}, change = {XID},
                         grid_due = CASE WHEN task.manual_fence = given.fence THEN NULL ELSE task.grid_due END,
-                        owner = CASE WHEN given.fence IS NULL THEN task.owner END,
-                        lease_until = CASE WHEN given.fence IS NULL THEN task.lease_until END
+                        owner = CASE WHEN given.fence IS NULL OR given.hold THEN task.owner END,
+                        lease_until = CASE WHEN given.fence IS NULL OR given.hold THEN task.lease_until END
           FROM given
          WHERE task.seq = given.seq AND task.task_id = given.task_id
            AND (given.fence IS NULL OR (task.owner = %(node)s AND task.fence = given.fence))
@@ -318,19 +319,26 @@ RENEW_DUE: Final = f"""
 # scheduled (a cancel from any node committed before this wins: the run does not start). It
 # renews the lease, and records the start (sealed too, for a run a cancel can no longer stop).
 # A paused row's run does not start, but for the run_now run the claim took (manual_fence).
+# A run started beside others under the same lease (%(beside)s: an overlap="allow" task's
+# further runs, ``actors/shared/node.py``) is also refused once the row was replaced,
+# rescheduled or given a run_now from elsewhere since the claim (replaced_fence = fence): the
+# lease then runs no new run of the old definition, and ends with the last run going.
 START: Final = f"""
     UPDATE task SET lease_until = {NOW} + %(lease)s, started_fence = fence,
                     sealed_fence = CASE WHEN %(seal)s THEN fence ELSE sealed_fence END
      WHERE seq = %(seq)s AND fence = %(fence)s AND owner = %(node)s AND status = 'scheduled'
        AND (NOT paused OR manual_fence = fence)
+       AND NOT (%(beside)s AND coalesce(replaced_fence = fence, false))
     RETURNING {NOW}"""
 # START for several leased runs in one statement; returns the seq of each that may start.
 START_MANY: Final = f"""
     UPDATE task SET lease_until = {NOW} + %(lease)s, started_fence = task.fence,
                     sealed_fence = CASE WHEN given.seal THEN task.fence ELSE task.sealed_fence END
-      FROM unnest(%(seq)s::bigint[], %(fence)s::bigint[], %(seal)s::boolean[]) AS given (seq, fence, seal)
+      FROM unnest(%(seq)s::bigint[], %(fence)s::bigint[], %(seal)s::boolean[], %(beside)s::boolean[])
+           AS given (seq, fence, seal, beside)
      WHERE task.seq = given.seq AND task.fence = given.fence AND task.owner = %(node)s
        AND task.status = 'scheduled' AND (NOT task.paused OR task.manual_fence = task.fence)
+       AND NOT (given.beside AND coalesce(task.replaced_fence = task.fence, false))
     RETURNING task.seq, {NOW}"""
 # The runs in flight on every node: rows held by a lease that has not ended (task_owned).
 IN_FLIGHT: Final = f"""

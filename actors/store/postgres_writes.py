@@ -174,6 +174,7 @@ def _save(
                 "last_error": [updates[i].last_error for i in batch],
                 "last_outcome": [updates[i].last_outcome for i in batch],
                 "fence": [updates[i].fence for i in batch],
+                "hold": [updates[i].hold for i in batch],
                 "node": node,
                 "channel": channel,
             },
@@ -267,6 +268,7 @@ def _update_params(updates: Sequence[TaskUpdate]) -> dict[str, list[Any]]:
         "last_error": [u.last_error for u in updates],
         "last_outcome": [u.last_outcome for u in updates],
         "fence": [u.fence for u in updates],
+        "hold": [u.hold for u in updates],
     }
 
 
@@ -358,9 +360,12 @@ def renew(
     return result
 
 
-def start(db: Connection, held: Lease, seal: bool, node: str, lease: float) -> float | None:
+def start(
+    db: Connection, held: Lease, seal: bool, node: str, lease: float, *, beside: bool = False
+) -> float | None:
     """Record that the run of ``held`` starts; return the database's clock, or ``None`` if refused."""
     params = {"seq": held.seq, "fence": held.fence, "node": node, "lease": lease, "seal": seal}
+    params["beside"] = beside
     row = db.execute(q.START, params).fetchone()
     if row is None:
         return None
@@ -369,16 +374,26 @@ def start(db: Connection, held: Lease, seal: bool, node: str, lease: float) -> f
 
 
 def start_many(
-    db: Connection, starts: Sequence[tuple[Lease, bool]], node: str, lease: float
+    db: Connection,
+    starts: Sequence[tuple[Lease, bool]],
+    node: str,
+    lease: float,
+    beside: Sequence[bool] | None = None,
 ) -> list[float | None]:
-    """Record that the runs of these leases start; return the database's clock for each, ``None``: refused."""
-    mine = [(held, seal) for held, seal in starts if held.owner == node]
+    """Record that the runs of these leases start; return the database's clock for each, ``None``: refused.
+
+    ``beside``: for each start, whether it is ``SharedStore.start``'s ``beside`` (default: none is).
+    """
+    flags = [False] * len(starts) if beside is None else [bool(flag) for flag in beside]
+    given = zip(starts, flags, strict=True)
+    mine = [(held, seal, flag) for (held, seal), flag in given if held.owner == node]
     if not mine:
         return [None] * len(starts)
     params = {
-        "seq": [held.seq for held, _ in mine],
-        "fence": [held.fence for held, _ in mine],
-        "seal": [bool(seal) for _, seal in mine],
+        "seq": [held.seq for held, _, _ in mine],
+        "fence": [held.fence for held, _, _ in mine],
+        "seal": [bool(seal) for _, seal, _ in mine],
+        "beside": [flag for _, _, flag in mine],
         "node": node,
         "lease": lease,
     }

@@ -421,7 +421,7 @@ class SharedStore(Store, Protocol):
             StoreError: The store failed or is closed.
         """
 
-    def start(self, lease: Lease, *, seal: bool) -> float | None:
+    def start(self, lease: Lease, *, seal: bool, beside: bool = False) -> float | None:
         """Record that the leased run of ``lease`` starts now; say whether it may.
 
         Call it just before the run starts. It may if the row is still held with this lease
@@ -429,6 +429,9 @@ class SharedStore(Store, Protocol):
         run must not start. Starting renews the lease. ``seal`` is for a run a cancel can no
         longer stop once started (a one-time task's): while its lease holds, ``cancel``
         returns ``False`` for the task, as it does in memory for a run in progress.
+        ``beside`` is for a further run under the same lease (an ``overlap="allow"`` task's
+        runs beside one another): it is refused too once the row was replaced, rescheduled or
+        given a ``run_now`` since the claim, so the lease starts no new run of the old definition.
 
         Returns:
             The database's clock at the start (UTC epoch seconds), or ``None``: do not start.
@@ -437,8 +440,12 @@ class SharedStore(Store, Protocol):
             StoreError: The store failed or is closed (do not start the run either).
         """
 
-    def start_many(self, starts: Sequence[tuple[Lease, bool]]) -> list[float | None]:
+    def start_many(
+        self, starts: Sequence[tuple[Lease, bool]], beside: Sequence[bool] | None = None
+    ) -> list[float | None]:
         """``start`` for several leased runs (each with its ``seal``) in one call; answers in order.
+
+        ``beside``: one flag per start, as ``start``'s (``None``: none is beside).
 
         Each is decided as ``start`` decides it, on its own: one refused does not hold up another.
 

@@ -197,6 +197,9 @@ class TaskUpdate:
         trigger_json: The task's new trigger, as JSON text (``Scheduler.reschedule``); ``None``
             leaves the stored trigger as it is. Kept by a plain ``Store`` (SQLite); a shared
             store writes a new trigger with its own ``SharedStore.reschedule``.
+        hold: With a ``fence``: applied as any fenced update, but the lease goes on (an
+            ``overlap="allow"`` task's run ended while others of it go on under the same
+            lease, or its next slot came). A backend without leases ignores it.
     """
 
     task_id: str
@@ -211,12 +214,15 @@ class TaskUpdate:
     fence: int | None = None
     paused: bool | None = None
     trigger_json: str | None = None
+    hold: bool = False
 
     def __post_init__(self) -> None:
         _check_text("task_id", self.task_id)
         _check_text("trigger_json", self.trigger_json, optional=True)
         if self.paused is not None and not isinstance(self.paused, bool):
             raise TypeError(f"paused must be a bool or None, got {self.paused!r}")
+        if not isinstance(self.hold, bool):
+            raise TypeError(f"hold must be a bool, got {self.hold!r}")
         _check_count("seq", self.seq)
         if self.status not in STATUSES:
             raise ValueError(f"status must be one of {sorted(STATUSES)}, got {self.status!r}")

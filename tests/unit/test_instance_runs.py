@@ -11,6 +11,7 @@ import pytest
 from actors.core.policies import DEFAULT_POLICIES, Policies, check_policies
 from actors.core.retry import Retry
 from actors.core.task_record import RunInstance, TaskRecord, TaskSpec
+from actors.core.task_state import State
 from actors.core.timetable import Timetable
 from actors.errors import RunCancelled, TaskTimeoutError
 from actors.sync.claim import ABANDONED, INTERRUPTED, NOT_STOPPED, TIMED_OUT
@@ -502,3 +503,56 @@ def test_a_pause_lets_a_runs_waiting_attempt_run_as_runs_going_finish() -> None:
     pool.finish(next(iter(pool.current)), at=5.0)
     info = table.info("a")
     assert (info.status, info.run_count, info.active_runs) == (TaskStatus.PAUSED, 1, 0)
+
+
+# -- a durable task: its store learns each run; a shared node's lease ends with the last ---------
+
+
+def stored_allowing() -> TaskRecord:
+    task = allowing()
+    task.store_seq = 7
+    task.due_wall = 0.0
+    return task
+
+
+def test_on_a_shared_node_the_task_stays_while_runs_go_and_is_left_to_its_store_with_the_last() -> None:
+    table, pool = setup()
+    table.durable_runs_once = True  # a shared store's node: a leased task goes back after its runs
+    task = stored_allowing()
+    table.add(task, now=0.0)
+    assert task in pool.take().saves  # its slot came: the store learns the next one (lease kept)
+    pool.start(0, now=0.0)
+    table.tick(now=10.0)  # a slot while run 1 goes: run 2 beside it, under the same hold
+    pool.take()
+    pool.start(1, now=10.0)
+    pool.finish(0, at=11.0)
+    effects = pool.take()
+    assert task in effects.saves  # run 1 saved as it ends, while run 2 goes
+    assert [outcome.entry.run for outcome in effects.ledger] == [1]
+    assert table.info("a").active_runs == 1
+    assert table.has("a")
+    pool.finish(1, at=12.0)
+    effects = pool.take()
+    assert task in effects.saves
+    assert [outcome.entry.run for outcome in effects.ledger] == [2]
+    assert not table.has("a")  # the last run going ended: left to its store (its lease ends)
+    assert task.state is State.DETACHED
+    assert (task.run_count, task.due_at) == (2, 20.0)
+    assert not table.busy
+
+
+def test_a_stopping_scheduler_leaves_a_durable_task_to_its_store_once_its_runs_going_end() -> None:
+    table, pool = setup()
+    task = stored_allowing()
+    table.add(task, now=0.0)
+    pool.take()
+    pool.start(0, now=0.0)
+    table.shut_down(now=1.0)
+    pool.take()
+    assert table.has("a")  # its run goes on: its outcome is saved before it is let go
+    pool.finish(0, at=2.0)
+    effects = pool.take()
+    assert task in effects.saves
+    assert [outcome.entry.run for outcome in effects.ledger] == [1]
+    assert task.state is State.DETACHED
+    assert not table.busy

@@ -378,13 +378,16 @@ class RunTask:
 class RunBatch:
     """Scheduler -> idle worker: these runs, in order (each only if the worker claims it).
 
+    A run is a ``RunTask``, or, for a plain task run by a thread worker, the tuple that
+    stands for one (``PlainRun``, ``actors/core/effects.py``): made for nearly every run.
+
     The worker reports each run it claims with ``Completed``, ``Failed`` or ``Skipped``; the
     report of the last one says ``idle=True``. The list is the worker's from then on: it
     empties it when done, so that the message, which pykka keeps until the next one arrives,
     does not keep the runs' arguments alive.
     """
 
-    runs: list[RunTask] = field(compare=False)
+    runs: list[RunTask | tuple[Any, ...]] = field(compare=False)
 
 
 @final

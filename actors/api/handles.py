@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from actors.core.task_record import TaskRecord
 from actors.errors import SchedulerShutdownError, UnknownTaskError, WouldDeadlockError
-from actors.runtime.run_context import CURRENT_RUN
+from actors.runtime.run_context import running_task
 from actors.sync.token import DETACHED, FINISHED, REVOKED, TAKEN
 from messages import TaskId, TaskInfo, TaskStatus
 
@@ -86,8 +86,7 @@ class TaskHandle:
             BaseException: whatever the task's (last) run raised, if it failed.
         """
         task = self._task
-        current = CURRENT_RUN.get()
-        if current is not None and current[0].task is task and task.token_state is not FINISHED:
+        if running_task() is task and task.token_state is not FINISHED:
             raise WouldDeadlockError(f"task {task.task_id!r} waits for its own result from inside its run")
         if not task.wait_ended(timeout):
             raise TimeoutError(f"task {task.task_id!r} did not end within {timeout} s")

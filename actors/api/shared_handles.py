@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Protocol
 from actors.api.handles import TaskHandle
 from actors.core.task_record import TaskRecord
 from actors.errors import SchedulerShutdownError, UnknownTaskError, WouldDeadlockError
-from actors.runtime.run_context import CURRENT_RUN
+from actors.runtime.run_context import running_task
 from actors.sync.waiting import Deadline, check_timeout
 from messages import TaskId, TaskInfo
 
@@ -142,8 +142,8 @@ class SharedTaskHandle(TaskHandle):
             BaseException: whatever its last run raised, if that run failed on this node.
         """
         deadline = Deadline(check_timeout(timeout))
-        current = CURRENT_RUN.get()
-        if current is not None and current[0].task_id == self.task_id:
+        current = running_task()
+        if current is not None and getattr(current, "task_id", None) == self.task_id:
             raise WouldDeadlockError(f"task {self.task_id!r} waits for its own result from inside its run")
         shared = self._shared
         while True:

@@ -23,7 +23,8 @@ from collections import deque
 from collections.abc import Container, Mapping
 from typing import Final
 
-from actors.core.task_record import INLINE, PROCESSES, THREADS, RunInstance, TaskRecord
+from actors.core.effects import PlainRun
+from actors.core.task_record import INLINE, PLAIN, PROCESSES, THREADS, RunInstance, TaskRecord
 from actors.core.task_state import HANDED, PENDING, READY, move_to
 from actors.sync.claim import Claim
 from messages import RunTask, TaskId
@@ -102,6 +103,14 @@ class Dealer:
             move_to(task, READY)
         self._pools[task.spec.executor].ready.append(task)
 
+    @property
+    def plain_ready(self) -> deque[TaskRecord]:
+        """The ``THREADS`` pool's FIFO, where a plain task due now is queued (``Timetable.add``).
+
+        Whoever appends a task here has moved it ``PENDING -> READY`` first, as ``queue`` does.
+        """
+        return self._pools[THREADS].ready
+
     def queue_all(self, tasks: list[TaskRecord]) -> None:
         """``queue`` each of ``tasks``, in order (the release of what fell due at once).
 
@@ -119,7 +128,7 @@ class Dealer:
 
     def deal(
         self,
-        handed: list[tuple[int, list[RunTask]]],
+        handed: list[tuple[int, list[RunTask | PlainRun]]],
         *,
         announce: bool,
         now: float = 0.0,
@@ -198,6 +207,21 @@ class Dealer:
             del self._batches[worker]
             self._pool_of[worker].idle.append(worker)
         return task
+
+    def report_plain(self, worker: int, task: TaskRecord, idle: bool) -> bool:
+        """``report`` of a ``PlainDone``: take ``task``'s run from ``worker``'s batch; ``False`` if stale.
+
+        Stale unless ``task`` is the batch's current run (the same record: a report names it).
+        """
+        batch = self._batches.get(worker)
+        if not batch or batch[0] is not task:
+            return False
+        batch.popleft()
+        if idle:  # it could claim nothing after this run: the rest were taken back already
+            assert not batch, f"worker {worker} reported idle with {len(batch)} runs unclaimed"
+            del self._batches[worker]
+            self._pool_of[worker].idle.append(worker)
+        return True
 
     def worker_of(self, task: TaskRecord) -> int | None:
         """The worker whose batch holds ``task``'s run, if one does."""
@@ -278,10 +302,10 @@ class Dealer:
         self._worker_pools = (*self._worker_pools, pool)
         return pool
 
-    def _hand_out(
+    def _hand_out(  # noqa: PLR0912 - the deal of every run, written out
         self,
         pool: _Pool,
-        handed: list[tuple[int, list[RunTask]]],
+        handed: list[tuple[int, list[RunTask | PlainRun]]],
         announce: bool,
         now: float,
         missed: list[TaskRecord] | None,
@@ -313,16 +337,20 @@ class Dealer:
                     break
                 batch.append(task)
         manual = self.manual  # empty but for a run_now: a plain run pays one test
+        free = Claim.free
         for worker, batch in zip(workers, batches, strict=True):
             if not batch:
                 idle.append(worker)
                 continue
             self._batches[worker] = deque(batch)
-            runs: list[RunTask] = []
+            runs: list[RunTask | PlainRun] = []
             for task in batch:
                 task.state = HANDED  # READY -> HANDED, the move the table allows: each was READY above
-                claim = task.claim = Claim.free()
+                claim = task.claim = free()
                 spec = task.spec
+                if spec is PLAIN and not announce and not manual:  # nearly every run: a tuple (effects.py)
+                    runs.append((task, claim, task.fn, task.args, task.kwargs, task.due_at))
+                    continue
                 run = RunTask(
                     task,
                     task.task_id,

@@ -5,14 +5,44 @@ Plain data, made by the ``Timetable`` (``take_effects``) and read by the ``Sched
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple, TypeAlias
 
 from actors.core.run_log import RunEntry
 from actors.core.task_record import TaskRecord, TaskSpec
+from actors.sync.claim import Claim
 from messages import RunTask, TaskEvent
 
-__all__ = ["Effects", "Respecced", "RunOutcome"]
+__all__ = ["Effects", "PlainDone", "PlainRun", "Respecced", "RunOutcome", "as_run_task"]
+
+PlainRun: TypeAlias = tuple[
+    TaskRecord, Claim, Callable[..., object], tuple[Any, ...], Mapping[str, Any], float
+]
+"""The run of a plain task (``PLAIN`` spec, no ``STARTED`` listener, not ``run_now``'s), as dealt:
+``(task, claim, fn, args, kwargs, due_at)``, what its worker needs and nothing more.
+
+A tuple, not a ``RunTask``: one is made for nearly every run, and a tuple costs a twentieth of
+a frozen dataclass's ``__init__`` (``docs/performance.md``, round 4). Its fields are those of
+the ``RunTask`` it stands for (``as_run_task``): the run is the task's ``run_count + 1``, it
+takes the token for good (``one_time``), announces nothing, its first attempt. Only a thread
+worker (``actors/runtime/worker.py``) is dealt one: a plain task runs on ``THREADS``.
+"""
+
+PlainDone: TypeAlias = tuple[int, TaskRecord, object, float, float, bool]
+"""A thread worker's report that a ``PlainRun`` returned: ``(worker, task, value, started_at,
+finished_at, idle)``, the fields of the ``Completed`` it stands for (``task`` instead of its id
+and run number: the run is ``task.run_count + 1``). The scheduler takes it with
+``Timetable.completed_plain``, which turns it into that ``Completed`` for anything but the
+plain path."""
+
+
+def as_run_task(run: RunTask | PlainRun) -> RunTask:
+    """The ``RunTask`` a dealt run stands for (a ``PlainRun`` made whole; a ``RunTask`` as it is)."""
+    if type(run) is not tuple:
+        return run  # type: ignore[return-value]
+    task, claim, fn, args, kwargs, due_at = run
+    return RunTask(task, task.task_id, task.run_count + 1, due_at, fn, args, kwargs, claim, True, False)
 
 
 class RunOutcome(NamedTuple):
@@ -58,14 +88,14 @@ class Effects:
     rescheduled: list[Respecced] = field(default_factory=list)
     ledger: list[RunOutcome] = field(default_factory=list)
     events: list[TaskEvent] = field(default_factory=list)
-    batches: list[tuple[int, list[RunTask]]] = field(default_factory=list)
+    batches: list[tuple[int, list[RunTask | PlainRun]]] = field(default_factory=list)
     finished: list[tuple[TaskRecord, object]] = field(default_factory=list)
     abandoned: list[int] = field(default_factory=list)
 
     @property
     def dispatches(self) -> list[tuple[int, RunTask]]:
-        """Every run handed out, as ``(worker, run)`` pairs in order."""
-        return [(worker, run) for worker, runs in self.batches for run in runs]
+        """Every run handed out, as ``(worker, run)`` pairs in order (each a ``RunTask``: ``as_run_task``)."""
+        return [(worker, as_run_task(run)) for worker, runs in self.batches for run in runs]
 
     def __bool__(self) -> bool:
         return bool(

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from actors.core.effects import RunOutcome
+from actors.core.effects import PlainDone, RunOutcome
 from actors.core.instance_runs import InstanceRuns
 from actors.core.policies import REASON_MISFIRE
 from actors.core.recurrence import next_cron, next_fixed_delay, next_fixed_rate
 from actors.core.run_log import RunEntry, keep_run, keep_value
-from actors.core.task_record import Failures, RunInstance, TaskRecord, TaskSpec
+from actors.core.task_record import PLAIN, Failures, RunInstance, TaskRecord, TaskSpec
 from actors.core.task_state import (
     CANCELLED,
     CANCELLING,
@@ -132,6 +132,42 @@ class RunEndings(InstanceRuns):
                 self._finish(task, COMPLETED, report.finished_at, report.value)
         else:
             self._ran(task, report, attempt)
+        if not self._deferred:
+            self._release(now)
+
+    def completed_plain(self, done: PlainDone, now: float) -> None:
+        """Record that a plain run returned (a thread worker's ``PlainDone``): ``completed``, written out.
+
+        The plain path only: a one-time task with no options, none of whose runs anything
+        watches (no ``COMPLETED`` listener, no run totals, no run of ``run_now``), not
+        interrupted. Anything else, and a stale report, goes to ``completed`` as the
+        ``Completed`` the tuple stands for, which decides as it always did.
+        """
+        worker, task, value, started_at, finished_at, idle = done
+        claim = task.claim
+        if (
+            task.spec is not PLAIN
+            or task.state is not HANDED
+            or claim is None
+            or task.stop_reasons(claim)  # asked to stop (interrupted): it ends CANCELLED, completed says
+            or task.failures is not None
+            or task.store_seq is not None
+            or self._want_completed
+            or self.run_counts is not None
+            or self._manual
+            or self._instances
+            or not self._dealer.report_plain(worker, task, idle)
+        ):
+            report = Completed(worker, task.task_id, task.run_count + 1, value, finished_at, idle, started_at)
+            self.completed(report, now)
+            return
+        task.claim = None
+        if task.heap_seq is not None:
+            self._heap.remove(task)  # (a plain run has no deadline: never, but as _ended_run)
+        self.activity += 1
+        task.run_count += 1
+        task.runs = (started_at, finished_at)  # its one run's line, when asked (run_log.entries)
+        self._finish(task, COMPLETED, finished_at, value)
         if not self._deferred:
             self._release(now)
 

@@ -66,10 +66,19 @@ class RunEntry(NamedTuple):
     value_note: str | None = None
 
 
-def entries(runs: list[RunEntry] | Completed | None, due_at: float, due_wall: float) -> list[RunEntry] | None:
-    """A task's kept runs as lines: a plain task's report becomes its one line (due at ``due_at``)."""
+def entries(
+    runs: list[RunEntry] | Completed | tuple[float, float] | None, due_at: float, due_wall: float
+) -> list[RunEntry] | None:
+    """A task's kept runs as lines: a plain task's report becomes its one line (due at ``due_at``).
+
+    The report is its worker's ``Completed``, or, from the plain path (``completed_plain``),
+    just the run's ``(started_at, finished_at)``: its first and only run, completed.
+    """
+    if type(runs) is tuple:
+        started_at, finished_at = runs
+        return [RunEntry(1, due_at, due_wall, started_at, finished_at, "completed", None)]
     if not isinstance(runs, Completed):
-        return runs
+        return runs  # type: ignore[return-value]
     return [RunEntry(runs.run, due_at, due_wall, runs.started_at, runs.finished_at, "completed", None)]
 
 

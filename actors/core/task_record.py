@@ -344,8 +344,9 @@ class TaskRecord(Token):
         # last run here); None until it has one. A replaced definition counts from it too.
         self.counted_from: float | None = None
         # How its last runs ended, oldest first (actors/core/run_log.py); None before the first.
-        # A plain task's one completed run is kept as its worker's report (no allocation).
-        self.runs: list[RunEntry] | Completed | None = None
+        # A plain task's one completed run is kept as its worker's report (no allocation), or,
+        # from the plain path, as the run's (started_at, finished_at) (run_log.entries).
+        self.runs: list[RunEntry] | Completed | tuple[float, float] | None = None
 
     @classmethod
     def from_schedule(cls, cmd: Schedule, task_id: str, *, now: float, wall_offset: float) -> TaskRecord:

@@ -127,6 +127,7 @@ class Timetable(Operations):
         self._parked = parked if parked is not None else ParkedTasks()
         self._heap = DueHeap(self._tasks, self._parked.entries)  # pending tasks by due time
         self._dealer = Dealer(workers, processes, executors)  # due tasks, idle workers, batches
+        self._plain_ready = self._dealer.plain_ready  # where a plain task due now goes (add)
         self._history: OrderedDict[TaskId, TaskRecord] = OrderedDict()  # finished records, oldest first
         self._history_limit = history
         self._effects = Effects()
@@ -209,6 +210,21 @@ class Timetable(Operations):
         self._tasks[task.task_id] = task
         spec = task.spec
         if spec is PLAIN:  # most tasks: one test, not one per option
+            due_at = task.due_at
+            if (
+                due_at <= now
+                and task.state is PENDING
+                and self.hold is None
+                and not self._want_due
+                and not self._heap.due_by(due_at)
+            ):
+                # _push_or_queue and Dealer.queue written out, for the task due now (the plain path)
+                self.activity += 1
+                task.state = READY  # PENDING -> READY, the move the table allows: a new task is PENDING
+                self._plain_ready.append(task)
+                if not self._deferred:
+                    self._release(now)
+                return
             self._push_or_queue(task, now)
         elif spec.after:
             self._wait_for(task, now)  # it may be due at once: what it waits for has completed

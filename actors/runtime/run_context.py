@@ -11,17 +11,30 @@ import contextvars
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from actors.core.effects import PlainRun, as_run_task
 from actors.errors import RunCancelled
 from actors.sync.clock import Clock
 from messages import RunTask, TaskId
 from messages.commands import RunClaim
 
-__all__ = ["CURRENT_RUN", "RunContext", "current_run"]
+__all__ = ["CURRENT_RUN", "RunContext", "current_run", "running_task"]
 
-CURRENT_RUN: contextvars.ContextVar[tuple[RunTask, float, Clock] | None] = contextvars.ContextVar(
+CURRENT_RUN: contextvars.ContextVar[tuple[RunTask | PlainRun, float, Clock] | None] = contextvars.ContextVar(
     "current_run", default=None
 )
-"""``(run, started_at, clock)`` of the run the current thread is running (set by its worker)."""
+"""``(run, started_at, clock)`` of the run the current thread is running (set by its worker).
+
+``run`` is a ``RunTask`` or, for a plain task, a ``PlainRun`` (``actors/core/effects.py``):
+read it through ``current_run()`` or ``running_task()``, which take either."""
+
+
+def running_task() -> object | None:
+    """The record of the task whose run this thread is running (``None`` outside a run)."""
+    current = CURRENT_RUN.get()
+    if current is None:
+        return None
+    run = current[0]
+    return run[0] if type(run) is tuple else run.task  # type: ignore[union-attr]
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +94,8 @@ def current_run() -> RunContext:
     current = CURRENT_RUN.get()
     if current is None:
         raise RuntimeError("current_run() is only valid inside a running task")
-    run, started_at, clock = current
+    dealt, started_at, clock = current
+    run = as_run_task(dealt)
     task = run.task
     due_at, due_wall = run.due_at, getattr(task, "due_wall", None)
     failures = getattr(task, "failures", None)

@@ -20,7 +20,7 @@ from typing import Any, Final
 import pykka
 
 from actors.core.dealer import INLINE_WORKER
-from actors.core.effects import Effects
+from actors.core.effects import Effects, PlainRun
 from actors.core.parked import Parcel, ParkedTasks
 from actors.core.run_totals import RunCounts
 from actors.core.subscriptions import Subscriptions
@@ -240,6 +240,7 @@ class SchedulerActor(LibraryActor):
         # wrapper: a report and a new task each cost one call here, and there are two per task).
         self._takers: dict[type, Callable[[Any, float], object]] = {
             Completed: core.completed,
+            tuple: core.completed_plain,  # a thread worker's PlainDone (actors/core/effects.py)
             TaskRecord: core.add,  # refused (a duplicate id, shut down): _refused, by the caller
             Parcel: core.park,
             Failed: core.failed,
@@ -515,7 +516,7 @@ class SchedulerActor(LibraryActor):
         if effects.finished:
             Token.finish_all(effects.finished)  # type: ignore[arg-type]
 
-    def _hand_batch(self, worker: int, runs: list[RunTask]) -> None:
+    def _hand_batch(self, worker: int, runs: list[RunTask | PlainRun]) -> None:
         if worker == INLINE_WORKER:
             self._run_inline(runs)
             return
@@ -527,7 +528,7 @@ class SchedulerActor(LibraryActor):
         if published:
             self._tell_bus(Publish(published))
 
-    def _run_inline(self, runs: list[RunTask]) -> None:
+    def _run_inline(self, runs: list[RunTask | PlainRun]) -> None:
         """Make the runs of message tasks here and now (each a quick ``tell``), and take their reports.
 
         Their reports go to the core at once; what it decides then is carried out by the

@@ -6,10 +6,11 @@ import asyncio
 import logging
 import traceback
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import pykka
 
+from actors.core.effects import PlainDone, PlainRun, as_run_task
 from actors.errors import RunCancelled
 from actors.runtime.base import LibraryActor
 from actors.runtime.run_context import CURRENT_RUN
@@ -22,7 +23,7 @@ logger = logging.getLogger(__name__)
 
 _DRAIN = Drain()
 
-Report = Started | Completed | Failed | Skipped
+Report = Started | Completed | Failed | Skipped | PlainDone
 
 
 class WorkerActor(LibraryActor):
@@ -72,7 +73,8 @@ class WorkerActor(LibraryActor):
         if not isinstance(message, RunBatch) or type(message.runs) is not list:
             logger.warning("worker %d ignored an unexpected message: %r", self._index, message)
             return
-        run_batch(message.runs, self._index, self._clock, self._call, self._report, self._start_check)
+        runs = cast("list[RunTask | PlainRun]", message.runs)
+        run_batch(runs, self._index, self._clock, self._call, self._report, self._start_check)
 
     def _call(self, run: RunTask) -> object:
         """Run the task's function (here, on this thread; ``ProcessWorkerActor`` does it elsewhere)."""
@@ -111,8 +113,8 @@ class WorkerActor(LibraryActor):
             logger.debug("worker %d: the scheduler is gone; dropped %r", self._index, message)
 
 
-def run_batch(
-    runs: list[RunTask],
+def run_batch(  # noqa: PLR0912, PLR0915 - one loop, on purpose (below)
+    runs: list[RunTask | PlainRun],
     worker: int,
     clock: Clock,
     call: Callable[[RunTask], object],
@@ -122,10 +124,15 @@ def run_batch(
     """Run a batch as worker ``worker``: each run whose claim and token allow, reporting each.
 
     On the calling thread: a ``WorkerActor``'s, or the scheduler's for the runs it makes itself
-    (a message task's ``tell``). ``call`` runs one run's function; ``report`` sends a report.
-    ``start_check`` (the scheduler's home's, ``actors/runtime/home.py``; ``None`` without a
-    shared store) is asked first, before the token moves: ``False`` skips the run.
+    (a message task's ``tell``). ``call`` runs one ``RunTask``'s function; ``report`` sends a
+    report. ``start_check`` (the scheduler's home's, ``actors/runtime/home.py``; ``None``
+    without a shared store) is asked first, before the token moves: ``False`` skips the run.
     Clears ``runs`` at the end (pykka keeps the last message: it must not keep the arguments).
+
+    A plain task's run comes as a ``PlainRun`` tuple (``actors/core/effects.py``; only thread
+    workers and the scheduler's inline runs are dealt them, so its function is called here)
+    and, if it returns, is reported as a ``PlainDone`` tuple: no message object is made for
+    the common run, either way. Any other ending of it is reported as for a ``RunTask``.
 
     One loop, the run itself written out in it: a call saved here is saved for every run, on
     the busiest path there is (``docs/performance.md``).
@@ -135,41 +142,80 @@ def run_batch(
     index = _next_claimed(runs, 0)
     while index < count:
         run = runs[index]
-        task = run.task
-        if (start_check is None or start_check(run)) and task.try_start(run.one_time):
+        plain = type(run) is tuple
+        if plain:
+            task, claim, fn, args, kwargs, _ = run  # type: ignore[misc]
+            one_time, announce = True, False
+        else:
+            task, claim = run.task, run.claim  # type: ignore[union-attr]
+            one_time, announce = run.one_time, run.announce  # type: ignore[union-attr]
+        if (start_check is None or start_check(as_run_task(run))) and task.try_start(one_time):
             started_at = now()
             try:
-                if run.announce:
-                    report(Started(worker, run.task_id, run.run, started_at))
+                if announce:
+                    report(Started(worker, run.task_id, run.run, started_at))  # type: ignore[union-attr]
                 failure: tuple[BaseException, str] | None = None
                 reset = CURRENT_RUN.set((run, started_at, clock))
                 try:
-                    value = call(run)
+                    if not plain:
+                        value = call(run)  # type: ignore[arg-type]
+                    elif kwargs:
+                        value = fn(*args, **kwargs)
+                    else:
+                        value = fn(*args)
                 except BaseException as error:  # SystemExit too: a task never takes the worker down
-                    logger.debug("task %r run %d raised %r", run.task_id, run.run, error)
+                    logger.debug("task %r run %d raised %r", _id_of(run), _run_of(run), error)
                     value, failure = None, _detach(error)
                 finally:
                     CURRENT_RUN.reset(reset)
                 finished_at = now()
             finally:  # even if this worker fails now (its clock raised): its task must be able to run again
-                ours = task.end_run(run.claim)
+                ours = task.end_run(claim)
             if not ours:  # abandoned while it ran: the task, and this worker's place, are others' now
                 break
-            index = _next_claimed(runs, index + 1)
+            index += 1  # _next_claimed(runs, index + 1), written out: the next run this worker claims
+            while index < count:
+                after = runs[index]
+                if (after[1] if type(after) is tuple else after.claim).take():  # type: ignore[union-attr]
+                    break
+                index += 1
             if failure is None:
-                result: Report = Completed(
-                    worker, run.task_id, run.run, value, finished_at, index == count, started_at
-                )
+                if plain:
+                    result: Report = (worker, task, value, started_at, finished_at, index == count)
+                else:
+                    run_id, number = run.task_id, run.run  # type: ignore[union-attr]
+                    result = Completed(worker, run_id, number, value, finished_at, index == count, started_at)
             else:
                 raised, formatted = failure
                 result = Failed(
-                    worker, run.task_id, run.run, raised, formatted, finished_at, index == count, started_at
+                    worker,
+                    _id_of(run),
+                    _run_of(run),
+                    raised,
+                    formatted,
+                    finished_at,
+                    index == count,
+                    started_at,
                 )
         else:
             index = _next_claimed(runs, index + 1)
-            result = Skipped(worker, run.task_id, run.run, index == count)
+            result = Skipped(worker, _id_of(run), _run_of(run), index == count)
         report(result)
     runs.clear()
+
+
+def _id_of(run: RunTask | PlainRun) -> str:
+    """The task id of a dealt run."""
+    if type(run) is tuple:
+        return run[0].task_id
+    return run.task_id  # type: ignore[union-attr]
+
+
+def _run_of(run: RunTask | PlainRun) -> int:
+    """The run number of a dealt run (a ``PlainRun``'s is its task's next: ``run_count + 1``)."""
+    if type(run) is tuple:
+        return run[0].run_count + 1
+    return run.run  # type: ignore[union-attr]
 
 
 async def _stoppable(run: RunTask, loop: asyncio.AbstractEventLoop) -> object:
@@ -215,12 +261,13 @@ def _detach(error: BaseException) -> tuple[BaseException, str]:
     return error, formatted
 
 
-def _next_claimed(runs: list[RunTask], start: int) -> int:
+def _next_claimed(runs: list[RunTask | PlainRun], start: int) -> int:
     """Claim the first run from ``start`` on that the scheduler has not taken back; its index.
 
     ``len(runs)`` if none is left (an int either way: the loop compares, never tests ``None``).
     """
     for index in range(start, len(runs)):
-        if runs[index].claim.take():
+        run = runs[index]
+        if (run[1] if type(run) is tuple else run.claim).take():  # type: ignore[union-attr]
             return index
     return len(runs)

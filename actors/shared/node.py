@@ -178,9 +178,12 @@ class SharedNode:
         """
         self.store = store
         self.clock = clock
-        self.book = LeaseBook()
-        self.board = OutcomeBoard(history)
         self._workers = {executor: count for executor, count in workers.items() if count > 0}
+        # While runs are short, a batch of runs is leased ahead of the idle workers
+        # (plan.claim_ahead): claims carry more runs each, and a worker that ends a run finds
+        # the next one here, started in its turn (a cancel still wins until then).
+        self.book = LeaseBook(self._workers)
+        self.board = OutcomeBoard(history)
         self._functions: dict[str, tuple[Callable[..., object], bool]] = {}  # load()'s cache
         self._lease_loop: LeaseLoop | None = None
         self._keeper: LeaseKeeper | None = None
@@ -379,7 +382,8 @@ class SharedNode:
                 "run of %r not started: cancelled, paused or claimed elsewhere, meanwhile", run.task_id
             )
             return False
-        self.book.start(seq, started)
+        if self.book.start(seq, started) and self._lease_loop is not None:
+            self._lease_loop.wake_for_room()  # room for the next batch ahead
         return True
 
     def holds(self, task: TaskRecord) -> bool:

@@ -109,7 +109,7 @@ def statement_counts(out: Path) -> None:
 
     lock = threading.Lock()  # guards calls and seconds: every thread of the node counts
     calls: Counter[str] = Counter()
-    seconds: Counter[str] = Counter()
+    seconds: dict[str, float] = {}
     original = psycopg.Connection.execute
 
     from actors.store import postgres_after, postgres_sql
@@ -133,7 +133,7 @@ def statement_counts(out: Path) -> None:
             key = kind(query)
             with lock:
                 calls[key] += 1
-                seconds[key] += time.perf_counter() - began
+                seconds[key] = seconds.get(key, 0.0) + time.perf_counter() - began
 
     psycopg.Connection.execute = execute  # type: ignore[method-assign]
 
@@ -337,8 +337,20 @@ def _spy(pids: list[int], profile: Path, name: str) -> list[subprocess.Popen[byt
     profile.mkdir(parents=True, exist_ok=True)
     return [
         subprocess.Popen(
-            ["py-spy", "record", "--pid", str(pid), "--rate", "250", "--threads",
-             "--nonblocking", "--format", "raw", "--output", str(profile / f"{name}-{i}.txt")],
+            [
+                "py-spy",
+                "record",
+                "--pid",
+                str(pid),
+                "--rate",
+                "250",
+                "--threads",
+                "--nonblocking",
+                "--format",
+                "raw",
+                "--output",
+                str(profile / f"{name}-{i}.txt"),
+            ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
@@ -361,8 +373,8 @@ class _WaitSampler:
         self._thread.start()
 
     def _run(self) -> None:
-        query = """SELECT state, coalesce(wait_event_type || ':' || wait_event, 'on CPU') FROM pg_stat_activity
-                    WHERE position(%s IN application_name) > 0"""
+        query = """SELECT state, coalesce(wait_event_type || ':' || wait_event, 'on CPU')
+                     FROM pg_stat_activity WHERE position(%s IN application_name) > 0"""
         while not self._stop.wait(0.005):
             for state, wait in self._db.execute(query, (self._tag,)).fetchall():
                 self.counts[f"{state} / {wait}"] += 1
@@ -560,14 +572,25 @@ def main() -> None:
     rows: list[dict[str, object]] = []
     for nodes in [int(count) for count in options.nodes.split(",")]:
         if options.ref is not None:
-            ref = throughput(options.dsn, nodes, options.workers, options.tasks, options.trials, root=options.ref)
+            ref = throughput(
+                options.dsn, nodes, options.workers, options.tasks, options.trials, root=options.ref
+            )
             trials = ", ".join(f"{rate:.0f}" for rate in ref.per_second_trials)
-            print(f"  ref, {nodes} node(s): {ref.per_second:7.0f} executions/s  (trials {trials}){_cpu(ref.cpu_us)}")
+            rate = f"{ref.per_second:7.0f} executions/s"
+            print(f"  ref, {nodes} node(s): {rate}  (trials {trials}){_cpu(ref.cpu_us)}")
             rows.append(
                 asdict(
                     PeerThroughput(
-                        "ref", nodes, options.workers, options.tasks, ref.seconds, ref.per_second,
-                        ref.p50_ms, ref.p99_ms, ref.per_second_trials, ref.cpu_us,
+                        "ref",
+                        nodes,
+                        options.workers,
+                        options.tasks,
+                        ref.seconds,
+                        ref.per_second,
+                        ref.p50_ms,
+                        ref.p99_ms,
+                        ref.per_second_trials,
+                        ref.cpu_us,
                     )
                 )
             )
@@ -637,14 +660,14 @@ def main() -> None:
         return
     tmp = RESULTS / "tmp"
     tmp.mkdir(exist_ok=True)
-    result = recovery(options.dsn, options.lease, options.poll, options.recoveries, tmp)
-    report["recovery"] = asdict(result)
+    recovered = recovery(options.dsn, options.lease, options.poll, options.recoveries, tmp)
+    report["recovery"] = asdict(recovered)
     bound = options.lease + options.poll
     print(
         f"recovery after kill -9 (lease {options.lease:g} s + poll {options.poll:g} s = {bound:g} s): "
-        f"due -> started elsewhere median {statistics.median(result.due_to_restart):.2f} s, "
-        f"max {max(result.due_to_restart):.2f} s; kill -> started median "
-        f"{statistics.median(result.kill_to_restart):.2f} s, max {max(result.kill_to_restart):.2f} s"
+        f"due -> started elsewhere median {statistics.median(recovered.due_to_restart):.2f} s, "
+        f"max {max(recovered.due_to_restart):.2f} s; kill -> started median "
+        f"{statistics.median(recovered.kill_to_restart):.2f} s, max {max(recovered.kill_to_restart):.2f} s"
     )
     _write(report)
 

@@ -18,8 +18,8 @@ def parse(paths: list[str]) -> list[tuple[str, list[str], int]]:
     stacks = []
     for path in paths:
         with open(path) as raw:
-            for line in raw:
-                line = line.rstrip("\n")
+            for text in raw:
+                line = text.rstrip("\n")
                 if not line:
                     continue
                 body, _, count = line.rpartition(" ")

@@ -58,7 +58,7 @@ def lease_limit(idle: int, in_transit: int, ahead: int = 0, waiting: int = 0) ->
 SHORT_RUN: Final = 0.05
 """Seconds: a node whose runs typically end within this claims runs ahead of its idle workers."""
 
-AHEAD_PER_WORKER: Final = 2
+AHEAD_PER_WORKER: Final = 4
 """How many leased runs per worker may wait for a worker on a node whose runs are short."""
 
 

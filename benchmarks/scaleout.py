@@ -285,18 +285,19 @@ def throughput(
     p50: list[float] = []
     p99: list[float] = []
     cpu: list[cpu_account.CpuPerRun] = []
+    peer = "ours" if root == ROOT else "ref"
     for trial in range(trials):
         with Schema(dsn) as schema:
             fleet = Nodes(dsn, schema.name, lease=30.0, poll=1.0, workers=workers)
             fleet.root = root
             if profile is not None:
-                fleet.env["SCALEOUT_STATEMENTS"] = str(profile / f"statements-{nodes}-{trial}")
+                fleet.env["SCALEOUT_STATEMENTS"] = str(profile / f"statements-{peer}-{nodes}-{trial}")
             fleet.start(nodes)
             pids = [process.pid for process in fleet.procs.values()]
             try:
                 due = schema.store.db_now() + 1.0  # all due at once, a moment from now
                 schema.fill(tasks, "benchmarks.scaleout:noop", "[]", due)
-                name = f"ours-{nodes}-{trial}"
+                name = f"{peer}-{nodes}-{trial}"
                 spies = _spy(pids, profile, name) if profile is not None else []
                 waits = _WaitSampler(dsn, fleet.tag) if profile is not None else None
                 tables = _table_stats(dsn, schema.name) if profile is not None else {}
@@ -573,7 +574,13 @@ def main() -> None:
     for nodes in [int(count) for count in options.nodes.split(",")]:
         if options.ref is not None:
             ref = throughput(
-                options.dsn, nodes, options.workers, options.tasks, options.trials, root=options.ref
+                options.dsn,
+                nodes,
+                options.workers,
+                options.tasks,
+                options.trials,
+                options.profile,
+                options.ref,
             )
             trials = ", ".join(f"{rate:.0f}" for rate in ref.per_second_trials)
             rate = f"{ref.per_second:7.0f} executions/s"

@@ -167,9 +167,14 @@ class LeaseLoop:
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout)
 
-    def wake(self) -> None:
-        """The schedule changed (a hint): look again at once. Cheap; any thread (the listener's)."""
-        self._hinted = True
+    def wake(self, *, refresh: bool = True) -> None:
+        """The schedule changed (a hint): look again at once. Cheap; any thread (the listener's).
+
+        ``refresh=False``: the change adds no reference to import (a saved outcome): the look
+        does not read them again for it.
+        """
+        if refresh:
+            self._hinted = True
         self._event.set()
 
     def wake_for_room(self) -> None:

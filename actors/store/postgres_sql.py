@@ -71,6 +71,7 @@ COPY_TASKS: Final = """
 ADDED_RANGE: Final = f"SELECT min(seq), max(seq), count(*) FROM task WHERE change = {XID}"
 ADDED_SEQS: Final = f"SELECT task_id, seq FROM task WHERE change = {XID}"
 NOTIFY: Final = "SELECT pg_notify(%s, %s)"
+SAVED_HINT: Final = ""  # the payload of a save's hint (SAVE_ONE_ROUND); others carry a task id
 LOCK_TASK: Final = f"SELECT {TASK_COLUMNS} FROM task WHERE task_id = %s FOR UPDATE"
 # A replace of a row whose run is in flight (owned) records that claim's fence: the owner
 # runs the definition it claimed, and its outcome lands on the counters and the ledger, but
@@ -148,11 +149,13 @@ INSERT_RUNS: Final = """
 # sees the snapshot the statement started with, so "still exists" is judged before the update,
 # which deletes nothing. Returns the new ledger rows, the notifications sent, the refused
 # rows' seqs, and the updates that left their task terminal. One hint per save, not one per
-# row: listeners read no payload, and each notification wakes every node of the fleet.
+# row (each notification wakes every node of the fleet), with the empty payload SAVED_HINT
+# (a task id is never empty): a listener told so (``listen(saved=...)``) knows it is a save,
+# which adds no reference to import and asks no run to stop.
 SAVE_ONE_ROUND: Final = (
     _UPDATE_TASKS
     + """,
-    notified AS (SELECT pg_notify(%(channel)s, min(task_id)) FROM applied HAVING count(*) > 0),
+    notified AS (SELECT pg_notify(%(channel)s, '') FROM applied HAVING count(*) > 0),
     refused AS (
         SELECT given.seq FROM given
          WHERE given.fence IS NOT NULL

@@ -187,6 +187,7 @@ class PeerThroughput:
     p50_ms: float
     p99_ms: float
     per_second_trials: list[float]
+    cpu_us: dict[str, float] | None = None  # CPU-µs per execution (benchmarks/cpu_account.py)
 
 
 def lateness_ms(runs: list[tuple[float, float, float]], q: float) -> float:
@@ -197,13 +198,17 @@ def lateness_ms(runs: list[tuple[float, float, float]], q: float) -> float:
 
 def throughput(dsn: str, processes: int, concurrency: int, tasks: int, trials: int) -> PeerThroughput:
     """``tasks`` no-op jobs due at once on ``processes`` workers: the median of ``trials``."""
+    from benchmarks import cpu_account
+
     rates: list[float] = []
     seconds: list[float] = []
     p50: list[float] = []
     p99: list[float] = []
-    for _ in range(trials):
+    cpu: list[cpu_account.CpuPerRun] = []
+    for trial in range(trials):
         with fresh_schema(dsn) as conninfo:
-            workers = Workers(conninfo, concurrency)
+            tag = f"procrastinate-bench-{os.getpid()}-{trial}-{time.monotonic_ns() % 10**9}"
+            workers = Workers(make_conninfo(conninfo, application_name=tag), concurrency)
             workers.start(processes)
             try:
                 app = make_app(conninfo)
@@ -211,7 +216,11 @@ def throughput(dsn: str, processes: int, concurrency: int, tasks: int, trials: i
                     due = float(_scalar(conninfo, "SELECT extract(epoch FROM now())::float8")) + 1.0
                     at = datetime.datetime.fromtimestamp(due, datetime.UTC)
                     app.configure_task("noop", schedule_at=at).batch_defer(*({} for _ in range(tasks)))
+                pids = [process.pid for process in workers.procs]
+                before = cpu_account.snapshot(dsn, pids, tag)
                 _wait_done(conninfo, tasks, timeout=600)
+                after = cpu_account.snapshot(dsn, pids, tag)
+                cpu.append(cpu_account.per_run(before, after, tasks))
             finally:
                 workers.stop()
             runs = _runs(conninfo)
@@ -232,6 +241,7 @@ def throughput(dsn: str, processes: int, concurrency: int, tasks: int, trials: i
         statistics.median(p50),
         statistics.median(p99),
         rates,
+        cpu_account.median(cpu),
     )
 
 

@@ -36,12 +36,13 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import psycopg
 from psycopg import sql
 
 from actors.store import PostgresStore
-from benchmarks import durable_bulk, procrastinate_peer
+from benchmarks import cpu_account, durable_bulk, procrastinate_peer
 from benchmarks.procrastinate_peer import PeerThroughput, lateness_ms
 
 DSN = os.environ.get("SCHEDULER_TEST_DSN", "postgresql://postgres@127.0.0.1:5432/test")
@@ -70,8 +71,16 @@ def mark(path: str, seconds: float) -> None:
 
 
 def node_main(dsn: str, schema: str, name: str, lease: float, poll: float, workers: int) -> None:
-    """One node: a ``Scheduler`` on the shared store, until stdin closes or SIGTERM."""
+    """One node: a ``Scheduler`` on the shared store, until stdin closes or SIGTERM.
+
+    With ``SCALEOUT_STATEMENTS=<dir>`` in its environment, the node counts the statements its
+    store sends (``statement_counts``) and writes them to ``<dir>/<name>.json`` as it stops.
+    """
     from actors import Scheduler
+
+    counts = os.environ.get("SCALEOUT_STATEMENTS")
+    if counts:
+        statement_counts(Path(counts) / f"{name}.json")
 
     store = PostgresStore(dsn, schema=schema, node=name, lease=lease, poll=poll, run_history=10_000_000)
     scheduler = Scheduler(workers=workers, store=store)
@@ -88,22 +97,73 @@ def node_main(dsn: str, schema: str, name: str, lease: float, poll: float, worke
     scheduler.shutdown(timeout=10)
 
 
+def statement_counts(out: Path) -> None:
+    """Count every statement this process sends through psycopg, by kind, and how long each took.
+
+    Wraps ``psycopg.Connection.execute``: a statement's wall time from the call to its answer
+    (in pipeline mode, only the sending: the answer comes at the sync). Written to ``out`` at exit.
+    """
+    import atexit
+    import threading
+    from collections import Counter
+
+    lock = threading.Lock()  # guards calls and seconds: every thread of the node counts
+    calls: Counter[str] = Counter()
+    seconds: dict[str, float] = {}
+    original = psycopg.Connection.execute
+
+    from actors.store import postgres_after, postgres_sql
+
+    names: dict[str, str] = {}  # statement text -> its constant's name in the store's modules
+    for module in (postgres_sql, postgres_after):
+        for constant, value in vars(module).items():
+            texts = value.values() if isinstance(value, dict) else [value]
+            for text in texts:
+                if isinstance(text, str) and constant.isupper():
+                    names.setdefault(text, constant)
+
+    def kind(query: object) -> str:
+        return names.get(query, " ".join(str(query).split())[:50]) if isinstance(query, str) else "sql"
+
+    def execute(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        began = time.perf_counter()
+        try:
+            return original(self, query, *args, **kwargs)
+        finally:
+            key = kind(query)
+            with lock:
+                calls[key] += 1
+                seconds[key] = seconds.get(key, 0.0) + time.perf_counter() - began
+
+    psycopg.Connection.execute = execute  # type: ignore[method-assign]
+
+    def write() -> None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with lock:
+            out.write_text(json.dumps({key: [calls[key], seconds[key]] for key in calls}, indent=1))
+
+    atexit.register(write)
+
+
 class Nodes:
     """Node processes on one schema."""
 
     def __init__(self, dsn: str, schema: str, *, lease: float, poll: float, workers: int) -> None:
         self.args = [dsn, schema, "", str(lease), str(poll), str(workers)]
         self.procs: dict[str, subprocess.Popen[str]] = {}
+        self.tag = schema  # in every node's name, so in its sessions' application_name
+        self.env: dict[str, str] = {}  # more environment for the node processes
+        self.root = ROOT  # the tree whose code the nodes run (``--ref``: another one)
 
     def start(self, count: int) -> None:
-        names = [f"node-{len(self.procs) + i}" for i in range(count)]
+        names = [f"{self.tag}-node-{len(self.procs) + i}" for i in range(count)]
         for name in names:
             args = [*self.args]
             args[2] = name
             self.procs[name] = subprocess.Popen(
                 [sys.executable, "-m", "benchmarks.scaleout", "node", *args],
-                cwd=ROOT,
-                env={**os.environ, "PYTHONPATH": str(ROOT)},
+                cwd=self.root,
+                env={**os.environ, "PYTHONPATH": str(self.root), **self.env},
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 text=True,
@@ -208,21 +268,50 @@ class Throughput:
     per_second_trials: list[float]
     p50_ms: float = 0.0  # due -> started, median over the trials (the side-by-side table's)
     p99_ms: float = 0.0
+    cpu_us: dict[str, float] | None = None  # CPU-µs per execution, median over the trials
 
 
-def throughput(dsn: str, nodes: int, workers: int, tasks: int, trials: int) -> Throughput:
+def throughput(
+    dsn: str,
+    nodes: int,
+    workers: int,
+    tasks: int,
+    trials: int,
+    profile: Path | None = None,
+    root: Path = ROOT,
+) -> Throughput:
     rates: list[float] = []
     seconds: list[float] = []
     p50: list[float] = []
     p99: list[float] = []
-    for _ in range(trials):
+    cpu: list[cpu_account.CpuPerRun] = []
+    peer = "ours" if root == ROOT else "ref"
+    for trial in range(trials):
         with Schema(dsn) as schema:
             fleet = Nodes(dsn, schema.name, lease=30.0, poll=1.0, workers=workers)
+            fleet.root = root
+            if profile is not None:
+                fleet.env["SCALEOUT_STATEMENTS"] = str(profile / f"statements-{peer}-{nodes}-{trial}")
             fleet.start(nodes)
+            pids = [process.pid for process in fleet.procs.values()]
             try:
                 due = schema.store.db_now() + 1.0  # all due at once, a moment from now
                 schema.fill(tasks, "benchmarks.scaleout:noop", "[]", due)
+                name = f"{peer}-{nodes}-{trial}"
+                spies = _spy(pids, profile, name) if profile is not None else []
+                waits = _WaitSampler(dsn, fleet.tag) if profile is not None else None
+                tables = _table_stats(dsn, schema.name) if profile is not None else {}
+                before = cpu_account.snapshot(dsn, pids, fleet.tag)
                 runs = wait_for_runs(schema, tasks, timeout=600)
+                after = cpu_account.snapshot(dsn, pids, fleet.tag)
+                _unspy(spies)
+                if profile is not None and waits is not None:
+                    finished = _table_stats(dsn, schema.name)
+                    per_run = {k: (finished[k] - tables.get(k, 0)) / len(runs) for k in finished}
+                    (profile / f"{name}-server.json").write_text(
+                        json.dumps({"waits": waits.stop(), "table_stats_per_run": per_run}, indent=1)
+                    )
+                cpu.append(cpu_account.per_run(before, after, len(runs)))
             finally:
                 fleet.stop()
             assert len(runs) == tasks, f"only {len(runs)} of {tasks} runs completed"
@@ -240,7 +329,83 @@ def throughput(dsn: str, nodes: int, workers: int, tasks: int, trials: int) -> T
         rates,
         statistics.median(p50),
         statistics.median(p99),
+        cpu_account.median(cpu),
     )
+
+
+def _spy(pids: list[int], profile: Path, name: str) -> list[subprocess.Popen[bytes]]:
+    """Sample each process with ``py-spy`` (every thread, on CPU only) until ``_unspy``."""
+    profile.mkdir(parents=True, exist_ok=True)
+    return [
+        subprocess.Popen(
+            [
+                "py-spy",
+                "record",
+                "--pid",
+                str(pid),
+                "--rate",
+                "250",
+                "--threads",
+                "--nonblocking",
+                "--format",
+                "raw",
+                "--output",
+                str(profile / f"{name}-{i}.txt"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for i, pid in enumerate(pids)
+    ]
+
+
+class _WaitSampler:
+    """Samples the wait events of the tagged sessions every 5 ms, on a thread, until ``stop``."""
+
+    def __init__(self, dsn: str, tag: str) -> None:
+        import threading
+        from collections import Counter
+
+        self.counts: Counter[str] = Counter()
+        self._stop = threading.Event()
+        self._db = psycopg.connect(dsn, autocommit=True)
+        self._tag = tag
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        query = """SELECT state, coalesce(wait_event_type || ':' || wait_event, 'on CPU')
+                     FROM pg_stat_activity WHERE position(%s IN application_name) > 0"""
+        while not self._stop.wait(0.005):
+            for state, wait in self._db.execute(query, (self._tag,)).fetchall():
+                self.counts[f"{state} / {wait}"] += 1
+
+    def stop(self) -> dict[str, int]:
+        self._stop.set()
+        self._thread.join()
+        self._db.close()
+        return dict(self.counts.most_common())
+
+
+def _table_stats(dsn: str, schema: str) -> dict[str, int]:
+    """The task and run tables' counters (scans, tuples read and written) in ``schema``."""
+    with psycopg.connect(dsn, autocommit=True) as db:
+        db.execute("SELECT pg_stat_clear_snapshot()")
+        rows = db.execute(
+            """SELECT relname, coalesce(seq_scan, 0), coalesce(idx_scan, 0), coalesce(idx_tup_fetch, 0),
+                      n_tup_ins, n_tup_upd, n_tup_hot_upd, n_dead_tup
+                 FROM pg_stat_user_tables WHERE schemaname = %s""",
+            (schema,),
+        ).fetchall()
+    names = ("seq_scan", "idx_scan", "idx_tup_fetch", "ins", "upd", "hot_upd", "dead")
+    return {f"{table}.{n}": value for table, *values in rows for n, value in zip(names, values, strict=True)}
+
+
+def _unspy(spies: list[subprocess.Popen[bytes]]) -> None:
+    for spy in spies:
+        spy.send_signal(signal.SIGINT)
+    for spy in spies:
+        spy.wait(30)
 
 
 @dataclass
@@ -379,6 +544,16 @@ def main() -> None:
     parser.add_argument(
         "--peers", default=",".join(PEERS), help=f"comma-separated, of {', '.join(PEERS)} (default both)"
     )
+    parser.add_argument("--nodes", default="1,2,4", help="comma-separated node counts (default 1,2,4)")
+    parser.add_argument("--latency", type=int, default=1, help="0: skip the claim-latency run")
+    parser.add_argument("--bulk", type=int, default=1, help="0: skip the bulk-enqueue comparison")
+    parser.add_argument("--profile", type=Path, help="write py-spy samples (raw) of our nodes here")
+    parser.add_argument(
+        "--ref",
+        type=Path,
+        help="another tree (e.g. `git archive <commit> | tar -x -C DIR`): its nodes run each "
+        "throughput trial too, just before ours (peer 'ref'), for a paired comparison",
+    )
     parser.add_argument("--quick", action="store_true", help="300 tasks, one trial: checks that it works")
     options = parser.parse_args()
     if options.quick:
@@ -392,16 +567,48 @@ def main() -> None:
     if "procrastinate" in peers:
         report["procrastinate"] = {"version": procrastinate_peer.version(), "poll_s": procrastinate_peer.POLL}
 
+    print(f"load average {os.getloadavg()[0]:.1f} ({os.cpu_count()} cpus)")
     print(f"throughput: {options.tasks} one-time no-op tasks due at once, {options.workers} workers per node")
     report["throughput"] = []
     rows: list[dict[str, object]] = []
-    for nodes in (1, 2, 4):
+    for nodes in [int(count) for count in options.nodes.split(",")]:
+        if options.ref is not None:
+            ref = throughput(
+                options.dsn,
+                nodes,
+                options.workers,
+                options.tasks,
+                options.trials,
+                options.profile,
+                options.ref,
+            )
+            trials = ", ".join(f"{rate:.0f}" for rate in ref.per_second_trials)
+            rate = f"{ref.per_second:7.0f} executions/s"
+            print(f"  ref, {nodes} node(s): {rate}  (trials {trials}){_cpu(ref.cpu_us)}")
+            rows.append(
+                asdict(
+                    PeerThroughput(
+                        "ref",
+                        nodes,
+                        options.workers,
+                        options.tasks,
+                        ref.seconds,
+                        ref.per_second,
+                        ref.p50_ms,
+                        ref.p99_ms,
+                        ref.per_second_trials,
+                        ref.cpu_us,
+                    )
+                )
+            )
         if "ours" in peers:
-            result = throughput(options.dsn, nodes, options.workers, options.tasks, options.trials)
+            result = throughput(
+                options.dsn, nodes, options.workers, options.tasks, options.trials, options.profile
+            )
             report["throughput"].append(asdict(result))  # type: ignore[attr-defined]
             trials = ", ".join(f"{rate:.0f}" for rate in result.per_second_trials)
             took = f"{result.seconds:.2f} s; trials {trials}"
-            print(f"  {nodes} node(s): {result.per_second:7.0f} executions/s  ({took})")
+            print(f"  {nodes} node(s): {result.per_second:7.0f} executions/s  ({took}){_cpu(result.cpu_us)}")
             rows.append(
                 asdict(
                     PeerThroughput(
@@ -414,6 +621,7 @@ def main() -> None:
                         result.p50_ms,
                         result.p99_ms,
                         result.per_second_trials,
+                        result.cpu_us,
                     )
                 )
             )
@@ -424,14 +632,16 @@ def main() -> None:
             trials = ", ".join(f"{rate:.0f}" for rate in theirs.per_second_trials)
             print(
                 f"  procrastinate, {nodes} worker process(es): {theirs.per_second:7.0f} jobs/s  "
-                f"({theirs.seconds:.2f} s; trials {trials})"
+                f"({theirs.seconds:.2f} s; trials {trials}){_cpu(theirs.cpu_us)}"
             )
             rows.append(asdict(theirs))
     report["side_by_side"] = rows
+    report["load_after_throughput"] = os.getloadavg()
+    print(f"load average {os.getloadavg()[0]:.1f}")
     print(f"side by side ({options.tasks} no-op jobs due at once, median of {options.trials}):")
     print(side_by_side_table(rows))
 
-    bulk = bulk_enqueue(options.dsn, peers, options.tasks, options.trials)
+    bulk = bulk_enqueue(options.dsn, peers, options.tasks, options.trials) if options.bulk else {}
     report["bulk_enqueue"] = {"tasks": options.tasks, "seconds": bulk}
     calls = {"ours": "schedule_many(durable=True)", "procrastinate": "batch_defer"}
     for peer, times in bulk.items():
@@ -440,7 +650,7 @@ def main() -> None:
             f"bulk enqueue, {peer} {calls[peer]} of {options.tasks} tasks: {median:.3f} s "
             f"({options.tasks / median:,.0f} tasks/s; trials {', '.join(f'{t:.3f}' for t in times)})"
         )
-    if "ours" not in peers:
+    if "ours" not in peers or not options.latency:
         _write(report)
         return
 
@@ -457,16 +667,26 @@ def main() -> None:
         return
     tmp = RESULTS / "tmp"
     tmp.mkdir(exist_ok=True)
-    result = recovery(options.dsn, options.lease, options.poll, options.recoveries, tmp)
-    report["recovery"] = asdict(result)
+    recovered = recovery(options.dsn, options.lease, options.poll, options.recoveries, tmp)
+    report["recovery"] = asdict(recovered)
     bound = options.lease + options.poll
     print(
         f"recovery after kill -9 (lease {options.lease:g} s + poll {options.poll:g} s = {bound:g} s): "
-        f"due -> started elsewhere median {statistics.median(result.due_to_restart):.2f} s, "
-        f"max {max(result.due_to_restart):.2f} s; kill -> started median "
-        f"{statistics.median(result.kill_to_restart):.2f} s, max {max(result.kill_to_restart):.2f} s"
+        f"due -> started elsewhere median {statistics.median(recovered.due_to_restart):.2f} s, "
+        f"max {max(recovered.due_to_restart):.2f} s; kill -> started median "
+        f"{statistics.median(recovered.kill_to_restart):.2f} s, max {max(recovered.kill_to_restart):.2f} s"
     )
     _write(report)
+
+
+def _cpu(cpu: dict[str, float] | None) -> str:
+    """CPU-µs per execution, as printed beside a throughput row."""
+    if cpu is None:
+        return ""
+    return (
+        f"; CPU-µs/execution: nodes {cpu['nodes_us']:,.0f}, their backends {cpu['backends_us']:,.0f}, "
+        f"server shared {cpu['shared_us']:,.0f}, total {cpu['total_us']:,.0f}"
+    )
 
 
 def _write(report: dict[str, object]) -> None:

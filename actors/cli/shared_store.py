@@ -79,11 +79,13 @@ class SharedJobStore(PostgresStore):
             return None
         return super().next_wakeup(importable, executors)
 
-    def listen(self, wakeup: Callable[[], None]) -> Callable[[], None]:
+    def listen(
+        self, wakeup: Callable[[], None], *, saved: Callable[[], None] | None = None
+    ) -> Callable[[], None]:
         """Listen for hints (``PostgresStore.listen``); ``wakeup`` is also called once reconciled."""
         with self._wakeups_lock:
             self._wakeups.append(wakeup)
-        return super().listen(wakeup)
+        return super().listen(wakeup, saved=saved)
 
     def reconciled(self) -> None:
         """The schedule follows the job file: claim from now on, and look for due runs at once."""

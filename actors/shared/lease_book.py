@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from actors.core.task_record import THREADS
-from actors.shared.plan import lease_limit
+from actors.shared.plan import claim_ahead, lease_limit, typical_run
 from actors.store.protocol import Lease
 
 __all__ = ["Held", "LeaseBook", "Stoppable"]
@@ -72,6 +73,17 @@ class Held:
     start_failed: bool = False
     run_starts: dict[int, float] | None = None
     refused_due: float | None = None
+    executor: str = THREADS
+    arrived: bool = False
+    began: float | None = None  # when the run started (monotonic clock): how long runs take
+
+    def waiting(self) -> bool:
+        """Handed to the scheduler and not started, nor ended: a run waiting for (or at) a worker."""
+        return (
+            self.arrived
+            and self.started is None
+            and not (self.saving or self.declined or self.start_failed or self.lost)
+        )
 
 
 class LeaseBook:
@@ -81,11 +93,18 @@ class LeaseBook:
     into a pool that has an idle worker for it.
     """
 
-    def __init__(self) -> None:
-        """Start with nothing held and no room (the scheduler says how many workers are idle)."""
+    def __init__(self, workers: Mapping[str, int] | None = None) -> None:
+        """Start with nothing held and no room (the scheduler says how many workers are idle).
+
+        ``workers``: per executor, the pool's size, if runs may be claimed ahead of the idle
+        workers while the runs are short (``plan.claim_ahead``); none by default.
+        """
         # _lock guards every field: each method holds it for a few dict operations.
         self._lock = threading.Lock()
         self._held: dict[int, Held] = {}
+        self._workers = dict(workers or {})
+        self._ahead: dict[str, int] = {}  # per executor, from the pool's size and _typical
+        self._typical: dict[str, float] = {}  # per executor, a run's typical seconds (plan.typical_run)
         self._idle: dict[str, int] = {}  # per executor
         self._in_transit: dict[int, str] = {}  # seq -> executor: claimed, not yet taken by the scheduler
         self._claimed = 0  # leases acquired since the node started (taskscheduler_claims_total)
@@ -100,13 +119,23 @@ class LeaseBook:
             return more
 
     def rooms(self) -> dict[str, int]:
-        """How many runs each executor with room may claim now: idle workers less leases on their way."""
+        """How many runs each executor with room may claim now: idle workers less leases on their way.
+
+        With runs ahead (``ahead``): and as many as may wait for a worker, less those waiting.
+        """
         with self._lock:
-            in_transit = Counter(self._in_transit.values())
-            rooms = {
-                executor: lease_limit(idle, in_transit[executor]) for executor, idle in self._idle.items()
-            }
+            rooms = self._rooms()
         return {executor: room for executor, room in rooms.items() if room > 0}
+
+    def _rooms(self) -> dict[str, int]:
+        in_transit = Counter(self._in_transit.values())
+        waiting = Counter(held.executor for held in self._held.values() if held.waiting())
+        return {
+            executor: lease_limit(
+                idle, in_transit[executor], self._ahead.get(executor, 0), waiting.get(executor, 0)
+            )
+            for executor, idle in self._idle.items()
+        }
 
     # -- holding -----------------------------------------------------------------------------
 
@@ -115,7 +144,7 @@ class LeaseBook:
         with self._lock:
             self._claimed += len(leases)
             for lease in leases:
-                self._held[lease.seq] = Held(lease)
+                self._held[lease.seq] = Held(lease, executor=executor)
                 self._in_transit[lease.seq] = executor
 
     @property
@@ -131,6 +160,9 @@ class LeaseBook:
                 executor = self._in_transit.pop(lease.seq, None)
                 if executor is not None:
                     self._idle[executor] = max(0, self._idle.get(executor, 0) - 1)
+                held = self._held.get(lease.seq)
+                if held is not None and held.lease.fence == lease.fence:
+                    held.arrived = True
 
     def get(self, seq: int) -> Held | None:
         """The lease held on row ``seq``, if any."""
@@ -144,21 +176,25 @@ class LeaseBook:
             if held is not None:
                 held.task = task
 
-    def start(self, seq: int, at: float, run: int | None = None) -> None:
+    def start(self, seq: int, at: float, run: int | None = None) -> bool:
         """Record that the run of row ``seq`` started at ``at`` (database clock).
 
         ``run``: the run's number, for one of several runs beside one another under the lease
-        (``overlap="allow"``): ``started`` is then the first run's start.
+        (``overlap="allow"``): ``started`` is then the first run's start. Returns whether that
+        made room for a claim of runs ahead (``ahead``): the lease loop is then worth waking.
         """
         with self._lock:
             held = self._held.get(seq)
-            if held is not None:
-                if held.started is None:
-                    held.started = at
-                if run is not None:
-                    if held.run_starts is None:
-                        held.run_starts = {}
-                    held.run_starts[run] = at
+            if held is None:
+                return False
+            if held.started is None:
+                held.started = at
+                held.began = time.monotonic()
+            if run is not None:
+                if held.run_starts is None:
+                    held.run_starts = {}
+                held.run_starts[run] = at
+            return self._ahead.get(held.executor, 0) > 0 and self._rooms().get(held.executor, 0) > 0
 
     def run_started(self, seq: int, run: int) -> float | None:
         """When run ``run`` under the lease of row ``seq`` started (``start`` with ``run``), if known."""
@@ -198,6 +234,14 @@ class LeaseBook:
                 held = self._held.get(seq)
                 if held is not None and held.lease.fence == fence:
                     held.saving = saving
+                    if saving and held.began is not None:  # its run ended: how long it took
+                        self._ran(held.executor, time.monotonic() - held.began)
+                        held.began = None
+
+    def _ran(self, executor: str, seconds: float) -> None:
+        typical = self._typical[executor] = typical_run(self._typical.get(executor), seconds)
+        workers = self._workers.get(executor, 0)
+        self._ahead[executor] = claim_ahead(workers, typical) if workers else 0
 
     def decline(self, seq: int) -> None:
         """The scheduler would not take the run of row ``seq``: let its lease end, and never claim it here."""

@@ -2,8 +2,9 @@
 
 It sleeps until something may be claimable, then leases due runs (``SharedStore.claim_due``),
 only of functions the node can import and, per executor (the thread pool, the process pool),
-only as many as that pool has idle workers, so a node without worker processes never claims
-an ``executor="process"`` run; and hands the leases to the scheduler actor. What wakes it:
+only as many as that pool has idle workers (and, while the pool's runs are short, a batch ahead
+of them: ``plan.lease_limit``), so a node without worker processes never claims an
+``executor="process"`` run; and hands the leases to the scheduler actor. What wakes it:
 
 - a hint from another node (or this one) that the schedule changed (``LISTEN/NOTIFY``,
   through ``wake``): prompt, but a hint can be lost;
@@ -166,9 +167,14 @@ class LeaseLoop:
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout)
 
-    def wake(self) -> None:
-        """The schedule changed (a hint): look again at once. Cheap; any thread (the listener's)."""
-        self._hinted = True
+    def wake(self, *, refresh: bool = True) -> None:
+        """The schedule changed (a hint): look again at once. Cheap; any thread (the listener's).
+
+        ``refresh=False``: the change adds no reference to import (a saved outcome): the look
+        does not read them again for it.
+        """
+        if refresh:
+            self._hinted = True
         self._event.set()
 
     def wake_for_room(self) -> None:

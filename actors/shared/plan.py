@@ -11,9 +11,12 @@ from __future__ import annotations
 from typing import Final, NamedTuple
 
 __all__ = [
+    "AHEAD_PER_WORKER",
     "HINTED_RENEWAL_GAP",
     "RENEWALS_PER_LEASE",
+    "SHORT_RUN",
     "ClockSample",
+    "claim_ahead",
     "down_before",
     "lease_limit",
     "local_due",
@@ -23,6 +26,7 @@ __all__ = [
     "renew_within",
     "sleep_for",
     "store_retry_pause",
+    "typical_run",
 ]
 
 RENEWALS_PER_LEASE: Final = 3
@@ -34,9 +38,46 @@ HINTED_RENEWAL_GAP: Final = 0.05
 _FIRST_PAUSE: Final = 0.05  # seconds after a first failed call to the store; doubles, up to poll
 
 
-def lease_limit(idle: int, in_transit: int) -> int:
-    """How many due runs to claim: one per idle worker, less the leases not yet handed over."""
-    return max(0, idle - in_transit)
+def lease_limit(idle: int, in_transit: int, ahead: int = 0, waiting: int = 0) -> int:
+    """How many due runs to claim: one per idle worker, less the leases not yet handed over.
+
+    With ``ahead``, also as many more as may wait for a worker on the node (``waiting`` wait
+    already: leased, handed over, not started): so a worker that ends a run finds the next one
+    leased, and a claim carries a batch. Only a batch of at least half ``ahead`` is worth a
+    claim of its own (a commit on the server); an idle worker is always worth one.
+    """
+    for_idle = max(0, idle - in_transit)
+    if ahead <= 0:
+        return for_idle
+    queue_room = max(0, ahead - waiting - max(0, in_transit - idle))
+    if for_idle == 0 and queue_room < max(1, ahead // 2):
+        return 0
+    return for_idle + queue_room
+
+
+SHORT_RUN: Final = 0.05
+"""Seconds: a node whose runs typically end within this claims runs ahead of its idle workers."""
+
+AHEAD_PER_WORKER: Final = 4
+"""How many leased runs per worker may wait for a worker on a node whose runs are short."""
+
+
+def claim_ahead(workers: int, typical_run: float | None) -> int:
+    """How many leased runs may wait for a worker, on a node of ``workers`` whose runs take ``typical_run`` s.
+
+    Only while its runs are short (``SHORT_RUN``; ``None``: none ended yet): then a run
+    waits a few milliseconds at most for a worker, and claims carry batches. A node whose runs
+    are long claims no more than its idle workers, so no run waits on a busy node while another
+    node has a worker free for it.
+    """
+    if typical_run is None or typical_run > SHORT_RUN:
+        return 0
+    return max(0, AHEAD_PER_WORKER * workers)
+
+
+def typical_run(previous: float | None, seconds: float) -> float:
+    """The typical run's seconds, ``previous`` updated with a run that took ``seconds``: a moving average."""
+    return seconds if previous is None else 0.8 * previous + 0.2 * max(0.0, seconds)
 
 
 def poll_delay(poll: float, jitter: float) -> float:

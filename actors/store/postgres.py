@@ -593,14 +593,16 @@ class PostgresStore:
 
         return self._read("references", work)
 
-    def listen(self, wakeup: Callable[[], None]) -> Callable[[], None]:
+    def listen(
+        self, wakeup: Callable[[], None], *, saved: Callable[[], None] | None = None
+    ) -> Callable[[], None]:
         """Call ``wakeup()`` on a thread of its own for each hint; see ``SharedStore.listen``.
 
         Any thread. The thread also checks its connection every ``poll`` seconds of silence.
         Closing the store stops every listener.
         """
-        if not callable(wakeup):
-            raise TypeError(f"wakeup must be callable, got {wakeup!r}")
+        if not callable(wakeup) or (saved is not None and not callable(saved)):
+            raise TypeError(f"wakeup and saved must be callable, got {wakeup!r}, {saved!r}")
         connections = self._live()
         listener = Listener(
             lambda: connections.connect("listen"),
@@ -608,6 +610,8 @@ class PostgresStore:
             wakeup,
             location=self._location,
             probe=self._poll,
+            saved=saved,
+            saved_payload=q.SAVED_HINT,
         )
         try:
             listener.start()

@@ -46,11 +46,19 @@ class Listener:
         *,
         location: str,
         probe: float,
+        saved: Callable[[], None] | None = None,
+        saved_payload: str = "",
     ) -> None:
-        """Prepare a listener; ``start`` connects and starts the thread."""
+        """Prepare a listener; ``start`` connects and starts the thread.
+
+        ``saved``, if given, is called instead of ``wakeup`` for a notification whose payload
+        is ``saved_payload`` (a save's hint).
+        """
         self._connect = connect
         self._listen = sql.SQL("LISTEN {}").format(sql.Identifier(channel))
         self._wakeup = wakeup
+        self._saved = saved
+        self._saved_payload = saved_payload
         self._location = location
         self._probe = probe
         self._stop_read, self._stop_write = os.pipe()
@@ -152,13 +160,14 @@ class Listener:
             if self._stop_read in ready:
                 return
             if ready:
-                for _ in db.notifies(timeout=0):
-                    self._call()
+                for notify in db.notifies(timeout=0):
+                    saved = self._saved is not None and notify.payload == self._saved_payload
+                    self._call(self._saved if saved else None)
             else:
                 db.execute("")  # a round trip: raises if the connection died quietly
 
-    def _call(self) -> None:
+    def _call(self, callback: Callable[[], None] | None = None) -> None:
         try:
-            self._wakeup()
+            (callback or self._wakeup)()
         except Exception:  # the caller's bug must not end the listening
             logger.warning("%s: the listener's wakeup callback raised", self._location, exc_info=True)

@@ -521,13 +521,17 @@ class SharedStore(Store, Protocol):
             StoreError: The store failed or is closed.
         """
 
-    def listen(self, wakeup: Callable[[], None]) -> Callable[[], None]:
+    def listen(
+        self, wakeup: Callable[[], None], *, saved: Callable[[], None] | None = None
+    ) -> Callable[[], None]:
         """Call ``wakeup()`` whenever another node adds, replaces, cancels or reschedules a task.
 
         Starts a daemon thread with a connection of its own; ``wakeup`` runs on that thread
         (keep it short: set an event, tell an actor). It is also called after the thread
         reconnects, since hints sent while it was disconnected are lost. The thread is
-        listening when this returns.
+        listening when this returns. ``saved``, if given, is called instead of ``wakeup``
+        for the hint of a saved outcome (``save``, ``save_outcomes``), which adds no function
+        reference and asks no run to stop; without it, ``wakeup`` hears those too.
 
         Returns:
             A function that stops the thread and waits for it; idempotent, any thread.

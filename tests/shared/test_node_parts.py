@@ -18,7 +18,10 @@ from actors.shared.lease_book import LeaseBook
 from actors.shared.lease_loop import Importable, LeaseLoop
 from actors.shared.outcome_saver import OutcomeSaver
 from actors.shared.plan import (
+    AHEAD_PER_WORKER,
+    SHORT_RUN,
     ClockSample,
+    claim_ahead,
     down_before,
     lease_limit,
     local_due,
@@ -77,6 +80,20 @@ def test_claims_never_exceed_the_idle_workers_less_those_on_their_way() -> None:
     assert lease_limit(4, 0) == 4
     assert lease_limit(4, 3) == 1
     assert lease_limit(2, 5) == 0
+
+
+def test_runs_ahead_of_the_idle_workers_come_in_batches_of_at_least_half_the_queue() -> None:
+    # 8 may wait for a worker: an idle worker is always worth a claim, a queue room only of >= 4.
+    assert lease_limit(0, 0, ahead=8, waiting=0) == 8
+    assert lease_limit(0, 0, ahead=8, waiting=5) == 0  # room for 3: not worth a commit yet
+    assert lease_limit(0, 0, ahead=8, waiting=4) == 4
+    assert lease_limit(1, 0, ahead=8, waiting=7) == 2  # the idle worker's run, and one more
+    assert lease_limit(2, 3, ahead=8, waiting=0) == 7  # one on its way fills the queue
+    assert lease_limit(4, 0, ahead=0, waiting=9) == 4  # nothing ahead: as before
+    # Only while runs are short: a run ahead then waits a few milliseconds for its worker.
+    assert claim_ahead(4, None) == 0
+    assert claim_ahead(4, SHORT_RUN / 2) == AHEAD_PER_WORKER * 4
+    assert claim_ahead(4, SHORT_RUN * 2) == 0
 
 
 @pytest.mark.parametrize("jitter", [0.0, 0.3, 0.999, -1.0, 2.0])
@@ -185,6 +202,29 @@ def test_the_book_counts_room_claims_on_their_way_and_what_was_started() -> None
     assert [held.seq for held in book.unstarted()] == [2, 3]
     assert book.forget([(1, 1), (9, 1)]) == [lease(1)]
     assert len(book) == 2
+
+
+def test_the_book_claims_ahead_only_once_its_runs_are_seen_to_be_short() -> None:
+    book = LeaseBook({"thread": 2})
+    book.set_idle({"thread": 2})
+    assert book.rooms() == {"thread": 2}  # no run ended yet: no more than the idle workers
+    book.acquired([lease(1), lease(2)], "thread")
+    book.arrived([lease(1), lease(2)])
+    book.set_idle({"thread": 0})
+    assert book.rooms() == {}
+    book.start(1, T0)
+    book.saving([(1, 1)])  # its run ended at once: runs are short here
+    ahead = 2 * AHEAD_PER_WORKER
+    assert book.rooms() == {"thread": ahead - 1}  # the run of lease 2 waits for its worker
+    more = [lease(seq) for seq in range(3, 2 + ahead)]
+    book.acquired(more, "thread")
+    book.arrived(more)
+    assert book.rooms() == {}  # the queue is full
+    for seq in range(3, 2 + ahead // 2):
+        assert book.start(seq, T0) is False  # less than half the queue free: not worth a claim
+    assert book.start(2 + ahead // 2, T0) is True  # half of it free: wake the lease loop
+    assert book.rooms() == {"thread": ahead // 2}
+    assert [held.seq for held in book.unstarted()] == [2, *range(3 + ahead // 2, 2 + ahead)]
 
 
 def test_renewals_mark_lost_leases_and_ask_stopped_runs_once() -> None:

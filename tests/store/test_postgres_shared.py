@@ -383,6 +383,31 @@ def test_listen_calls_back_when_another_node_changes_the_schedule(make_node: Nod
     stop()  # idempotent
 
 
+def test_a_saved_outcomes_hint_goes_to_saved_when_the_listener_asks(make_node: Node) -> None:
+    a, b = make_node("a"), make_node("b")
+    hints: list[str] = []
+    heard = threading.Semaphore(0)
+
+    def hear(kind: str) -> Callable[[], None]:
+        def call() -> None:
+            hints.append(kind)
+            heard.release()
+
+        return call
+
+    stop = a.listen(hear("wakeup"), saved=hear("saved"))
+    try:
+        x = b.add(definition("x"))[0]
+        assert heard.acquire(timeout=1.0)
+        b.save([update(x, run_count=1)], [record(x, 1)])  # a save: no reference, no stop request
+        assert heard.acquire(timeout=1.0)
+        b.cancel("x")
+        assert heard.acquire(timeout=1.0)
+        assert hints == ["wakeup", "saved", "wakeup"]
+    finally:
+        stop()
+
+
 def test_listen_reconnects_and_calls_back_after_losing_its_connection(make_node: Node) -> None:
     name = unique_node("a")  # only this test's connections are cut
     a, b = make_node(name, poll=30.0), make_node("b")  # no probe query: LISTEN shows in pg_stat_activity

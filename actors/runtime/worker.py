@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import traceback
 from collections.abc import Callable
@@ -16,6 +17,7 @@ from actors.runtime.run_context import CURRENT_RUN
 from actors.sync.clock import Clock
 from actors.sync.outbox import Outbox
 from actors.sync.threads import Role, ThreadRegistry
+from actors.sync.token import START_HELD, STARTED_CLAIMED
 from messages import Completed, Drain, Failed, RunBatch, RunTask, Skipped, Started, WorkerExited
 
 logger = logging.getLogger(__name__)
@@ -136,7 +138,10 @@ def run_batch(
     while index < count:
         run = runs[index]
         task = run.task
-        if (start_check is None or start_check(run)) and task.try_start(run.one_time):
+        verdict = task.try_start(run.one_time, run.manual) if start_check is None or start_check(run) else 0
+        if verdict > 0:
+            if verdict == STARTED_CLAIMED and not run.manual:  # rare: the run a run_now claimed
+                run = dataclasses.replace(run, manual=True)
             started_at = now()
             try:
                 if run.announce:
@@ -167,7 +172,7 @@ def run_batch(
                 )
         else:
             index = _next_claimed(runs, index + 1)
-            result = Skipped(worker, run.task_id, run.run, index == count)
+            result = Skipped(worker, run.task_id, run.run, index == count, verdict == START_HELD)
         report(result)
     runs.clear()
 

@@ -56,8 +56,8 @@ def finish_new(token: Token) -> RuntimeError | None:
 
 
 MOVES: dict[Move, Callable[[Token], object]] = {
-    Move.START_ONE_TIME: lambda token: token.try_start(True),
-    Move.START_RECURRING: lambda token: token.try_start(False),
+    Move.START_ONE_TIME: lambda token: token.try_start(True) > 0,
+    Move.START_RECURRING: lambda token: token.try_start(False) > 0,
     Move.END_RUN: lambda token: token.end_run(),
     Move.RUN_REPORTED: lambda token: token.run_reported(),
     Move.REVOKE: lambda token: token.revoke(),

@@ -95,9 +95,12 @@ def token_decides(task: TaskRecord, operation: str) -> bool:
     A memory task (a durable one's change is committed to its store before the answer, by the
     scheduler) whose runs are its own (not ``overlap="allow"``, whose runs have tokens of their
     own); ``run_now`` only with ``overlap="skip"`` and not while the task waits for its
-    dependencies. Safe on any thread: a task's store and policies never change, and a task
-    that has left ``WAITING`` never goes back (a moment's reading can only be stale towards
-    "waiting", which asks the scheduler).
+    dependencies. Safe on any thread: a task that has left ``WAITING`` never goes back (a
+    moment's reading can only be stale towards "waiting", which asks the scheduler), and its
+    store and policies change only if ``if_exists="replace"`` gives it new ones (on the
+    scheduler's thread). A decision made on the old ones is then taken as made just before
+    (``run_now_claimed``), and ``resume`` clears a hold however it is decided, so a replaced
+    task is never left held.
     """
     if task.store_seq is not None:
         return False
@@ -264,8 +267,11 @@ class Operations(Stopping):
         task = self.record(task_id)
         if task is None or task_id not in self._paused:
             return False
-        if token_decides(task, RESUME) and task.release_hold(taken_live=True)[0] != DONE:
-            return False  # (cancelled on another thread, not yet reported)
+        if token_decides(task, RESUME):
+            if task.release_hold(taken_live=True)[0] != DONE:
+                return False  # (cancelled on another thread, not yet reported)
+        else:  # a task whose token did decide once (its options replaced since) must not stay held
+            task.release_hold(taken_live=True)
         self._apply_resume(task, now)
         return True
 
@@ -319,8 +325,13 @@ class Operations(Stopping):
     def run_now_claimed(self, report: RunNowClaimed, now: float) -> None:
         """Take a caller's run now, claimed on the task's token (``RunNowClaimed`` report): make the run."""
         task = self._live_record(report.task)
-        if task is not None and task.state in _CLAIMABLE:
-            self._apply_run_now(task, now)  # (else it has ended meanwhile: no run to make)
+        if task is None or task.state not in _CLAIMABLE:
+            return  # it has ended meanwhile: no run to make
+        if not token_decides(task, RUN_NOW):  # its options were replaced since: as they say now
+            task.drop_claim()
+            self.run_now(task.task_id, now=now)
+            return
+        self._apply_run_now(task, now)
 
     def _apply_run_now(self, task: TaskRecord, now: float) -> None:
         """Make the manual run a claim promised (``"skip"``: ``PENDING``, ``PAUSED``, ``READY``, ``HANDED``).

@@ -189,3 +189,20 @@ def test_after_shutdown_every_operation_answers_false(scheduler: Scheduler) -> N
     assert s.pause("op") is False
     assert s.resume("op") is False
     assert s.run_now("op") is False
+
+
+def test_a_task_paused_by_its_token_then_given_other_options_is_not_left_held(scheduler: Scheduler) -> None:
+    s = scheduler
+    s.schedule_at_fixed_rate(note, INTERVAL, INTERVAL, task_id="op")
+    assert s.pause("op") is True  # decided on the token (overlap "skip")
+    s.schedule_at_fixed_rate(
+        note, INTERVAL, INTERVAL, task_id="op", if_exists="replace", overlap="allow", max_instances=2
+    )
+    assert s.resume("op") is True  # now the scheduler's to decide ("allow")
+    s.schedule_at_fixed_rate(note, INTERVAL, INTERVAL, task_id="op", if_exists="replace")  # "skip" again
+    s.advance(INTERVAL)
+    s.settle()
+    assert len(runs_of("op")) >= 1  # its runs start: the token does not hold them back
+    assert s.info("op").status is TaskStatus.SCHEDULED
+    assert s.pause("op") is True
+    assert s.resume("op") is True

@@ -41,7 +41,18 @@ from messages.events import (
 from messages.history import RUN_OUTCOMES, QueryHistory, RunOutcomeName, RunRecord
 from messages.metrics import QueryRunTotals, RunTotals, StoreTotals
 from messages.operations import Pause, Reschedule, Resume, RunNow
-from messages.reports import BusExited, Cancelled, Completed, Failed, Skipped, Started, WorkerExited
+from messages.reports import (
+    BusExited,
+    Cancelled,
+    Completed,
+    Failed,
+    Paused,
+    Resumed,
+    RunNowClaimed,
+    Skipped,
+    Started,
+    WorkerExited,
+)
 from messages.shared import CancelledInStore, Claimed, OutcomesSaved, RetrySaves
 from messages.timers import TimerFired
 from messages.triggers import Cron, FixedDelay, FixedRate, Once, Trigger
@@ -68,6 +79,7 @@ __all__ = [
     "Once",
     "OutcomesSaved",
     "Pause",
+    "Paused",
     "Publish",
     "QueryHistory",
     "QueryNextDue",
@@ -77,10 +89,12 @@ __all__ = [
     "QueryTasks",
     "Reschedule",
     "Resume",
+    "Resumed",
     "RetrySaves",
     "RunBatch",
     "RunClaim",
     "RunNow",
+    "RunNowClaimed",
     "RunOutcomeName",
     "RunRecord",
     "RunTask",

@@ -27,8 +27,12 @@ class TaskToken(Protocol):
     ``try_start`` is atomic and may be called from any thread; see ``actors/sync/token.py``.
     """
 
-    def try_start(self, one_time: bool) -> bool:
-        """Claim the right to start a run: ``False`` if the task was cancelled (or has ended)."""
+    def try_start(self, one_time: bool, manual: bool = False) -> int:
+        """Claim the right to start a run: positive if it may start, 0 if cancelled or ended.
+
+        2: it starts as the manual run a ``run_now`` claimed; negative: the task is paused and
+        the run is not ``manual``.
+        """
 
     def end_run(self, claim: Any = None) -> bool:
         """Say a run has ended (before reporting it); ``claim`` is the run's. ``False``: do not report it."""

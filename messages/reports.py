@@ -67,13 +67,15 @@ class Failed:
 class Skipped:
     """Worker ``worker`` claimed run ``run`` of ``task_id`` but did not start it: it was cancelled.
 
-    ``idle`` as in ``Completed``.
+    ``idle`` as in ``Completed``. ``paused``: not cancelled but paused (its token held the
+    run back); the run goes back to the scheduler, as a run taken back before it started.
     """
 
     worker: int
     task_id: TaskId
     run: int
     idle: bool = True
+    paused: bool = False
 
 
 @final
@@ -88,6 +90,39 @@ class Cancelled:
 
     task: Task = field(compare=False)
     mid_run: bool = False
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Paused:
+    """A caller paused ``task`` through its token (``Scheduler.pause`` of a memory task).
+
+    The decision is made (the answer was ``True``): the scheduler only does the bookkeeping
+    (``PAUSED``, the task's state). Like every report of a decision on the token, it reaches
+    the scheduler in the order the decisions were made. Ignored if the task has ended meanwhile.
+    """
+
+    task: Task = field(compare=False)
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Resumed:
+    """A caller resumed ``task`` through its token (``Scheduler.resume``); as ``Paused``."""
+
+    task: Task = field(compare=False)
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class RunNowClaimed:
+    """A caller claimed one manual run of ``task`` on its token (``Scheduler.run_now``, ``"skip"``).
+
+    The scheduler makes the run: it queues one, or, if a run is already due and not started,
+    makes that run the manual one (its worker's ``try_start`` takes the claim). As ``Paused``.
+    """
+
+    task: Task = field(compare=False)
 
 
 @final

@@ -23,11 +23,22 @@ Three dicts hold what these operations add to a task, so a task nobody operates 
 
 The catch-up policy of a resumed task is one function, ``due_on_resume``: the policies of
 issue 24 (``catch_up="all"``, ``"none"``) extend it there.
+
+Who decides (``token_decides``): for a memory task (no store to commit to first) that is not
+``overlap="allow"``, the task's token decides ``pause`` and ``resume`` (its ``HELD`` bit), and,
+with ``overlap="skip"``, ``run_now`` (its ``CLAIMED`` bit), on whichever thread asks
+(``actors/sync/token.py``): the facade's caller, without waiting for the scheduler. The core
+then only does the bookkeeping, in the order the decisions were made: ``paused``, ``resumed``
+and ``run_now_claimed`` take the reports the deciders put in the outbox, and ``skipped`` takes
+a run a held token did not let start (``Skipped(paused=True)``). Every other case (a durable
+task, whose change is committed first; ``"allow"``; ``run_now`` with ``"queue"`` or
+``"replace"``) the core decides here, on its own thread, as ``pause``, ``resume`` and
+``run_now`` below.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from actors.core.effects import Respecced
 from actors.core.policies import OVERLAP_REPLACE, OVERLAP_SKIP
@@ -45,8 +56,9 @@ from actors.core.task_state import (
     move_to,
 )
 from actors.sync.claim import REPLACED
-from actors.sync.token import request_stop
+from actors.sync.token import DONE, request_stop
 from messages import Cron, EventKind, FixedDelay, FixedRate, Once, TaskId, TaskInfo, TaskStatus, Trigger
+from messages.reports import Paused, Resumed, RunNowClaimed
 
 if TYPE_CHECKING:
     from actors.core.dealer import Dealer
@@ -54,10 +66,67 @@ if TYPE_CHECKING:
     from actors.core.effects import Effects
     from actors.core.wall_tasks import WallTasks
 
-__all__ = ["CATCH_UP_LATEST", "Operations", "due_on_resume", "first_due", "respec"]
+__all__ = [
+    "CATCH_UP_LATEST",
+    "PAUSE",
+    "RESUME",
+    "RUN_NOW",
+    "Operations",
+    "core_refuses",
+    "due_on_resume",
+    "first_due",
+    "respec",
+    "token_decides",
+]
 
 CATCH_UP_LATEST = "latest"
 """The catch-up policy of every task today: one late run, if within ``misfire_grace``."""
+
+
+PAUSE = "pause"
+RESUME = "resume"
+RUN_NOW = "run_now"
+"""The operations a task's token may decide (``token_decides``)."""
+
+
+def token_decides(task: TaskRecord, operation: str) -> bool:
+    """Whether ``task``'s token decides ``operation`` (``PAUSE``, ``RESUME``, ``RUN_NOW``); any thread.
+
+    A memory task (a durable one's change is committed to its store before the answer, by the
+    scheduler) whose runs are its own (not ``overlap="allow"``, whose runs have tokens of their
+    own); ``run_now`` only with ``overlap="skip"`` and not while the task waits for its
+    dependencies. Safe on any thread: a task that has left ``WAITING`` never goes back (a
+    moment's reading can only be stale towards "waiting", which asks the scheduler), and its
+    store and policies change only if ``if_exists="replace"`` gives it new ones (on the
+    scheduler's thread). A decision made on the old ones is then taken as made just before
+    (``run_now_claimed``), and ``resume`` clears a hold however it is decided, so a replaced
+    task is never left held.
+    """
+    if task.store_seq is not None:
+        return False
+    policies = task.spec.policies
+    if policies.allows:
+        return False
+    return operation is not RUN_NOW or (policies.overlap == OVERLAP_SKIP and task.state is not WAITING)
+
+
+def core_refuses(task: TaskRecord, operation: str) -> bool:
+    """What the task's state refuses of ``operation``, beyond what its token decides.
+
+    Pause and resume: the task is ending or ended. Run now (``overlap="skip"``): it is not
+    ``PENDING`` or ``PAUSED``: a run is about to start (``READY``, or ``HANDED`` and not
+    started), or in progress, or it waits for its dependencies, or it is ending or ended.
+
+    The core's thread reads the state exactly. A caller's thread (``run_now``'s fast path) reads
+    it for a moment: a refusal it reads stays true (a final state is final) or was true at the
+    reading (a run about to start); a ``PENDING`` it reads may be stale by the time its claim
+    is made, if the task has come due since: the claim then makes that run the manual one
+    (``_apply_run_now``), which is the outcome of a ``run_now`` made at the reading.
+    """
+    state = task.state
+    if operation is RUN_NOW:
+        return state is not PENDING and state is not PAUSED
+    return state is CANCELLING or state in FINAL_STATES
 
 
 def due_on_resume(task: TaskRecord, *, now: float, wall_offset: float) -> tuple[float, float | None]:
@@ -120,6 +189,10 @@ def first_due(
     return due_at, due_at + wall_offset if durable else None
 
 
+_CLAIMABLE: Final = frozenset({PENDING, PAUSED, READY, HANDED})
+"""The states in which a claimed manual run is made (``run_now_claimed``)."""
+
+
 class Operations(Stopping):
     """The part of the ``Timetable`` that operates live tasks, on the run endings and queries below it."""
 
@@ -151,9 +224,23 @@ class Operations(Stopping):
         task = self.record(task_id)
         if task is None or task_id in self._paused:
             return False
-        state = task.state
-        if state is CANCELLING or state in FINAL_STATES:
+        if core_refuses(task, PAUSE):
             return False
+        if token_decides(task, PAUSE) and task.hold(taken_live=True)[0] != DONE:
+            return False  # (cancelled on another thread, not yet reported)
+        self._apply_pause(task, now)
+        return True
+
+    def paused(self, report: Paused, now: float) -> None:
+        """Take a caller's pause, decided on the task's token (``Paused`` report): its bookkeeping."""
+        task = self._live_record(report.task)
+        if task is not None and task.task_id not in self._paused and not core_refuses(task, PAUSE):
+            self._apply_pause(task, now)  # (else it has ended meanwhile: nothing to pause)
+
+    def _apply_pause(self, task: TaskRecord, now: float) -> None:
+        """Pause ``task`` (decided): out of the heap or the ready FIFO; publish ``PAUSED``."""
+        task_id = task.task_id
+        state = task.state
         self._paused[task_id] = now
         if task_id in self._manual and state in (READY, HANDED):
             pass  # a run_now run asked for already still runs (as on a paused task); then it rests PAUSED
@@ -166,10 +253,10 @@ class Operations(Stopping):
         elif state is HANDED and self._dealer.take_back(task):
             move_to(task, PAUSED)  # its worker had not started the run
             self._release(now)  # the take-back may have left a worker idle
-        # else a run in flight, or waiting for its dependencies: it rests PAUSED when it next would wait
+        # else a run in flight, or waiting for its dependencies: it rests PAUSED when it next would
+        # wait (a held token lets no run start meanwhile: the worker's Skipped(paused), ``skipped``)
         self._operated(task, EventKind.PAUSED, now)
         self._queued_now_is_due(task, now)
-        return True
 
     def resume(self, task_id: TaskId, *, now: float) -> bool:
         """Resume a paused task; ``True`` if it was paused. Publishes ``RESUMED``.
@@ -178,8 +265,25 @@ class Operations(Stopping):
         released at once.
         """
         task = self.record(task_id)
-        if task is None or self._paused.pop(task_id, None) is None:
+        if task is None or task_id not in self._paused:
             return False
+        if token_decides(task, RESUME):
+            if task.release_hold(taken_live=True)[0] != DONE:
+                return False  # (cancelled on another thread, not yet reported)
+        else:  # a task whose token did decide once (its options replaced since) must not stay held
+            task.release_hold(taken_live=True)
+        self._apply_resume(task, now)
+        return True
+
+    def resumed(self, report: Resumed, now: float) -> None:
+        """Take a caller's resume, decided on the task's token (``Resumed`` report): its bookkeeping."""
+        task = self._live_record(report.task)
+        if task is not None and task.task_id in self._paused:
+            self._apply_resume(task, now)
+
+    def _apply_resume(self, task: TaskRecord, now: float) -> None:
+        """Resume the paused ``task`` (decided): due as its catch-up policy says; publish ``RESUMED``."""
+        del self._paused[task.task_id]
         if task.state is PAUSED:
             task.due_at, task.due_wall = due_on_resume(task, now=now, wall_offset=self.wall_offset)
             move_to(task, PENDING)
@@ -187,7 +291,6 @@ class Operations(Stopping):
         self._operated(task, EventKind.RESUMED, now)
         if task.due_at <= now:
             self._release(now)  # (not due yet, or its run in flight: nothing to release)
-        return True
 
     def run_now(self, task_id: TaskId, *, now: float) -> bool:
         """Release one extra run of a task now, outside its schedule; whether it did (or queued it).
@@ -207,12 +310,54 @@ class Operations(Stopping):
         if task is None:
             return False
         state = task.state
+        if token_decides(task, RUN_NOW):
+            if core_refuses(task, RUN_NOW) or task.claim_manual()[0] != DONE:
+                return False  # "skip": a run about to start or in progress; ending, ended, waiting
+            self._queue_manual(task, now)
+            return True
         if task.spec.policies.allows and (state is PENDING or state is PAUSED):
             return self._run_instance_now(task, now)  # one more run, if fewer than N go (instance_runs.py)
         if state is not PENDING and state is not PAUSED:
             return self._run_after(task, now)  # READY, HANDED: a run is about to start or in progress
-        self._manual[task_id] = (task.due_at, task.due_wall)
-        if state is PENDING:
+        self._queue_manual(task, now)
+        return True
+
+    def run_now_claimed(self, report: RunNowClaimed, now: float) -> None:
+        """Take a caller's run now, claimed on the task's token (``RunNowClaimed`` report): make the run."""
+        task = self._live_record(report.task)
+        if task is None or task.state not in _CLAIMABLE:
+            return  # it has ended meanwhile: no run to make
+        if not token_decides(task, RUN_NOW):  # its options were replaced since: as they say now
+            task.drop_claim()
+            self.run_now(task.task_id, now=now)
+            return
+        self._apply_run_now(task, now)
+
+    def _apply_run_now(self, task: TaskRecord, now: float) -> None:
+        """Make the manual run a claim promised (``"skip"``: ``PENDING``, ``PAUSED``, ``READY``, ``HANDED``).
+
+        ``PENDING`` or ``PAUSED``: a manual run is queued. ``READY`` or ``HANDED``: the caller
+        read ``PENDING`` and the task came due before its claim (``core_refuses``); the run that
+        came due has not started (the claim was open, so its worker's ``try_start`` takes it)
+        and is the manual one, exactly as if the ``run_now`` had come at the reading (a manual
+        run queued then would have started no earlier, and left its slot behind; one run).
+        """
+        state = task.state
+        if state is PENDING or state is PAUSED:
+            self._queue_manual(task, now)
+            return
+        if task.task_id in self._manual:
+            return  # (a manual run already: cannot be, a claim is one at a time)
+        self._manual[task.task_id] = (task.due_at, task.due_wall)
+        task.due_at = now
+        if task.due_wall is not None:
+            task.due_wall = now + self.wall_offset
+        self.activity += 1
+
+    def _queue_manual(self, task: TaskRecord, now: float) -> None:
+        """Queue a manual run of a ``PENDING`` or ``PAUSED`` task now, keeping the slot it leaves."""
+        self._manual[task.task_id] = (task.due_at, task.due_wall)
+        if task.state is PENDING:
             self._heap.remove(task)
         task.due_at = now
         if task.due_wall is not None:
@@ -222,7 +367,12 @@ class Operations(Stopping):
         if self._want_due:
             self._emit(EventKind.DUE, task, now, task.run_count + 1)
         self._release(now)
-        return True
+
+    def _live_record(self, task: object) -> TaskRecord | None:
+        """``task`` (a report's) if it is the live record of its id, else ``None`` (it has ended)."""
+        if isinstance(task, TaskRecord) and self._tasks.get(task.task_id) is task:
+            return task
+        return None
 
     def _run_after(self, task: TaskRecord, now: float) -> bool:
         """``run_now`` of a task with a run in flight: queue a manual run after it, if its overlap allows."""
@@ -293,7 +443,8 @@ class Operations(Stopping):
             self._manual.pop(task_id, None)  # a new schedule: the old grid is gone
             self._respec[task_id] = (spec, due_at, due_wall)  # its run goes on; applied at its end
         else:
-            self._manual.pop(task_id, None)
+            if self._manual.pop(task_id, None) is not None and state is not PENDING:
+                task.drop_claim()  # its manual run, not started, is dropped: nothing is promised any more
             if state is HANDED:
                 move_to(task, PENDING)  # taken back before its worker started it
             elif state is READY:

@@ -24,6 +24,7 @@ from actors.core.task_state import (
     FAILED,
     FINAL_STATES,
     HANDED,
+    PAUSED,
     PENDING,
     State,
     move_to,
@@ -68,6 +69,7 @@ class RunEndings(InstanceRuns):
         def _rest(self, task: TaskRecord) -> None: ...
         def _plan_operated(self, task: TaskRecord, after: float) -> bool: ...
         def _start_queued_now(self, task: TaskRecord, after: float) -> None: ...
+        def _queued_now_is_due(self, task: TaskRecord, now: float) -> None: ...
 
         _paused: dict[TaskId, float]
         _manual: dict[TaskId, tuple[float, float | None]]
@@ -234,9 +236,20 @@ class RunEndings(InstanceRuns):
         self._after_run(task, report.finished_at, report.started_at)
 
     def skipped(self, report: Skipped, now: float) -> None:
-        """Record that a worker did not start a run: the task's token said it was cancelled."""
+        """Record that a worker did not start a run: the task's token said it was cancelled (or paused).
+
+        ``paused``: paused (its token was held), not cancelled: the run goes back as a run taken
+        back before it started: the task rests ``PAUSED``, or, resumed since, is due again at once.
+        """
         task, _ = self._reported(report)
-        if task is not None and self._instances and isinstance(task, RunInstance):
+        if report.paused and task is not None and task.state is HANDED:
+            self.activity += 1
+            if task.task_id in self._paused:
+                move_to(task, PAUSED)
+                self._queued_now_is_due(task, now)
+            else:
+                self._dealer.requeue([task])  # resumed before its report came: it runs now
+        elif task is not None and self._instances and isinstance(task, RunInstance):
             self._instance_skipped(task, now)  # its task's token had ended: it ends (or has) as such
         elif task is not None and task.state not in FINAL_STATES:  # else it ended when cancelled
             self.activity += 1
@@ -560,6 +573,8 @@ class RunEndings(InstanceRuns):
             f"run {run} of task {task.task_id!r} was not started: it was {late:.3f} s late, "
             f"more than its misfire_grace of {task.spec.misfire_grace} s"
         )
+        if self._manual and task.task_id in self._manual:
+            task.drop_claim()  # a manual run missed: nothing is promised any more
         trigger = task.spec.trigger
         ends = trigger is None and task.take()  # a one-time task ends (unless a cancel won its token)
         task.count_missed()

@@ -43,7 +43,7 @@ from actors.core.task_state import (
 )
 from actors.errors import DependencyFailedError
 from actors.sync.claim import INTERRUPTED, REPLACED, Claim
-from actors.sync.token import FREE, Token, request_stop
+from actors.sync.token import FREE, START_REFUSED, STARTED, Token, request_stop
 from messages import Completed, Cron, FixedDelay, FixedRate, Once, Schedule, TaskInfo, TaskStatus
 
 __all__ = [
@@ -320,7 +320,8 @@ class TaskRecord(Token):
 
         ``name`` is the name to show; ``None`` means ``default_name(fn)``.
         """
-        self._token = FREE  # the Token's two slots, set here: a million tasks pay for each call
+        self._token = FREE  # the Token's slots, set here: a million tasks pay for each call
+        self._ops = 0
         self._outcome: object = None
         self.task_id = task_id
         self.fn = fn
@@ -526,9 +527,12 @@ class RunInstance(TaskRecord):
         if parent.due_wall is not None:
             self.due_wall = parent.due_wall - parent.due_at + due_at
 
-    def try_start(self, one_time: bool) -> bool:
-        """Worker: may this run start? Only while its task's token lets a run start (``try_start_beside``)."""
-        return self.try_start_beside(self.parent)
+    def try_start(self, one_time: bool, manual: bool = False) -> int:
+        """Worker: may this run start? Only while its task's token lets a run start (``try_start_beside``).
+
+        (An ``overlap="allow"`` task is operated by its scheduler alone: its token holds no bits.)
+        """
+        return STARTED if self.try_start_beside(self.parent) else START_REFUSED
 
 
 _END_REASONS: dict[State, str] = {

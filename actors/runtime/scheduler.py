@@ -35,7 +35,7 @@ from actors.runtime.executor_worker import ExecutorWorkerActor, close_executors
 from actors.runtime.home import Home, MemoryHome
 from actors.runtime.limits import MAX_PROCESSES, MAX_WORKERS, check_count
 from actors.runtime.minting import IdMint
-from actors.runtime.operations import OPERATIONS
+from actors.runtime.operations import OPERATIONS, operate_by_token
 from actors.runtime.process_worker import ProcessWorkerActor
 from actors.runtime.timer import TimerThread
 from actors.runtime.worker import Report, WorkerActor, run_batch
@@ -58,6 +58,7 @@ from messages import (
     Flush,
     OutcomesSaved,
     Pause,
+    Paused,
     Publish,
     QueryHistory,
     QueryNextDue,
@@ -67,9 +68,11 @@ from messages import (
     QueryTasks,
     Reschedule,
     Resume,
+    Resumed,
     RetrySaves,
     RunBatch,
     RunNow,
+    RunNowClaimed,
     RunTask,
     Schedule,
     SchedulerStats,
@@ -102,7 +105,7 @@ _ANSWERED: Final = (
 )
 """The messages whose reply someone reads: a handler that fails replies a ``SchedulerInternalError``."""
 
-OutboxItem = TaskRecord | Parcel | Cancelled | Report
+OutboxItem = TaskRecord | Parcel | Cancelled | Paused | Resumed | RunNowClaimed | Report
 """What reaches the scheduler through its outbox, in the order it was put: new tasks (minted
 ids) and handles' cancels from callers, and the workers' reports. One outbox, so that the
 order between them is the order they happened in (a task that cancels another while it runs
@@ -247,6 +250,9 @@ class SchedulerActor(LibraryActor):
             Skipped: core.skipped,
             Started: lambda report, now: core.started(report),
             Cancelled: core.cancelled,
+            Paused: core.paused,  # decisions callers made on tokens (actors/api/operations.py)
+            Resumed: core.resumed,
+            RunNowClaimed: core.run_now_claimed,
         }
 
     # -- lifecycle (scheduler thread) -------------------------------------------------------
@@ -364,14 +370,7 @@ class SchedulerActor(LibraryActor):
         core = self._core
         match message:
             case Drain():
-                now = self._clock.now()
-                with core.batch(now=now):
-                    takers = self._takers  # self._take, written out: this loop is every task's, twice
-                    for item in self._outbox.drain():
-                        try:
-                            takers[type(item)](item, now)
-                        except (DuplicateTaskError, SchedulerShutdownError) as error:
-                            self._refused(item, error, now)
+                self._drain(self._clock.now())
             case Started() | Completed() | Failed() | Skipped() | Cancelled():
                 self._take(message, self._clock.now())
             case Tick():
@@ -389,7 +388,13 @@ class SchedulerActor(LibraryActor):
             case Cancel(task_id, interrupt):
                 return self._cancel(task_id, interrupt)
             case Pause() | Resume() | RunNow() | Reschedule():
-                reply, events = self._home.operate(message, core, self._clock.now())  # home.py
+                now = self._clock.now()
+                self._drain(now)  # what callers decided on tokens before this message, first
+                by_token = operate_by_token(core, message, self._outbox.put)  # a memory task's
+                if by_token is not None:
+                    self._drain(now)  # its report: the bookkeeping is done when the reply goes
+                    return by_token
+                reply, events = self._home.operate(message, core, now)  # home.py
                 self._publish(events)
                 return reply
             case QueryTask(task_id):
@@ -425,6 +430,16 @@ class SchedulerActor(LibraryActor):
             case _:
                 logger.warning("scheduler ignored an unexpected message: %r", message)
         return None
+
+    def _drain(self, now: float) -> None:
+        """Take everything in the outbox, in order (a ``Drain``; before and after an operation)."""
+        with self._core.batch(now=now):
+            takers = self._takers  # self._take, written out: this loop is every task's, twice
+            for item in self._outbox.drain():
+                try:
+                    takers[type(item)](item, now)
+                except (DuplicateTaskError, SchedulerShutdownError) as error:
+                    self._refused(item, error, now)
 
     def _schedule(self, command: Schedule) -> bool | str:
         """Add the task of a ``Schedule`` (a hand-sent one); reply ``True``, its minted id, or ``False``."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import traceback
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from actors.runtime.run_context import CURRENT_RUN
 from actors.sync.clock import Clock
 from actors.sync.outbox import Outbox
 from actors.sync.threads import Role, ThreadRegistry
+from actors.sync.token import START_HELD, STARTED_CLAIMED
 from messages import Completed, Drain, Failed, RunBatch, RunTask, Skipped, Started, WorkerExited
 
 logger = logging.getLogger(__name__)
@@ -145,11 +147,17 @@ def run_batch(  # noqa: PLR0912, PLR0915 - one loop, on purpose (below)
         plain = type(run) is tuple
         if plain:
             task, claim, fn, args, kwargs, _ = run  # type: ignore[misc]
-            one_time, announce = True, False
+            one_time, announce, manual = True, False, False
         else:
             task, claim = run.task, run.claim  # type: ignore[union-attr]
-            one_time, announce = run.one_time, run.announce  # type: ignore[union-attr]
-        if (start_check is None or start_check(as_run_task(run))) and task.try_start(one_time):
+            one_time, announce, manual = run.one_time, run.announce, run.manual  # type: ignore[union-attr]
+        verdict = (
+            task.try_start(one_time, manual) if start_check is None or start_check(as_run_task(run)) else 0
+        )
+        if verdict > 0:
+            if verdict == STARTED_CLAIMED and not manual:  # rare: the run a run_now claimed
+                run = dataclasses.replace(as_run_task(run), manual=True)
+                plain = False  # reported whole: the scheduler counts it as the manual run
             started_at = now()
             try:
                 if announce:
@@ -199,7 +207,7 @@ def run_batch(  # noqa: PLR0912, PLR0915 - one loop, on purpose (below)
                 )
         else:
             index = _next_claimed(runs, index + 1)
-            result = Skipped(worker, _id_of(run), _run_of(run), index == count)
+            result = Skipped(worker, _id_of(run), _run_of(run), index == count, verdict == START_HELD)
         report(result)
     runs.clear()
 

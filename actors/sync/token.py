@@ -45,6 +45,27 @@ any run of a task that may be retried: a cancel must still win between its attem
   process: its handle is not done, and waiting for it ends at once (``detach``, by the
   scheduler: at shutdown for a task with no run in flight; when stopped by force, for any).
 
+Operated tasks (issue 24's ``pause``, ``resume`` and ``run_now``): two bits beside the state,
+``_ops``, moved under the same lock, so that a pause or a manual run is decided against a start
+or a cancel in one place. ``HELD``: the task is paused (no run starts but a manual one);
+``CLAIMED``: one manual run is promised and has not started (a ``run_now`` of an
+``overlap="skip"`` task). A caller decides with ``hold``, ``release_hold`` or
+``claim_manual``, and in the same hold of the lock puts its report for the scheduler (``put``):
+the reports then reach the scheduler in the order the moves were made, and before any report
+of a run that the move changed (a worker's ``try_start`` comes after, under the lock, and its
+report after that). ``try_start`` obeys them: a run of a held task does not start unless it
+is manual, or the claim is still open (which it then takes: that run is the manual one).
+
+    move            allowed in          needs           sets            result
+    hold            FREE RUNNING RAN    not HELD        HELD            DONE; TAKEN: UNSURE
+    release_hold    FREE RUNNING RAN    HELD            clears HELD     DONE; TAKEN: UNSURE
+    claim_manual    FREE                not CLAIMED     CLAIMED         DONE
+    drop_claim      any                 -               clears CLAIMED  -
+
+Any other case is ``REFUSED`` (ended, cancelled, already held or not held, a run in flight).
+``UNSURE``: ``TAKEN`` means a one-time run has started (the task is live) or the task is
+ending; only the scheduler knows which (``taken_live``).
+
 Who makes which move: ``try_start`` and ``end_run`` the worker, around a run; ``abandon_run``
 the scheduler; ``revoke`` a
 caller (``TaskHandle.cancel``, ``Scheduler.cancel``) or the scheduler (``Cancel`` message,
@@ -56,22 +77,31 @@ from __future__ import annotations
 
 import enum
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Final
+from typing import Any, Final
 
 from actors.sync.claim import ABANDONED, Claim
 from actors.sync.waiting import wait_until
 
 __all__ = [
+    "CLAIMED",
     "DETACHED",
+    "DONE",
     "FINISHED",
     "FREE",
+    "HELD",
     "RAN",
+    "REFUSED",
     "REVOKED",
     "RUNNING",
+    "STARTED",
+    "STARTED_CLAIMED",
+    "START_HELD",
+    "START_REFUSED",
     "TAKEN",
     "TRANSITIONS",
+    "UNSURE",
     "Move",
     "Token",
     "TokenState",
@@ -109,6 +139,28 @@ class Move(enum.IntEnum):
 
 
 FREE, RUNNING, RAN, TAKEN, REVOKED, FINISHED, DETACHED = TokenState
+
+HELD: Final = 1
+"""``_ops`` bit: the task is paused; only a manual run (or the open claim's) may start."""
+CLAIMED: Final = 2
+"""``_ops`` bit: one manual run is promised (``claim_manual``) and has not started yet."""
+
+DONE: Final = 1
+"""An operation's move won: the caller answers ``True``; its report is put."""
+REFUSED: Final = 0
+"""An operation's move failed: the caller answers ``False``; nothing changed, nothing put."""
+UNSURE: Final = 2
+"""The token cannot tell (``TAKEN``): the caller asks the scheduler, which knows the task's state."""
+
+STARTED: Final = 1
+"""``try_start``: the run may start."""
+STARTED_CLAIMED: Final = 2
+"""``try_start``: the run may start, and it is the manual run a ``claim_manual`` promised."""
+START_REFUSED: Final = 0
+"""``try_start``: the run must not start (cancelled, ended): the worker reports ``Skipped``."""
+START_HELD: Final = -1
+"""``try_start``: the run must not start, its task is paused (``Skipped(paused=True)``). Truthy:
+compare a verdict with ``> 0``, not by its truth."""
 
 _MOVES: Final[dict[tuple[TokenState, Move], TokenState]] = {
     (FREE, Move.START_ONE_TIME): TAKEN,
@@ -155,10 +207,12 @@ def request_stop(claim: Claim, reason: int) -> bool:
     return True
 
 
-# _LOCK guards every token's _token and _outcome, _WAITERS, and the stop state of every run's
-# claim (stop, run_ended). One lock for all tokens, and
+# _LOCK guards every token's _token, _ops and _outcome, _WAITERS, and the stop state of every
+# run's claim (stop, run_ended). One lock for all tokens, and
 # an Event only for a task someone actually waits on, so that a million pending tasks stay
-# small. Every hold is a few dict operations, never a call out.
+# small. Every hold is a few dict operations; the one call out is an operation's ``put``, an
+# Outbox.put (a list append, no lock: actors/sync/outbox.py), made inside so that its reports
+# are in the order of the moves. Lock order: the facade's _lock, then this one.
 _LOCK: Final = threading.Lock()
 _WAITERS: dict[Token, threading.Event] = {}
 
@@ -170,23 +224,38 @@ class Token:
     object every party shares, and the token is the only part of it they all touch.
     """
 
-    __slots__ = ("_outcome", "_token")
+    __slots__ = ("_ops", "_outcome", "_token")
 
     def __init__(self) -> None:
         self._token = FREE
+        self._ops = 0  # HELD | CLAIMED (an operated task's; 0 for nearly every task)
         self._outcome: object = None
 
     # -- moves ------------------------------------------------------------------------------
 
-    def try_start(self, one_time: bool) -> bool:
-        """Worker: may this run start? A one-time run takes the token; a recurring one marks it RUNNING."""
+    def try_start(self, one_time: bool, manual: bool = False) -> int:
+        """Worker: may this run start? A one-time run takes the token; a recurring one marks it RUNNING.
+
+        ``STARTED`` (or ``STARTED_CLAIMED``: it takes the open manual claim, and is the manual
+        run) if it may; ``START_REFUSED`` (0) if the task was cancelled or has ended;
+        ``START_HELD`` if it is paused and the run is not ``manual`` (``Skipped(paused=True)``).
+        Compare with ``> 0``.
+        """
         move = Move.START_ONE_TIME if one_time else Move.START_RECURRING
         with _LOCK:
             new = _MOVES.get((self._token, move))
             if new is None:
-                return False
+                return START_REFUSED
+            ops = self._ops
+            if ops:  # an operated task: rare
+                if ops & CLAIMED:
+                    self._ops = ops & ~CLAIMED
+                    self._token = new
+                    return STARTED_CLAIMED
+                if not manual:
+                    return START_HELD
             self._token = new
-            return True
+            return STARTED
 
     def try_start_beside(self, parent: Token) -> bool:
         """Worker: may this run of an ``overlap="allow"`` task start? Only while ``parent`` is ``FREE``.
@@ -204,6 +273,66 @@ class Token:
                 return False
             self._token = new
             return True
+
+    # -- operations (pause, resume, run now) ------------------------------------------------
+
+    def hold(
+        self, report: object = None, put: Callable[[Any], bool] | None = None, *, taken_live: bool = False
+    ) -> tuple[int, bool]:
+        """Pause: no run starts from now on but a manual one (any thread).
+
+        Returns ``(verdict, tell)``: ``DONE``, ``REFUSED`` (ended, cancelled, or held already)
+        or ``UNSURE`` (``TAKEN``, unless ``taken_live``: the scheduler, which knows the task
+        is live, says so). On ``DONE``, ``put(report)`` was called under the lock; ``tell`` is
+        what it returned (the outbox's "tell Drain").
+        """
+        with _LOCK:
+            token = self._token
+            if token is TAKEN and not taken_live:
+                return UNSURE, False
+            if token > TAKEN or self._ops & HELD:  # REVOKED, FINISHED, DETACHED
+                return REFUSED, False
+            self._ops |= HELD
+            return DONE, put is not None and put(report)
+
+    def release_hold(
+        self, report: object = None, put: Callable[[Any], bool] | None = None, *, taken_live: bool = False
+    ) -> tuple[int, bool]:
+        """Resume: undo ``hold`` (any thread); as ``hold`` says, ``REFUSED`` if not held."""
+        with _LOCK:
+            token = self._token
+            if token is TAKEN and not taken_live:
+                return UNSURE, False
+            if token > TAKEN or not self._ops & HELD:
+                return REFUSED, False
+            self._ops &= ~HELD
+            return DONE, put is not None and put(report)
+
+    def claim_manual(
+        self, report: object = None, put: Callable[[Any], bool] | None = None
+    ) -> tuple[int, bool]:
+        """Run now (``overlap="skip"``): promise one manual run (any thread); ``(verdict, tell)`` as ``hold``.
+
+        ``DONE`` only while no run is in flight (``FREE``) and none is promised already: the
+        next run to start is the manual one (``try_start`` takes the claim), held or not.
+        ``REFUSED`` with a run in progress (``RUNNING``, ``RAN``), a one-time run started or
+        the task ending (``TAKEN``), cancelled or ended, or a claim open.
+        """
+        with _LOCK:
+            if self._token is not FREE or self._ops & CLAIMED:
+                return REFUSED, False
+            self._ops |= CLAIMED
+            return DONE, put is not None and put(report)
+
+    def drop_claim(self) -> None:
+        """Scheduler: the manual run it promised will not start (its queued run was dropped)."""
+        with _LOCK:
+            self._ops &= ~CLAIMED
+
+    @property
+    def held(self) -> bool:
+        """Whether the task is paused, by its token (for callers and tests; a moment's reading)."""
+        return bool(self._ops & HELD)
 
     def end_run(self, claim: Claim | None = None) -> bool:
         """Worker, after any run (before reporting it): the run has ended, its report follows.

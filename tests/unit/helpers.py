@@ -171,7 +171,8 @@ class Pool:
         ``Skipped``.
         """
         run = self.claimed.pop(worker)
-        if run.task.try_start(run.one_time):
+        verdict = run.task.try_start(run.one_time, run.manual)
+        if verdict > 0:
             self.current[worker] = run
             self.started.append((worker, run.task_id, run.run))
             self.started_at[worker] = now  # the reports say when the run started, as a worker's do
@@ -181,7 +182,7 @@ class Pool:
         following = self._claim_next(worker)
         if following is not None:
             self.claimed[worker] = following
-        self.table.skipped(Skipped(worker, run.task_id, run.run, following is None), now=now)
+        self.table.skipped(Skipped(worker, run.task_id, run.run, following is None, verdict < 0), now=now)
         self.skipped.append((worker, run.task_id, run.run, now))
         return None
 

@@ -360,6 +360,8 @@ CLOCK_READS = {"now", "utcnow", "today", "monotonic", "perf_counter", "time_ns",
 SHARED_STATE_READS = {
     "token_state",
     "_token",
+    "_ops",
+    "held",
     "_outcome",
     "_free",
     "taken",
@@ -370,11 +372,12 @@ SHARED_STATE_READS = {
 }
 """What shows the state of a token or a claim. The pure core may only make moves on them
 (``try_start``, ``end_run``, ``revoke``, ``take``, ``finish``, ``request_stop``, ``stop_reasons``,
-``abandon_run``) and act on each move's result: a read would be a decision made on state
+``abandon_run``, ``hold``, ``release_hold``, ``claim_manual``, ``drop_claim``) and act on each
+move's result: a read would be a decision made on state
 another thread may be changing."""
 OWN_STATE = {
     "actors.sync.claim": {"_free", "stop", "run_ended"},
-    "actors.core.task_record": {"_token", "_outcome"},
+    "actors.core.task_record": {"_token", "_ops", "_outcome"},
 }
 """A module may touch the state it implements: the claim's move is written on ``_free``, and a
 new ``TaskRecord`` sets up its own token (before anyone else can see the record)."""

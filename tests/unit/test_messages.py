@@ -385,6 +385,9 @@ INSTANCES = [
     FAILED,
     Skipped(0, "t", 1),
     Cancelled(Token()),  # type: ignore[arg-type]
+    messages.Paused(Token()),  # type: ignore[arg-type]
+    messages.Resumed(Token()),  # type: ignore[arg-type]
+    messages.RunNowClaimed(Token()),  # type: ignore[arg-type]
     WorkerExited(0, "died"),
     BusExited("died"),
     Claimed(()),

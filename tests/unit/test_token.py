@@ -19,7 +19,18 @@ import pytest
 import actors.sync.token as token_module
 from actors.core.task_record import TaskRecord
 from actors.sync.claim import INTERRUPTED, NOT_STOPPED, Claim
-from actors.sync.token import TRANSITIONS, Move, Token, TokenState
+from actors.sync.token import (
+    DONE,
+    REFUSED,
+    START_HELD,
+    STARTED,
+    STARTED_CLAIMED,
+    TRANSITIONS,
+    UNSURE,
+    Move,
+    Token,
+    TokenState,
+)
 from tests.unit.helpers import noop
 
 FREE, RUNNING, RAN, TAKEN, REVOKED, FINISHED, DETACHED = TokenState
@@ -56,8 +67,8 @@ def finish_new(token: Token) -> RuntimeError | None:
 
 
 MOVES: dict[Move, Callable[[Token], object]] = {
-    Move.START_ONE_TIME: lambda token: token.try_start(True),
-    Move.START_RECURRING: lambda token: token.try_start(False),
+    Move.START_ONE_TIME: lambda token: token.try_start(True) > 0,
+    Move.START_RECURRING: lambda token: token.try_start(False) > 0,
     Move.END_RUN: lambda token: token.end_run(),
     Move.RUN_REPORTED: lambda token: token.run_reported(),
     Move.REVOKE: lambda token: token.revoke(),
@@ -257,7 +268,7 @@ def test_no_recurring_run_starts_after_a_revoke() -> None:
     def runs(i: int) -> list[bool]:
         token, started = tokens[i], []
         for _ in range(attempts):
-            ok = token.try_start(False)
+            ok = token.try_start(False) > 0
             started.append(ok)
             if ok:
                 token.end_run()
@@ -295,3 +306,80 @@ def test_a_claim_raced_by_two_threads_has_one_taker() -> None:
     firsts, seconds = race(lambda i: claims[i].take(), lambda i: claims[i].take())
     for first, second in zip(firsts, seconds, strict=True):
         assert first is not second
+
+
+# -- operations: the HELD bit and the manual claim ----------------------------------------------
+
+
+class Reports(list[object]):
+    """An outbox stand-in: ``append`` puts a report and says the scheduler must be told."""
+
+    def append(self, report: object) -> bool:  # type: ignore[override]
+        super().append(report)
+        return True
+
+
+@pytest.mark.parametrize("state", TokenState, ids=lambda s: s.name)
+def test_the_operation_moves_by_state(state: TokenState) -> None:
+    live = state in (FREE, RUNNING, RAN)
+    put = Reports()
+    token = token_in(state)
+    expected = DONE if live else UNSURE if state is TAKEN else REFUSED
+    assert token.hold("paused", put.append) == (expected, expected == DONE)  # DONE: put, and told to tell
+    assert token.held is live
+    if state is TAKEN:  # the scheduler, which knows the task is live, may
+        assert token.hold("paused", put.append, taken_live=True)[0] == DONE
+    assert token.hold("again", put.append, taken_live=True)[0] == REFUSED
+    resumes = live or state is TAKEN
+    assert token.release_hold("resumed", put.append, taken_live=True)[0] == (DONE if resumes else REFUSED)
+    assert token.release_hold("again", put.append, taken_live=True)[0] == REFUSED
+    assert token.claim_manual("claimed", put.append)[0] == (DONE if state is FREE else REFUSED)
+    assert token.claim_manual("again", put.append)[0] == REFUSED
+    reports = ["paused", "resumed", "claimed"] if state is FREE else ["paused", "resumed"] if resumes else []
+    assert put == reports  # a report is put exactly when its move wins
+    assert token.token_state is state  # the operation moves never move the state
+
+
+def test_a_held_token_starts_only_a_manual_run() -> None:
+    token = Token()
+    assert token.hold()[0] == DONE
+    assert token.try_start(False) == START_HELD
+    assert token.try_start(True) == START_HELD
+    assert token.token_state is FREE
+    assert token.try_start(False, manual=True) == STARTED
+    token.end_run()
+    token.run_reported()
+    assert token.release_hold()[0] == DONE
+    assert token.try_start(False) == STARTED
+
+
+def test_an_open_claim_is_taken_by_the_next_start_once_held_or_not() -> None:
+    token = Token()
+    assert token.hold()[0] == DONE
+    assert token.claim_manual()[0] == DONE
+    assert token.try_start(False) == STARTED_CLAIMED  # a scheduled run starting now is the manual one
+    token.end_run()
+    token.run_reported()
+    assert token.try_start(False) == START_HELD  # the claim is spent; it is still held
+    assert token.claim_manual()[0] == DONE
+    token.drop_claim()  # the scheduler dropped the manual run before it started
+    assert token.try_start(False) == START_HELD
+
+
+def test_a_claim_against_a_scheduled_start_promises_exactly_one_manual_run() -> None:
+    tokens = [Token() for _ in range(ROUNDS)]
+    claims, starts = race(lambda i: tokens[i].claim_manual()[0], lambda i: tokens[i].try_start(False))
+    for token, claimed, started in zip(tokens, claims, starts, strict=True):
+        assert started > 0  # the scheduled run starts either way (a claim holds nothing back)
+        # The claim won (and that very run is the manual one), or the run had started: refused.
+        assert (claimed == DONE) is (started == STARTED_CLAIMED), (claimed, started)
+        assert token.token_state is RUNNING
+
+
+def test_a_pause_against_a_start_either_holds_the_run_back_or_finds_it_started() -> None:
+    tokens = [Token() for _ in range(ROUNDS)]
+    holds, starts = race(lambda i: tokens[i].hold()[0], lambda i: tokens[i].try_start(False))
+    for token, held, started in zip(tokens, holds, starts, strict=True):
+        assert held == DONE  # a run in flight does not stop a pause: it finishes
+        assert started in (STARTED, START_HELD)
+        assert token.token_state is (RUNNING if started == STARTED else FREE)

@@ -39,7 +39,15 @@ from messages.events import (
     is_minted_id,
 )
 from messages.history import RUN_OUTCOMES, QueryHistory, RunOutcomeName, RunRecord
-from messages.metrics import QueryRunTotals, RunTotals, StoreTotals
+from messages.metrics import (
+    QueryRecentRuns,
+    QueryRunTotals,
+    QueryTaskTable,
+    RecentRuns,
+    RunTotals,
+    StoreTotals,
+    TaskTable,
+)
 from messages.operations import Pause, Reschedule, Resume, RunNow
 from messages.reports import BusExited, Cancelled, Completed, Failed, Skipped, Started, WorkerExited
 from messages.shared import CancelledInStore, Claimed, OutcomesSaved, RetrySaves
@@ -71,10 +79,13 @@ __all__ = [
     "Publish",
     "QueryHistory",
     "QueryNextDue",
+    "QueryRecentRuns",
     "QueryRunTotals",
     "QueryStats",
     "QueryTask",
+    "QueryTaskTable",
     "QueryTasks",
+    "RecentRuns",
     "Reschedule",
     "Resume",
     "RetrySaves",
@@ -98,6 +109,7 @@ __all__ = [
     "TaskId",
     "TaskInfo",
     "TaskStatus",
+    "TaskTable",
     "TaskToken",
     "Tick",
     "TimerFired",

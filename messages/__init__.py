@@ -39,7 +39,15 @@ from messages.events import (
     is_minted_id,
 )
 from messages.history import RUN_OUTCOMES, QueryHistory, RunOutcomeName, RunRecord
-from messages.metrics import QueryRunTotals, RunTotals, StoreTotals
+from messages.metrics import (
+    QueryRecentRuns,
+    QueryRunTotals,
+    QueryTaskTable,
+    RecentRuns,
+    RunTotals,
+    StoreTotals,
+    TaskTable,
+)
 from messages.operations import Pause, Reschedule, Resume, RunNow
 from messages.reports import (
     BusExited,
@@ -83,10 +91,13 @@ __all__ = [
     "Publish",
     "QueryHistory",
     "QueryNextDue",
+    "QueryRecentRuns",
     "QueryRunTotals",
     "QueryStats",
     "QueryTask",
+    "QueryTaskTable",
     "QueryTasks",
+    "RecentRuns",
     "Reschedule",
     "Resume",
     "Resumed",
@@ -112,6 +123,7 @@ __all__ = [
     "TaskId",
     "TaskInfo",
     "TaskStatus",
+    "TaskTable",
     "TaskToken",
     "Tick",
     "TimerFired",

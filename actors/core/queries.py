@@ -14,10 +14,10 @@ from collections.abc import Iterable, Mapping
 from itertools import islice
 from typing import TYPE_CHECKING
 
-from actors.core.run_log import as_record, entries, last_runs
+from actors.core.run_log import as_record, entries, last_runs, recent_runs
 from actors.core.task_record import TaskRecord
 from actors.errors import UnknownTaskError
-from messages import RunRecord, TaskId, TaskInfo
+from messages import RecentRuns, RunRecord, TaskId, TaskInfo, TaskTable
 
 if TYPE_CHECKING:
     from actors.core.dealer import Dealer
@@ -138,6 +138,30 @@ class Queries:
             infos = [self._shown(info) for info in infos]
         infos.extend(task.snapshot(wall_offset=wall_offset) for task in parked)
         return infos
+
+    def table(
+        self, *, wall_offset: float | None = None, offset: int = 0, limit: int | None = None
+    ) -> TaskTable:
+        """The status page's table: ``infos`` of that page, how many tasks are live, their recent runs."""
+        infos = self.infos(wall_offset=wall_offset, offset=offset, limit=limit)
+        recent = self.recent([info.task_id for info in infos])
+        return TaskTable(infos=tuple(infos), total=self.live_count, recent=recent)
+
+    def recent(self, task_ids: Iterable[TaskId]) -> tuple[RecentRuns, ...]:
+        """How each of ``task_ids`` did in its last runs, from its record (``run_log.recent_runs``).
+
+        Live tasks and those in the history; an unknown id, or a task that has not run, is left
+        out. A parked task is only looked at, not unparked.
+        """
+        rows: list[RecentRuns] = []
+        tasks, history = self._tasks, self._history
+        for task_id in task_ids:
+            task = tasks.get(task_id) or history.get(task_id) or self._parked.peek(task_id)
+            if task is not None:
+                row = recent_runs(task_id, task.runs, task.due_at, task.last_outcome)
+                if row is not None:
+                    rows.append(row)
+        return tuple(rows)
 
     def next_due(self) -> float | None:
         """Return the earliest due time of a pending task, or ``None`` if none is pending."""

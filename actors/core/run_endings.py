@@ -92,8 +92,13 @@ class RunEndings(InstanceRuns):
         if task.state in FINAL_STATES:
             self._release(now)  # the report may have freed its worker
             return
-        if self.run_counts is not None:
-            self.run_counts.ended(task.task_id, task.due_at, report, "completed")
+        counts = self.run_counts
+        if counts is not None:  # metrics count it (run_totals.py): four appends, counted in bulk by _release
+            pending = counts.pending
+            pending.append(task.task_id)
+            pending.append(task.due_at)
+            pending.append(report.started_at)
+            pending.append(report.finished_at)
         self.activity += 1
         task.run_count += 1
         attempt = 1 if task.failures is None else self._succeeded(task)
@@ -141,8 +146,8 @@ class RunEndings(InstanceRuns):
         """Record that a plain run returned (a thread worker's ``PlainDone``): ``completed``, written out.
 
         The plain path only: a one-time task with no options, none of whose runs anything
-        watches (no ``COMPLETED`` listener, no run totals, no run of ``run_now``), not
-        interrupted. Anything else, and a stale report, goes to ``completed`` as the
+        watches (no ``COMPLETED`` listener, no run of ``run_now``; run totals count it as
+        ``completed`` does), not interrupted. Anything else, and a stale report, goes to ``completed`` as the
         ``Completed`` the tuple stands for, which decides as it always did.
         """
         worker, task, value, started_at, finished_at, idle = done
@@ -155,7 +160,6 @@ class RunEndings(InstanceRuns):
             or task.failures is not None
             or task.store_seq is not None
             or self._want_completed
-            or self.run_counts is not None
             or self._manual
             or self._instances
             or not self._dealer.report_plain(worker, task, idle)
@@ -166,6 +170,13 @@ class RunEndings(InstanceRuns):
         task.claim = None
         if task.heap_seq is not None:
             self._heap.remove(task)  # (a plain run has no deadline: never, but as _ended_run)
+        counts = self.run_counts
+        if counts is not None:  # metrics count it as completed does: four appends, counted in bulk
+            pending = counts.pending
+            pending.append(task.task_id)
+            pending.append(task.due_at)
+            pending.append(started_at)
+            pending.append(finished_at)
         self.activity += 1
         task.run_count += 1
         task.runs = (started_at, finished_at)  # its one run's line, when asked (run_log.entries)

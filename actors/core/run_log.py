@@ -23,7 +23,9 @@ import json
 from datetime import UTC, datetime
 from typing import Final, NamedTuple, cast
 
+from messages.events import TaskId
 from messages.history import RunOutcomeName, RunRecord
+from messages.metrics import RecentRuns
 from messages.reports import Completed
 
 __all__ = [
@@ -35,6 +37,7 @@ __all__ = [
     "keep_run",
     "keep_value",
     "last_runs",
+    "recent_runs",
     "wall_time",
 ]
 
@@ -97,6 +100,35 @@ def last_runs(runs: list[RunEntry] | None, limit: int) -> list[RunEntry]:
     if not runs:
         return []
     return runs[: -min(limit, RUNS_PER_TASK) - 1 : -1]
+
+
+def recent_runs(
+    task_id: TaskId,
+    runs: list[RunEntry] | Completed | tuple[float, float] | None,
+    due_at: float,
+    last_outcome: str | None,
+) -> RecentRuns | None:
+    """How a task's kept ``runs`` went (``RecentRuns``): a plain task's report is its one run.
+
+    ``due_at``: the task's, a plain task's report's due time; ``last_outcome``: what a durable
+    task's row said, for one that has not run here. ``None`` for a task with neither. A plain
+    task's report is its ``Completed`` or, from the plain path, its ``(started_at, finished_at)``.
+    """
+    if isinstance(runs, tuple):
+        began = runs[0]
+        return RecentRuns(task_id, "completed", (began - due_at if began > due_at else 0.0,))
+    if isinstance(runs, Completed):
+        started = runs.started_at
+        late = () if started is None else (started - due_at if started > due_at else 0.0,)
+        return RecentRuns(task_id, "completed", late)
+    if not runs:
+        return None if last_outcome is None else RecentRuns(task_id, last_outcome, ())
+    lateness = tuple(
+        entry.started_at - entry.due_at if entry.started_at > entry.due_at else 0.0
+        for entry in runs[-RUNS_PER_TASK:]
+        if entry.started_at is not None
+    )
+    return RecentRuns(task_id, runs[-1].ending, lateness)
 
 
 def keep_value(value: object) -> tuple[str | None, str | None]:

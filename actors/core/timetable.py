@@ -493,6 +493,9 @@ class Timetable(Operations):
         """
         if self._deferred:
             return
+        counts = self.run_counts
+        if counts is not None and counts.pending:  # the runs this message ended: metrics count them
+            counts.fold()
         due_by = self._due_by(now)
         missed: list[TaskRecord] = []
         stranded: list[TaskRecord] = []

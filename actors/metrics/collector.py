@@ -1,9 +1,9 @@
 """``SchedulerCollector``: a Prometheus collector that reads a scheduler when it is scraped.
 
-Nothing is counted on a run's path for Prometheus: the gauges come from ``Scheduler.stats()``
-(one question to the scheduler thread per scrape), the counters and histograms from the
-scheduler's ``RunTally`` (a copy of its dicts; with a store, the commit times and claims its
-home keeps come along in the same answer). Threads: ``collect`` runs on the scraping
+Nothing is counted on a run's path for Prometheus: the counters and histograms come from the
+scheduler's ``RunTally`` (a copy of the core's run totals), the gauges from the scheduler's
+stats that come along in the same answer, and with a store the commit times and claims its
+home keeps: one question to the scheduler thread per scrape. Threads: ``collect`` runs on the scraping
 thread (the HTTP server's, or ``generate_latest``'s caller's).
 """
 
@@ -11,18 +11,27 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from typing import Final
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
 
 from actors.api.facade import Scheduler
-from actors.errors import SchedulerShutdownError, StoreError
-from actors.metrics.tally import Histogram, RunTally
+from actors.errors import StoreError
+from actors.metrics.tally import Histogram, RunTally, TallySnapshot
 from actors.store import SharedStore
 
-__all__ = ["PREFIX", "SchedulerCollector"]
+__all__ = ["LABELLED", "PREFIX", "SchedulerCollector"]
 
 PREFIX = "taskscheduler"
+
+LABELLED: Final = (
+    (f"{PREFIX}_runs", "Runs that ended, by task and outcome.", ("task", "outcome")),
+    (f"{PREFIX}_missed", "Due times that got no run, by task and reason.", ("task", "reason")),
+)
+"""The counter families with a line per ``task`` label (and outcome or reason), in the order
+``collect`` yields them first: name, documentation, label names (``TallySnapshot.runs`` and
+``.missed`` keyed by those labels' values)."""
 
 logger = logging.getLogger(__name__)
 
@@ -42,18 +51,19 @@ class SchedulerCollector(Collector):
     def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily | HistogramMetricFamily]:
         """Yield every metric family, read now (the scraping thread)."""
         snapshot = self.tally.snapshot()
-        runs = CounterMetricFamily(
-            f"{PREFIX}_runs", "Runs that ended, by task and outcome.", labels=("task", "outcome")
-        )
-        for (task, outcome), count in sorted(snapshot.runs.items()):
-            runs.add_metric((task, outcome), count)
-        yield runs
-        missed = CounterMetricFamily(
-            f"{PREFIX}_missed", "Due times that got no run, by task and reason.", labels=("task", "reason")
-        )
-        for (task, reason), count in sorted(snapshot.missed.items()):
-            missed.add_metric((task, reason), count)
-        yield missed
+        for (name, documentation, labels), counts in zip(
+            LABELLED, (snapshot.runs, snapshot.missed), strict=True
+        ):
+            family = CounterMetricFamily(name, documentation, labels=labels)
+            for key, count in sorted(counts.items()):
+                family.add_metric(key, count)
+            yield family
+        yield from self.unlabelled(snapshot)
+
+    def unlabelled(
+        self, snapshot: TallySnapshot
+    ) -> Iterator[CounterMetricFamily | GaugeMetricFamily | HistogramMetricFamily]:
+        """The families after the ``LABELLED`` ones, each a few lines: histograms, claims, gauges, leases."""
         duration = "How long runs took, start to end (all tasks)."
         yield _histogram(f"{PREFIX}_run_duration_seconds", duration, snapshot.duration)
         lateness = "How late runs started: due time to start (all tasks)."
@@ -65,10 +75,9 @@ class SchedulerCollector(Collector):
             claims = CounterMetricFamily(f"{PREFIX}_claims", "Runs this node claimed from the shared store.")
             claims.add_metric((), snapshot.claims)
             yield claims
-        try:
-            stats = self.scheduler.stats()
-        except SchedulerShutdownError:
-            return  # a stopped scheduler has no gauges; its counts stay
+        stats = snapshot.stats  # asked in the same question as the counts
+        if stats is None:
+            return
         pool = stats.workers + stats.processes
         pending = GaugeMetricFamily(
             f"{PREFIX}_pending_tasks", "Live tasks not running now (waiting for a due time or a worker)."

@@ -4,13 +4,16 @@ Two sources, both bounded, both free for a scheduler nobody watches:
 
 - **ended runs**, counted by the core where it handles each report (``actors/core/run_totals.py``):
   per task label and outcome, start lateness (due -> start) and duration (start -> end) in
-  fixed buckets, each labelled task's last outcome and latest latenesses. The counting starts
-  at the tally's first question (``QueryRunTotals``, one message to the scheduler thread per
-  read); the scheduler builds no events for it, so it costs a run a few dict and list operations;
+  fixed buckets. The counting starts at the tally's first question (``QueryRunTotals``, one
+  message to the scheduler thread per read, which brings the scheduler's stats too); the
+  scheduler builds no events for it, so a completed run costs it four list appends, counted in
+  bulk later;
 - **missed due times**, from ``MISSED`` events (rare: one per skipped slot), counted here on the
   event bus thread by task label and reason.
 
-Labels: the first ``max_tasks`` task ids seen keep their own; later ones count as ``"other"``.
+Labels: the first ``max_tasks`` task ids counted keep their own; later ones count as ``"other"``.
+A task's last outcome and lateness percentiles (the page's) come from its record's last runs
+(``QueryTaskTable``, ``QueryRecentRuns``: only the tasks asked about), not from these counts.
 Threads: ``on_event`` runs on the event bus thread; everything else on any thread (a scrape's,
 a web request's).
 """
@@ -18,7 +21,7 @@ a web request's).
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
@@ -26,12 +29,32 @@ import pykka
 
 from actors.core.run_totals import COMMIT_BUCKETS, DURATION_BUCKETS, LATENESS_BUCKETS, OTHER
 from actors.errors import SchedulerInternalError, SchedulerShutdownError
-from messages import EventKind, QueryRunTotals, RunTotals, TaskEvent
+from messages import (
+    EventKind,
+    QueryRecentRuns,
+    QueryRunTotals,
+    QueryTaskTable,
+    RecentRuns,
+    RunTotals,
+    SchedulerStats,
+    TaskEvent,
+    TaskId,
+    TaskTable,
+)
 
 if TYPE_CHECKING:
     from actors.api.facade import Scheduler
 
-__all__ = ["ASK_TIMEOUT", "OTHER", "Histogram", "RunTally", "TallySnapshot", "TaskRuns", "percentile"]
+__all__ = [
+    "ASK_TIMEOUT",
+    "OTHER",
+    "Histogram",
+    "RunTally",
+    "TallySnapshot",
+    "TaskRuns",
+    "percentile",
+    "shown_runs",
+]
 
 ASK_TIMEOUT: Final = 10.0
 """Seconds a read waits for the scheduler thread's answer."""
@@ -63,11 +86,13 @@ class TallySnapshot:
     """How long each commit of outcomes to the store took; ``None`` without a store."""
     claims: int | None = None
     """Runs this node claimed from a shared store; ``None`` unless the store is shared."""
+    stats: SchedulerStats | None = None
+    """The scheduler's stats, read in the same question as the counts."""
 
 
 @dataclass(frozen=True, slots=True)
 class TaskRuns:
-    """What the page shows of one task's runs: its last outcome, p50 and p99 start lateness."""
+    """What the page shows of one task's last runs: the last one's outcome, p50 and p99 start lateness."""
 
     last_outcome: str | None
     lateness_p50: float | None
@@ -103,51 +128,77 @@ class RunTally:
             key = (label, event.reason or "unknown")
             self._missed[key] = self._missed.get(key, 0) + 1
 
-    def totals(self, samples: bool = False) -> RunTotals:
-        """The core's counts of ended runs (one question to the scheduler thread).
+    def totals(self) -> RunTotals:
+        """The core's counts of ended runs, and the scheduler's stats (one question to its thread).
 
         Raises:
             SchedulerShutdownError: the scheduler has stopped.
             TimeoutError: it did not answer within ``ASK_TIMEOUT``.
         """
+        answer = self._ask(QueryRunTotals(self.max_tasks))
+        assert isinstance(answer, RunTotals)
+        return answer
+
+    def table(self, offset: int = 0, limit: int | None = None) -> TaskTable:
+        """The status page's table: live tasks from ``offset`` (at most ``limit``), their total, recent runs.
+
+        One question to the scheduler thread (``QueryTaskTable``); raises as ``totals``.
+        """
+        answer = self._ask(QueryTaskTable(offset, limit))
+        assert isinstance(answer, TaskTable)
+        return answer
+
+    def recent(self, task_ids: Iterable[TaskId]) -> tuple[RecentRuns, ...]:
+        """How each of ``task_ids`` the scheduler knows did in its last runs (``QueryRecentRuns``).
+
+        Raises as ``totals``.
+        """
+        answer = self._ask(QueryRecentRuns(tuple(task_ids)))
+        assert isinstance(answer, tuple)
+        return answer
+
+    def _ask(self, question: object) -> object:
         try:
-            answer = self._ref.ask(QueryRunTotals(self.max_tasks, samples), timeout=ASK_TIMEOUT)
+            answer = self._ref.ask(question, timeout=ASK_TIMEOUT)
         except pykka.ActorDeadError as error:
             raise SchedulerShutdownError("scheduler is shut down") from error
         except pykka.Timeout as error:
             raise TimeoutError(f"scheduler did not answer within {ASK_TIMEOUT} s") from error
         if isinstance(answer, SchedulerInternalError):
             raise answer
-        assert isinstance(answer, RunTotals)
         return answer
 
     def snapshot(self) -> TallySnapshot:
-        """Every count now (any thread): the core's, and the missed ones."""
+        """Every count now (any thread): the core's and its stats (one question), and the missed ones."""
         totals = self.totals()
         with self._lock:
             missed = dict(self._missed)
+        runs: dict[tuple[str, str], int] = {}
+        for label, outcome, count in totals.runs:  # a task named "other" adds to OTHER's
+            runs[label, outcome] = runs.get((label, outcome), 0) + count
         store = totals.store
         return TallySnapshot(
-            runs={(label, outcome): count for label, outcome, count in totals.runs},
+            runs=runs,
             missed=missed,
             lateness=Histogram(LATENESS_BUCKETS, totals.lateness, totals.lateness_sum),
             duration=Histogram(DURATION_BUCKETS, totals.duration, totals.duration_sum),
             commits=None if store is None else Histogram(COMMIT_BUCKETS, store.commits, store.commit_sum),
             claims=None if store is None else store.claims,
+            stats=totals.stats,
         )
 
-    def per_task(self) -> dict[str, TaskRuns]:
-        """Each labelled task's last outcome and lateness percentiles (its last 100 runs)."""
-        totals = self.totals(samples=True)
-        samples = dict(totals.samples)
-        shown: dict[str, TaskRuns] = {}
-        for label, outcome in totals.last:
-            ordered = sorted(samples.get(label, ()))
-            if ordered:
-                shown[label] = TaskRuns(outcome, percentile(ordered, 0.5), percentile(ordered, 0.99))
-            else:
-                shown[label] = TaskRuns(outcome, None, None)
-        return shown
+
+def shown_runs(recent: Iterable[RecentRuns]) -> dict[str, TaskRuns]:
+    """What the page shows of each task's recent runs: its last outcome, p50 and p99 lateness (any thread)."""
+    shown: dict[str, TaskRuns] = {}
+    for row in recent:
+        ordered = sorted(row.lateness)
+        if ordered:
+            p50, p99 = percentile(ordered, 0.5), percentile(ordered, 0.99)
+            shown[row.task_id] = TaskRuns(row.last_outcome, p50, p99)
+        else:
+            shown[row.task_id] = TaskRuns(row.last_outcome, None, None)
+    return shown
 
 
 def percentile(ordered: Sequence[float], q: float) -> float:

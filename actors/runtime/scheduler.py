@@ -62,10 +62,12 @@ from messages import (
     Publish,
     QueryHistory,
     QueryNextDue,
+    QueryRecentRuns,
     QueryRunTotals,
     QueryStats,
     QueryTask,
     QueryTasks,
+    QueryTaskTable,
     Reschedule,
     Resume,
     Resumed,
@@ -96,10 +98,12 @@ _ANSWERED: Final = (
     FindTask,
     QueryHistory,
     QueryNextDue,
+    QueryRecentRuns,
     QueryRunTotals,
     QueryStats,
     QueryTask,
     QueryTasks,
+    QueryTaskTable,
     Schedule,
     *OPERATIONS,
 )
@@ -121,7 +125,9 @@ class SchedulerActor(LibraryActor):
     ``False`` if refused (the id is live, or the scheduler is shutting down; logged);
     ``Cancel`` -> ``bool``; ``QueryTask`` -> ``TaskInfo | None``; ``QueryTasks`` ->
     ``list[TaskInfo]``; ``QueryNextDue`` -> ``float | None``; ``QueryStats`` ->
-    ``SchedulerStats``; ``QueryHistory`` -> ``list[RunRecord] | None``. It never raises out
+    ``SchedulerStats``; ``QueryHistory`` -> ``list[RunRecord] | None``; ``QueryRunTotals`` ->
+    ``RunTotals``; ``QueryTaskTable`` -> ``TaskTable``; ``QueryRecentRuns`` ->
+    ``tuple[RecentRuns, ...]``. It never raises out
     of a handler, so a bad ``tell`` cannot kill it. It
     only ever *tells* the workers and the bus, so no actor can deadlock on it. It starts the
     workers, the timer, (unless given one) the event bus and its home's threads in
@@ -366,7 +372,7 @@ class SchedulerActor(LibraryActor):
             return None
         return reply
 
-    def _handle(self, message: Any) -> object:  # noqa: PLR0911, PLR0912 - one case per message type
+    def _handle(self, message: Any) -> object:  # noqa: PLR0911, PLR0912, PLR0915 - one case per message type
         core = self._core
         match message:
             case Drain():
@@ -407,10 +413,14 @@ class SchedulerActor(LibraryActor):
                 return core.runs(task_id, limit, wall_offset=self._wall_offset() or 0.0)
             case QueryStats():
                 return self._stats()
-            case QueryRunTotals(max_tasks, samples):  # actors.metrics: counting starts at the first
+            case QueryRunTotals(max_tasks):  # actors.metrics (a scrape): counting starts at the first
                 if core.run_counts is None:
                     core.run_counts = RunCounts(max_tasks)
-                return core.run_counts.snapshot(samples, self._home.store_totals())  # home: its store's
+                return core.run_counts.snapshot(self._home.store_totals(), self._stats())  # home: its store's
+            case QueryTaskTable(offset, limit):  # the status page's refresh: one question
+                return core.table(wall_offset=self._wall_offset(), offset=offset, limit=limit)
+            case QueryRecentRuns(task_ids):
+                return core.recent(task_ids)
             case Settle(waiter, until):
                 core.hold = until
                 core.tick(now=self._clock.now())

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Final
 
-from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -20,13 +20,15 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from actors.api.facade import Scheduler
+from actors.api.shared_tasks import SharedTasks
 from actors.errors import SchedulerShutdownError, UnknownTaskError
 from actors.metrics import register, tally_of
+from actors.metrics.exposition import MetricsText
+from actors.metrics.tally import shown_runs
 from actors.store import SharedStore
 from actors.web.nodes import nodes_json
 from actors.web.page import page
 from actors.web.views import Arguments, record_json, task_json, tasks_body
-from messages import TaskInfo
 
 __all__ = ["CONTROL_ACTIONS", "MAX_HISTORY", "app"]
 
@@ -74,14 +76,16 @@ def app(
     if token == "":
         raise ValueError("token must not be empty (None: no control)")
     registry = CollectorRegistry(auto_describe=True)
-    register(scheduler, registry, max_tasks=max_tasks, store=store)
+    exposition = MetricsText(register(scheduler, registry, max_tasks=max_tasks, store=store))
     tally = tally_of(scheduler)
     shown = arguments if show_args else None
+    # A shared store's tasks are its rows (whichever node runs them), read through the facade.
+    shared = store is not None or isinstance(scheduler._directory, SharedTasks)
     html = page(control=token is not None, refresh=refresh)
 
     def one(task_id: str) -> dict[str, Any]:
         info = scheduler.info(task_id)
-        return task_json(info, tally.per_task(), shown)
+        return task_json(info, shown_runs(tally.recent((task_id,))), shown)
 
     def index(request: Request) -> Response:
         return HTMLResponse(html, headers=_PAGE_HEADERS)
@@ -90,8 +94,15 @@ def app(
         window = _window(request.query_params)
         if isinstance(window, Response):
             return window
-        infos, total = _listed(scheduler, *window, shared=store is not None)
-        body = tasks_body(infos, tally.per_task(), shown)
+        if not shared:  # one question: the page's tasks, their total and their recent runs
+            table = tally.table(*window)
+            infos, total, recent = table.infos, table.total, table.recent
+        else:  # the store's rows, read whole: cut here; the runs of those this node has run
+            every = scheduler.tasks()
+            offset, limit = window
+            infos = tuple(every[offset : None if limit is None else offset + limit])
+            total, recent = len(every), tally.recent(info.task_id for info in infos)
+        body = tasks_body(infos, shown_runs(recent), shown)
         return Response(body, media_type="application/json", headers={"X-Total-Count": str(total)})
 
     def task(request: Request) -> Response:
@@ -110,7 +121,7 @@ def app(
         return JSONResponse([] if store is None else nodes_json(store))
 
     def metrics(request: Request) -> Response:
-        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+        return Response(exposition.render(), media_type=CONTENT_TYPE_LATEST)  # generate_latest's text
 
     def act(request: Request) -> Response:
         refused = _refused(request, token)
@@ -171,19 +182,6 @@ def _refused(request: Request, token: str | None) -> Response | None:
     if scheme.lower() != "bearer" or not hmac.compare_digest(credentials.strip().encode(), token.encode()):
         return _error(403, "a control request needs 'Authorization: Bearer <token>'")
     return None
-
-
-def _listed(
-    scheduler: Scheduler, offset: int, limit: int | None, *, shared: bool
-) -> tuple[list[TaskInfo], int]:
-    """The live tasks from ``offset`` (at most ``limit``) and how many there are in all."""
-    if shared:  # the store's rows are read whole anyway: cut here, and count them
-        every = scheduler.tasks()
-        return every[offset : None if limit is None else offset + limit], len(every)
-    if offset or limit is not None:  # a page: only its tasks are snapshot, and counted apart
-        return scheduler.tasks(offset=offset, limit=limit), scheduler.stats().live_tasks
-    every = scheduler.tasks()
-    return every, len(every)
 
 
 def _window(query: Mapping[str, str]) -> tuple[int, int | None] | Response:

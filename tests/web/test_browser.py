@@ -20,6 +20,7 @@ pytest.importorskip("starlette")
 pytest.importorskip("selenium")
 
 from selenium import webdriver
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service as DriverService
 from selenium.webdriver.common.by import By
@@ -62,6 +63,23 @@ def browser() -> Iterator[WebDriver]:
         driver.quit()
 
 
+def wait(driver: WebDriver) -> WebDriverWait[WebDriver]:
+    """A wait that looks again when a refresh replaced the row it read (the page rebuilds its rows)."""
+    return WebDriverWait(
+        driver, WAIT, ignored_exceptions=(NoSuchElementException, StaleElementReferenceException)
+    )
+
+
+def click(driver: WebDriver, selector: str) -> None:
+    """Click the button ``selector`` finds, again if a refresh replaced it first."""
+
+    def clicked(d: WebDriver) -> bool:
+        d.find_element(By.CSS_SELECTOR, selector).click()
+        return True
+
+    wait(driver).until(clicked)
+
+
 def runs_shown(driver: WebDriver) -> int:
     text = driver.find_element(By.CSS_SELECTOR, 'tr[data-task-id="tick"] td.runs').text
     return int(text) if text.isdigit() else -1
@@ -75,7 +93,7 @@ def refreshes(driver: WebDriver, count: int) -> None:
     """Wait until the page has refreshed itself ``count`` more times."""
     for _ in range(count):
         before = driver.find_element(By.ID, "updated").text
-        WebDriverWait(driver, WAIT).until(lambda d, b=before: d.find_element(By.ID, "updated").text != b)
+        wait(driver).until(lambda d, b=before: d.find_element(By.ID, "updated").text != b)
 
 
 def api_runs(base: str) -> int:
@@ -89,24 +107,25 @@ def test_pause_and_resume_from_the_page(tmp_path: Path, browser: WebDriver) -> N
     with Service(*args, cwd=tmp_path) as service:
         base = service.expect(r"status page on (http://127\.0\.0\.1:\d+)").group(1)
         browser.get(base + "/")
-        WebDriverWait(browser, WAIT).until(lambda d: runs_shown(d) > 0)
+        wait(browser).until(lambda d: runs_shown(d) > 0)
         assert browser.find_element(By.ID, "token-form").is_displayed()  # asked once, up front
         browser.find_element(By.ID, "token").send_keys("T")
         browser.find_element(By.ID, "token-use").click()
         assert not browser.find_element(By.ID, "token-form").is_displayed()
 
-        browser.find_element(By.CSS_SELECTOR, 'tr[data-task-id="tick"] button.pause').click()
-        WebDriverWait(browser, WAIT).until(lambda d: status_shown(d) == "paused")
+        click(browser, 'tr[data-task-id="tick"] button.pause')
+        wait(browser).until(lambda d: status_shown(d) == "paused")
         paused_at = api_runs(base)
         refreshes(browser, 2)  # every refresh shows the same count: the runs stopped
-        assert runs_shown(browser) == paused_at == api_runs(base)
+        [shown] = wait(browser).until(lambda d: (runs_shown(d),))  # (a tuple: 0 runs is an answer)
+        assert shown == paused_at == api_runs(base)
 
-        browser.find_element(By.CSS_SELECTOR, 'tr[data-task-id="tick"] button.resume').click()
-        WebDriverWait(browser, WAIT).until(lambda d: status_shown(d) in ("scheduled", "running"))
-        WebDriverWait(browser, WAIT).until(lambda d: runs_shown(d) > paused_at)  # and they go on
+        click(browser, 'tr[data-task-id="tick"] button.resume')
+        wait(browser).until(lambda d: status_shown(d) in ("scheduled", "running"))
+        wait(browser).until(lambda d: runs_shown(d) > paused_at)  # and they go on
 
         browser.get(base + "/tasks/tick")  # the task's page: its history
-        WebDriverWait(browser, WAIT).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#history tbody tr"))
+        wait(browser).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#history tbody tr"))
         assert "completed" in browser.find_element(By.ID, "history").text
         service.send(signal.SIGTERM)
         assert service.wait() == 0
@@ -119,7 +138,7 @@ def test_a_page_without_a_token_has_no_buttons_and_the_api_refuses(
     with Service("jobs.toml", "--no-status", "--store", ":memory:", "--http", "0", cwd=tmp_path) as service:
         base = service.expect(r"status page on (http://127\.0\.0\.1:\d+) \(control off").group(1)
         browser.get(base + "/")
-        WebDriverWait(browser, WAIT).until(lambda d: runs_shown(d) > 0)
+        wait(browser).until(lambda d: runs_shown(d) > 0)
         assert browser.find_elements(By.CSS_SELECTOR, "button.control") == []
         assert not browser.find_element(By.ID, "token-form").is_displayed()
         request = urllib.request.Request(f"{base}/api/tasks/tick/pause", method="POST")
@@ -144,7 +163,7 @@ def test_a_task_named_like_markup_shows_as_text(browser: WebDriver) -> None:
         server.start()
         browser.get(server.url + "/")
         row = 'tr[data-task-id="evil"]'
-        WebDriverWait(browser, WAIT).until(lambda d: d.find_elements(By.CSS_SELECTOR, row))
+        wait(browser).until(lambda d: d.find_elements(By.CSS_SELECTOR, row))
         shown = browser.find_element(By.CSS_SELECTOR, f"{row} td a").text
         assert name in shown
         assert browser.title == "Task scheduler"  # neither the img nor the script ran
@@ -175,16 +194,16 @@ def test_a_long_list_is_shown_a_page_at_a_time(browser: WebDriver) -> None:
             shown: list[str] = driver.execute_script(script)
             return shown
 
-        WebDriverWait(browser, WAIT).until(lambda d: len(rows(d)) == PAGE_ROWS)
+        wait(browser).until(lambda d: len(rows(d)) == PAGE_ROWS)
         assert rows(browser) == [f"t{n:03}" for n in range(PAGE_ROWS)]
         assert browser.find_element(By.ID, "shown").text == f"tasks 1\u2013{PAGE_ROWS} of {PAGE_ROWS + 5}"
         assert not browser.find_element(By.ID, "previous").is_enabled()
         browser.find_element(By.ID, "next").click()
-        WebDriverWait(browser, WAIT).until(lambda d: len(rows(d)) == 5)
+        wait(browser).until(lambda d: len(rows(d)) == 5)
         assert rows(browser) == [f"t{n:03}" for n in range(PAGE_ROWS, PAGE_ROWS + 5)]
         assert not browser.find_element(By.ID, "next").is_enabled()
         browser.find_element(By.ID, "previous").click()
-        WebDriverWait(browser, WAIT).until(lambda d: len(rows(d)) == PAGE_ROWS)
+        wait(browser).until(lambda d: len(rows(d)) == PAGE_ROWS)
     finally:
         server.stop()
         scheduler.shutdown()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,12 +11,13 @@ import pytest
 
 prometheus_client = pytest.importorskip("prometheus_client")
 
-from prometheus_client import CollectorRegistry, start_http_server  # noqa: E402
+from prometheus_client import CollectorRegistry, generate_latest, start_http_server  # noqa: E402
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
 from actors import FakeClock, Scheduler  # noqa: E402
 from actors.core.run_totals import COMMIT_BUCKETS, CommitTimes  # noqa: E402
 from actors.metrics import OTHER, RunTally, register  # noqa: E402
+from actors.metrics.exposition import MetricsText  # noqa: E402
 
 
 def boom() -> None:
@@ -144,3 +146,49 @@ def test_commit_times_fall_in_their_buckets() -> None:
     assert totals.commits[-1] == 1
     assert totals.commit_sum == pytest.approx(20.0062)
     assert totals.claims == 4
+
+
+def test_the_served_text_is_what_generate_latest_writes(scheduler: Scheduler) -> None:
+    """``MetricsText`` (what ``/metrics`` serves) writes the labelled families itself, keeping lines."""
+    registry = CollectorRegistry()
+    text = MetricsText(register(scheduler, registry, max_tasks=4))
+    clock = scheduler.clock
+    assert isinstance(clock, FakeClock)
+    for task_id in ('a "quoted" \\ task\nwith a newline', "caf\u00e9", "other", "plain"):
+        scheduler.schedule_at_fixed_rate(lambda: None, 10, task_id=task_id)
+    scheduler.schedule_at_fixed_rate(boom, 10, task_id="beyond the labels")
+    scheduler.schedule_at_fixed_rate(lambda: None, 10, 10, task_id="missing", misfire_grace=1)
+    scheduler.settle()
+    assert text.render() == generate_latest(registry)
+    clock.advance(25)  # every count moves; "missing" misses its slots
+    scheduler.settle()
+    served = text.render()
+    assert served == generate_latest(registry)
+    assert (
+        b'taskscheduler_runs_total{outcome="completed",task="a \\"quoted\\" \\\\ task\\nwith a newline"}'
+        in served
+    )
+    families = {family.name: family for family in text_string_to_metric_families(served.decode())}
+    assert "taskscheduler_missed" in families
+    assert text.render() == generate_latest(registry)  # nothing moved: the kept lines
+
+
+def test_every_run_of_a_busy_scheduler_is_counted_once() -> None:
+    """Completed runs are counted in bulk after each message (``RunCounts.fold``): none lost, none twice."""
+    done = threading.Semaphore(0)
+    with Scheduler(4) as busy:
+        registry = CollectorRegistry()
+        register(busy, registry, max_tasks=10)
+        for n in range(3000):
+            busy.schedule_once(done.release, delay=0, task_id=f"t{n}")
+        busy.schedule_once(boom, delay=0, task_id="bad")
+        for _ in range(3000):
+            assert done.acquire(timeout=60)
+        busy.settle()
+        samples = scrape(registry)
+    runs = samples["taskscheduler_runs_total"]
+    assert sum(runs.values()) == 3001
+    labelled = [labels for labels in runs if ("task", OTHER) not in labels]
+    assert len(labelled) == 10  # the first 10 ids counted; "bad" may be one of them
+    assert samples["taskscheduler_start_lateness_seconds_count"][()] == 3001
+    assert samples["taskscheduler_run_duration_seconds_count"][()] == 3001

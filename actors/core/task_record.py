@@ -321,7 +321,6 @@ class TaskRecord(Token):
         ``name`` is the name to show; ``None`` means ``default_name(fn)``.
         """
         self._token = FREE  # the Token's slots, set here: a million tasks pay for each call
-        self._ops = 0
         self._outcome: object = None
         self.task_id = task_id
         self.fn = fn

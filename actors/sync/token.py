@@ -46,7 +46,7 @@ any run of a task that may be retried: a cancel must still win between its attem
   scheduler: at shutdown for a task with no run in flight; when stopped by force, for any).
 
 Operated tasks (issue 24's ``pause``, ``resume`` and ``run_now``): two bits beside the state,
-``_ops``, moved under the same lock, so that a pause or a manual run is decided against a start
+``_OPS`` (beside the tokens), moved under the same lock, so that a pause or a manual run is decided against a start
 or a cancel in one place. ``HELD``: the task is paused (no run starts but a manual one);
 ``CLAIMED``: one manual run is promised and has not started (a ``run_now`` of an
 ``overlap="skip"`` task). A caller decides with ``hold``, ``release_hold`` or
@@ -141,9 +141,9 @@ class Move(enum.IntEnum):
 FREE, RUNNING, RAN, TAKEN, REVOKED, FINISHED, DETACHED = TokenState
 
 HELD: Final = 1
-"""``_ops`` bit: the task is paused; only a manual run (or the open claim's) may start."""
+"""``_OPS`` bit: the task is paused; only a manual run (or the open claim's) may start."""
 CLAIMED: Final = 2
-"""``_ops`` bit: one manual run is promised (``claim_manual``) and has not started yet."""
+"""``_OPS`` bit: one manual run is promised (``claim_manual``) and has not started yet."""
 
 DONE: Final = 1
 """An operation's move won: the caller answers ``True``; its report is put."""
@@ -207,7 +207,7 @@ def request_stop(claim: Claim, reason: int) -> bool:
     return True
 
 
-# _LOCK guards every token's _token, _ops and _outcome, _WAITERS, and the stop state of every
+# _LOCK guards every token's _token and _outcome, _OPS, _WAITERS, and the stop state of every
 # run's claim (stop, run_ended). One lock for all tokens, and
 # an Event only for a task someone actually waits on, so that a million pending tasks stay
 # small. Every hold is a few dict operations; the one call out is an operation's ``put``, an
@@ -215,6 +215,18 @@ def request_stop(claim: Claim, reason: int) -> bool:
 # are in the order of the moves. Lock order: the facade's _lock, then this one.
 _LOCK: Final = threading.Lock()
 _WAITERS: dict[Token, threading.Event] = {}
+_OPS: dict[Token, int] = {}
+"""``HELD | CLAIMED`` of each operated token, kept beside the tokens (not a slot of each): almost
+no task is ever paused or run now, and a slot would cost every pending task 8 bytes. An entry
+goes when its bits are cleared or its token ends (``revoke``, ``finish``, ``detach``)."""
+
+
+def _set_ops(token: Token, ops: int) -> None:
+    """Set ``token``'s operation bits (under ``_LOCK``): no entry for none."""
+    if ops:
+        _OPS[token] = ops
+    else:
+        _OPS.pop(token, None)
 
 
 class Token:
@@ -224,11 +236,10 @@ class Token:
     object every party shares, and the token is the only part of it they all touch.
     """
 
-    __slots__ = ("_ops", "_outcome", "_token")
+    __slots__ = ("_outcome", "_token")
 
     def __init__(self) -> None:
         self._token = FREE
-        self._ops = 0  # HELD | CLAIMED (an operated task's; 0 for nearly every task)
         self._outcome: object = None
 
     # -- moves ------------------------------------------------------------------------------
@@ -246,10 +257,10 @@ class Token:
             new = _MOVES.get((self._token, move))
             if new is None:
                 return START_REFUSED
-            ops = self._ops
+            ops = _OPS.get(self, 0) if _OPS else 0
             if ops:  # an operated task: rare
                 if ops & CLAIMED:
-                    self._ops = ops & ~CLAIMED
+                    _set_ops(self, ops & ~CLAIMED)
                     self._token = new
                     return STARTED_CLAIMED
                 if not manual:
@@ -290,9 +301,10 @@ class Token:
             token = self._token
             if token is TAKEN and not taken_live:
                 return UNSURE, False
-            if token > TAKEN or self._ops & HELD:  # REVOKED, FINISHED, DETACHED
+            ops = _OPS.get(self, 0)
+            if token > TAKEN or ops & HELD:  # REVOKED, FINISHED, DETACHED
                 return REFUSED, False
-            self._ops |= HELD
+            _OPS[self] = ops | HELD
             return DONE, put is not None and put(report)
 
     def release_hold(
@@ -303,9 +315,10 @@ class Token:
             token = self._token
             if token is TAKEN and not taken_live:
                 return UNSURE, False
-            if token > TAKEN or not self._ops & HELD:
+            ops = _OPS.get(self, 0)
+            if token > TAKEN or not ops & HELD:
                 return REFUSED, False
-            self._ops &= ~HELD
+            _set_ops(self, ops & ~HELD)
             return DONE, put is not None and put(report)
 
     def claim_manual(
@@ -319,20 +332,21 @@ class Token:
         the task ending (``TAKEN``), cancelled or ended, or a claim open.
         """
         with _LOCK:
-            if self._token is not FREE or self._ops & CLAIMED:
+            ops = _OPS.get(self, 0)
+            if self._token is not FREE or ops & CLAIMED:
                 return REFUSED, False
-            self._ops |= CLAIMED
+            _OPS[self] = ops | CLAIMED
             return DONE, put is not None and put(report)
 
     def drop_claim(self) -> None:
         """Scheduler: the manual run it promised will not start (its queued run was dropped)."""
         with _LOCK:
-            self._ops &= ~CLAIMED
+            _set_ops(self, _OPS.get(self, 0) & ~CLAIMED)
 
     @property
     def held(self) -> bool:
         """Whether the task is paused, by its token (for callers and tests; a moment's reading)."""
-        return bool(self._ops & HELD)
+        return bool(_OPS.get(self, 0) & HELD)
 
     def end_run(self, claim: Claim | None = None) -> bool:
         """Worker, after any run (before reporting it): the run has ended, its report follows.
@@ -403,6 +417,8 @@ class Token:
             if before is not FREE and before is not RUNNING and before is not RAN:
                 return before
             self._token = REVOKED
+            if _OPS:
+                _OPS.pop(self, None)
             event = _WAITERS.pop(self, None)
         if event is not None:
             event.set()  # a waiting result() raises CancelledError from now on
@@ -428,6 +444,8 @@ class Token:
                 raise RuntimeError(f"a token in state {self._token.name} cannot finish (a scheduler bug)")
             self._outcome = outcome
             self._token = new
+            if _OPS:
+                _OPS.pop(self, None)
             event = _WAITERS.pop(self, None)
         if event is not None:
             event.set()
@@ -439,6 +457,8 @@ class Token:
             if new is None:
                 return False
             self._token = new
+            if _OPS:
+                _OPS.pop(self, None)
             event = _WAITERS.pop(self, None)
         if event is not None:
             event.set()  # a waiting result() raises SchedulerShutdownError from now on
@@ -457,6 +477,8 @@ class Token:
                     )
                 token._outcome = outcome
                 token._token = new
+                if _OPS:
+                    _OPS.pop(token, None)
                 if _WAITERS:
                     event = _WAITERS.pop(token, None)
                     if event is not None:

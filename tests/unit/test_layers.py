@@ -377,7 +377,7 @@ move's result: a read would be a decision made on state
 another thread may be changing."""
 OWN_STATE = {
     "actors.sync.claim": {"_free", "stop", "run_ended"},
-    "actors.core.task_record": {"_token", "_ops", "_outcome"},
+    "actors.core.task_record": {"_token", "_outcome"},
 }
 """A module may touch the state it implements: the claim's move is written on ``_free``, and a
 new ``TaskRecord`` sets up its own token (before anyone else can see the record)."""

@@ -46,8 +46,8 @@ any run of a task that may be retried: a cancel must still win between its attem
   scheduler: at shutdown for a task with no run in flight; when stopped by force, for any).
 
 Operated tasks (issue 24's ``pause``, ``resume`` and ``run_now``): two bits beside the state,
-``_OPS`` (beside the tokens), moved under the same lock, so that a pause or a manual run is decided against a start
-or a cancel in one place. ``HELD``: the task is paused (no run starts but a manual one);
+in ``_OPS`` (a dict beside the tokens), moved under the same lock, so that a pause or a manual
+run is decided against a start or a cancel in one place. ``HELD``: the task is paused (no run starts but a manual one);
 ``CLAIMED``: one manual run is promised and has not started (a ``run_now`` of an
 ``overlap="skip"`` task). A caller decides with ``hold``, ``release_hold`` or
 ``claim_manual``, and in the same hold of the lock puts its report for the scheduler (``put``):

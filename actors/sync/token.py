@@ -47,9 +47,9 @@ any run of a task that may be retried: a cancel must still win between its attem
 
 Operated tasks (issue 24's ``pause``, ``resume`` and ``run_now``): two bits beside the state,
 in ``_OPS`` (a dict beside the tokens), moved under the same lock, so that a pause or a manual
-run is decided against a start or a cancel in one place. ``HELD``: the task is paused (no run starts but a manual one);
-``CLAIMED``: one manual run is promised and has not started (a ``run_now`` of an
-``overlap="skip"`` task). A caller decides with ``hold``, ``release_hold`` or
+run is decided against a start or a cancel in one place. ``HELD``: the task is paused (no run
+starts but a manual one); ``CLAIMED``: one manual run is promised and has not started (a
+``run_now`` of an ``overlap="skip"`` task). A caller decides with ``hold``, ``release_hold`` or
 ``claim_manual``, and in the same hold of the lock puts its report for the scheduler (``put``):
 the reports then reach the scheduler in the order the moves were made, and before any report
 of a run that the move changed (a worker's ``try_start`` comes after, under the lock, and its

@@ -35,7 +35,7 @@ from benchmarks.completions import Completions
 
 peer, n = sys.argv[1], int(sys.argv[2])
 messages = collections.Counter()
-if peer == "ours":
+if peer in ("ours", "metrics", "served"):
     from actors import Scheduler
     from actors.runtime import scheduler as scheduler_module, worker as worker_module
 
@@ -50,6 +50,25 @@ if peer == "ours":
     counted(worker_module.WorkerActor, "worker")
     s = Scheduler(workers=4)
     schedule, stop = (lambda fn: s.schedule_once(fn, delay=0.0)), s.shutdown
+    if peer == "metrics":  # benchmarks.watched's metrics mode: registered, never scraped
+        from prometheus_client import CollectorRegistry
+        from actors.metrics import register
+        register(s, CollectorRegistry())
+    if peer == "served":  # benchmarks.watched's served mode: the page open, /metrics scraped
+        from actors.web import app
+        from actors.web.server import WebServer
+        from benchmarks.watched import WATCHERS, _get, _poll
+        server = WebServer(app(s))
+        server.start()
+        polling = threading.Event()
+        for path, every in WATCHERS["served"]:
+            _get(server.url + path)
+            threading.Thread(target=_poll, args=(server.url + path, every, polling), name="client").start()
+
+        def stop():
+            polling.set()
+            server.stop()
+            s.shutdown()
 else:
     from benchmarks.textbook import TextbookScheduler
     t = TextbookScheduler(4)

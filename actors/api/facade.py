@@ -166,6 +166,7 @@ class Scheduler(Scheduling, Messaging, Queries, Observing, LiveTaskOperations, H
         # node's scheduler, and on a shared store the database in front of it (directory.py).
         local = LocalTasks(self, self._live, self._mint, None if node is not None else self._store)
         self._directory = local if node is None else SharedTasks(node, local, self, self._live)
+        self._shared = node is not None
         # Chosen once, here, so that the hot paths make no choice per call: a handle's cancel
         # goes straight to the directory, and a plain task without a store (schedule_once's
         # fast path) straight to the outbox.
@@ -244,6 +245,15 @@ class Scheduler(Scheduling, Messaging, Queries, Observing, LiveTaskOperations, H
     def ref(self) -> pykka.ActorRef[SchedulerActor]:
         """The ``SchedulerActor``'s ref, for sending it ``Schedule``, ``Cancel``, ``Tick`` and queries."""
         return self._ref
+
+    @property
+    def is_shared(self) -> bool:
+        """Whether this scheduler is a node of a shared store (PostgreSQL).
+
+        Then its tasks are the store's rows, whichever node runs them: ``tasks()`` and ``info``
+        read them from the database. Any thread.
+        """
+        return self._shared
 
     # -- shutdown ---------------------------------------------------------------------------
 

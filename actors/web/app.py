@@ -20,7 +20,6 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from actors.api.facade import Scheduler
-from actors.api.shared_tasks import SharedTasks
 from actors.errors import SchedulerShutdownError, UnknownTaskError
 from actors.metrics import register, tally_of
 from actors.metrics.exposition import MetricsText
@@ -80,7 +79,7 @@ def app(
     tally = tally_of(scheduler)
     shown = arguments if show_args else None
     # A shared store's tasks are its rows (whichever node runs them), read through the facade.
-    shared = store is not None or isinstance(scheduler._directory, SharedTasks)
+    shared = store is not None or scheduler.is_shared
     html = page(control=token is not None, refresh=refresh)
 
     def one(task_id: str) -> dict[str, Any]:

@@ -125,3 +125,14 @@ def test_the_local_homes_need_no_start_check_and_keep_durable_runs(tmp_path: Pat
     assert (home.start_check, home.durable_runs_once) == (None, False)
     home.close()  # closes the store: another can open the file now
     open_store(tmp_path / "tasks.db").close()
+
+
+def test_a_scheduler_of_its_own_store_is_not_shared(tmp_path: Path) -> None:
+    from actors import Scheduler
+
+    for store in (None, tmp_path / "tasks.db"):
+        s = Scheduler(workers=1, store=store)
+        try:
+            assert s.is_shared is False
+        finally:
+            s.shutdown()

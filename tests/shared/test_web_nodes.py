@@ -66,3 +66,13 @@ def test_claims_total_counts_the_runs_this_node_claimed(node: Node) -> None:
     }
     assert samples["taskscheduler_claims_total"] == 3  # one node: it claimed each run once
     assert samples["taskscheduler_store_commit_seconds_count"] >= 1  # their fenced outcomes
+
+
+def test_an_app_built_without_the_store_still_lists_the_shared_rows(node: Node) -> None:
+    a, b = node("a"), node("b")
+    assert a.is_shared and b.is_shared
+    b.schedule_at_fixed_rate(tasks.noop, 3600, 3600, task_id="from-b")
+    with TestClient(app(a)) as client:
+        listed = client.get("/api/tasks")
+        assert [entry["id"] for entry in listed.json()] == ["from-b"]
+        assert listed.headers["X-Total-Count"] == "1"

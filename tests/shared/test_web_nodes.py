@@ -70,7 +70,8 @@ def test_claims_total_counts_the_runs_this_node_claimed(node: Node) -> None:
 
 def test_an_app_built_without_the_store_still_lists_the_shared_rows(node: Node) -> None:
     a, b = node("a"), node("b")
-    assert a.is_shared and b.is_shared
+    assert a.is_shared
+    assert b.is_shared
     b.schedule_at_fixed_rate(tasks.noop, 3600, 3600, task_id="from-b")
     with TestClient(app(a)) as client:
         listed = client.get("/api/tasks")

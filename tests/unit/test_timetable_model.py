@@ -917,7 +917,7 @@ class TimetableMachine(RuleBasedStateMachine):
 
 
 TimetableMachine.TestCase.settings = settings(
-    max_examples=250, stateful_step_count=50, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=150, stateful_step_count=50, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 # A model run takes 10-30 s alone and longer beside other tests on two cores; a timeout cut
 # in the middle of an example reads to hypothesis as flaky data generation, not as slowness.

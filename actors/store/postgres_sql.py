@@ -231,6 +231,10 @@ DB_NOW: Final = f"SELECT {NOW}"
 # the lease that ended (started_fence = fence: its node died or stalled with it) counts one
 # more loss; a claim of a free row (the last run's outcome landed, or it was given back)
 # starts again from none. The node fails the run once the count reaches max_lost_runs.
+# Such a claim also counts the row's runs from the highest number its ledger holds: the
+# lost lease's overlap="allow" runs may have ended out of order (run 2 saved while run 1 was
+# lost), and the next run is numbered run_count + 1, which must not be a number already
+# given (its ledger row would be refused as a repeat). The lost runs below it count as runs.
 _ACQUIRE: Final = """
     WITH free AS MATERIALIZED (
         SELECT seq, next_due FROM task
@@ -256,7 +260,11 @@ _ACQUIRE: Final = """
                                         ELSE task.manual_fence END,
                     lost_runs = CASE WHEN task.owner IS NULL THEN 0
                                      WHEN task.started_fence = task.fence THEN task.lost_runs + 1
-                                     ELSE task.lost_runs END
+                                     ELSE task.lost_runs END,
+                    run_count = CASE WHEN task.owner IS NOT NULL AND task.started_fence = task.fence
+                                     THEN GREATEST(task.run_count, (SELECT COALESCE(max(run.run), 0)
+                                                                     FROM run WHERE run.task_seq = task.seq))
+                                     ELSE task.run_count END
       FROM picked
      WHERE task.seq = picked.seq
     RETURNING {returned}, task.fence, task.lease_until, {now}, task.grid_due, task.lost_runs"""

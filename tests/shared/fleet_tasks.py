@@ -22,3 +22,8 @@ def effect(log: str, pause: float) -> None:
     finally:
         os.close(fd)
     time.sleep(pause)
+
+
+def effect_first_long(log: str, first: float, later: float) -> None:
+    """``effect``, taking ``first`` seconds in a task's run 1 and ``later`` in every other run."""
+    effect(log, first if current_run().run == 1 else later)

@@ -204,6 +204,50 @@ def test_a_killed_holder_loses_every_run_going_once_and_another_node_takes_the_t
         fleet.kill_all()
 
 
+def test_runs_ended_out_of_order_before_a_kill_leave_no_run_number_to_give_twice(
+    schema: str, tmp_path: Path, reader: PostgresStore
+) -> None:
+    # Run 1 outlives its node; runs 2, 3, ... end (and are saved) beside it, so the row counts
+    # fewer runs than the highest number its ledger holds. The node that takes the task over
+    # numbers its runs past that number: each of its runs has its ledger row (a number given
+    # twice would find its row taken, and the run would leave no trace).
+    log = tmp_path / "effects.log"
+    fleet = Fleet(DSN, schema, lease=1.0, poll=0.2, workers=2)
+    try:
+        (first,) = fleet.start(1)
+        now = reader.db_now()
+        reader.add(
+            TaskDefinition(
+                task_id="op",
+                fn_ref="tests.shared.fleet_tasks:effect_first_long",
+                args_json=json.dumps([str(log), 600.0, 0.05]),
+                kwargs_json="{}",
+                trigger_json=json.dumps({"rate": 0.5, "anchor": now}),
+                options_json=json.dumps({"overlap": "allow", "max_instances": 2}),
+                next_due=now,
+            )
+        )
+
+        def pids() -> list[int]:
+            return [int(line.split()[1]) for line in log.read_text().splitlines()] if log.exists() else []
+
+        wait_until(lambda: len(reader.runs("op")) >= 2, "runs 2 and 3 saved beside the long run 1")
+        assert max(row.run for row in reader.runs("op")) > row_column(schema, "op", "run_count")
+        killed = set(pids())
+        fleet.kill(first)
+        second = fleet.restart()
+        wait_until(lambda: len([pid for pid in pids() if pid not in killed]) >= 3, "runs on the second node")
+        fleet.stop()  # its runs going end, and are saved
+        ran_on_second = len([pid for pid in pids() if pid not in killed])
+        rows = reader.runs("op", limit=1000)
+        saved_by_second = [row for row in rows if row.node == second]
+        assert len(saved_by_second) == ran_on_second, (rows, ran_on_second)
+        assert {row.outcome for row in saved_by_second} == {"completed"}
+        assert min(row.run for row in saved_by_second) > max(row.run for row in rows if row.node == first)
+    finally:
+        fleet.kill_all()
+
+
 def test_a_cancel_with_interrupt_from_another_node_stops_every_run_going_on_the_holder(
     nodes: Callable[[str], tuple[Scheduler, Recorder]], reader: PostgresStore
 ) -> None:

@@ -34,6 +34,8 @@ __all__ = ["CONTROL_ACTIONS", "MAX_HISTORY", "app"]
 logger = logging.getLogger(__name__)
 
 CONTROL_ACTIONS: Final = ("pause", "resume", "run-now", "cancel")
+ACTION_ALIASES: Final = {"run_now": "run-now"}
+"""Other spellings of an action taken as it (``run_now``, as the method is named)."""
 """The actions of ``POST /api/tasks/{id}/<action>``."""
 
 MAX_HISTORY: Final = 1000
@@ -127,6 +129,7 @@ def app(
         if refused is not None:
             return refused
         task_id, action = request.path_params["task_id"], request.path_params["action"]
+        action = ACTION_ALIASES.get(action, action)
         if action not in CONTROL_ACTIONS:
             return _error(404, f"no action {action!r}: one of {', '.join(CONTROL_ACTIONS)}")
         scheduler.info(task_id)  # 404 for an id it does not know

@@ -149,6 +149,10 @@ def test_control_needs_the_token(scheduler: Scheduler, client: TestClient) -> No
     assert client.post("/api/tasks/tick/run-now", headers=AUTH).json()["ok"] is True
     scheduler.settle()
     assert scheduler.info("tick").run_count == 3
+    ran = client.post("/api/tasks/tick/run_now", headers=AUTH)  # the method's spelling, too
+    assert (ran.json()["ok"], ran.json()["action"]) == (True, "run-now")
+    scheduler.settle()
+    assert scheduler.info("tick").run_count == 4
     assert client.post("/api/tasks/tick/cancel", headers=AUTH).json()["ok"] is True
     assert scheduler.info("tick").status.value == "cancelled"
 

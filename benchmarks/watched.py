@@ -9,8 +9,11 @@ Issue 25's speed targets, measured (not timed tests):
   core counts each run from the registration), ``scraped`` (``actors.web.app`` on a real port,
   ``/metrics`` scraped every second) and ``served`` (the same, and the page open: what its
   script fetches, every 2 s); the median of each and of its per-repeat ratio to ``plain``
-  (target: >= 0.95 for ``served``). The server is up and each watched path answered once
-  before the clock starts: the page was open before the tasks came;
+  (target: >= 0.95 for ``served``). Each measurement is a fresh process (no mode inherits
+  another's heap, garbage or threads), and the watchers are a process of their own, as a
+  browser and Prometheus are: the figures are what the scheduler's process pays for being
+  watched, not what its clients pay for watching. The server is up and each watched path
+  answered once before the clock starts: the page was open before the tasks came;
 - ``scrape``: with 10,000 live tasks, the time of one ``/metrics`` scrape, of one full
   ``/api/tasks`` and of what the page fetches (``PAGE_POLL``) over HTTP (medians of 10;
   target: <= 100 ms).
@@ -19,15 +22,21 @@ Issue 25's speed targets, measured (not timed tests):
 from __future__ import annotations
 
 import argparse
-import gc
+import json
 import statistics
+import subprocess
+import sys
 import threading
 import time
 import urllib.request
 from collections.abc import Callable
+from pathlib import Path
 
 from actors import Scheduler
 from actors.web.page import PAGE_ROWS
+
+ROOT = Path(__file__).resolve().parent.parent
+"""The checkout the measuring processes run from."""
 
 PAGE_POLL = (f"/api/tasks?offset=0&limit={PAGE_ROWS}", "/api/nodes")
 """What the open page fetches each refresh (``actors/web/page.py``'s script: the first rows only)."""
@@ -46,7 +55,21 @@ def noop() -> None:
 
 
 def throughput(n: int, mode: str) -> tuple[float, float]:
-    """Tasks/s and CPU microseconds per task of ``n`` no-op tasks in ``mode`` (see the module)."""
+    """Tasks/s and CPU microseconds per task of ``n`` no-op tasks in ``mode``, in a fresh process."""
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.watched", "--one", mode, "--tasks", str(n)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=True,
+    )
+    rate, cpu = json.loads(done.stdout.strip().splitlines()[-1])
+    return float(rate), float(cpu)
+
+
+def measure_here(n: int, mode: str) -> tuple[float, float]:
+    """``throughput`` of this process (``--one``): the scheduler, and in a watched mode its server."""
     left = [n]
     lock = threading.Lock()  # guards left: every worker counts down
     finished = threading.Event()
@@ -58,9 +81,8 @@ def throughput(n: int, mode: str) -> tuple[float, float]:
                 finished.set()
 
     s = Scheduler(workers=4)
-    stop = threading.Event()
-    watchers: list[threading.Thread] = []
     server = None
+    watchers: subprocess.Popen[str] | None = None
     try:
         if mode == "metrics":
             from prometheus_client import CollectorRegistry
@@ -74,11 +96,16 @@ def throughput(n: int, mode: str) -> tuple[float, float]:
 
             server = WebServer(app(s))
             server.start()
-            for path, every in WATCHERS[mode]:
-                _get(server.url + path)  # the page was open before the tasks came
-                watchers.append(threading.Thread(target=_poll, args=(server.url + path, every, stop)))
-            for watcher in watchers:
-                watcher.start()
+            watchers = subprocess.Popen(
+                [sys.executable, "-m", "benchmarks.watched", "--watch", mode, "--url", server.url],
+                cwd=ROOT,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            assert watchers.stdout is not None
+            if watchers.stdout.readline().strip() != "watching":  # the page was open before the tasks came
+                raise RuntimeError("the watchers did not start")
         cpu, start = time.process_time(), time.perf_counter()
         for _ in range(n):
             s.schedule_once(hit, delay=0)
@@ -86,12 +113,27 @@ def throughput(n: int, mode: str) -> tuple[float, float]:
             raise TimeoutError("the tasks did not all run within 600 s")
         return n / (time.perf_counter() - start), (time.process_time() - cpu) / n * 1e6
     finally:
-        stop.set()
-        for watcher in watchers:
-            watcher.join()
+        if watchers is not None:
+            watchers.communicate(timeout=30)  # closing its stdin stops it
         if server is not None:
             server.stop()
         s.shutdown()
+
+
+def watch(mode: str, url: str) -> None:
+    """``--watch``: fetch each of ``mode``'s paths once, say so, then poll them until stdin closes."""
+    stop = threading.Event()
+    pollers = []
+    for path, every in WATCHERS[mode]:
+        _get(url + path)
+        pollers.append(threading.Thread(target=_poll, args=(url + path, every, stop)))
+    for poller in pollers:
+        poller.start()
+    print("watching", flush=True)
+    sys.stdin.read()
+    stop.set()
+    for poller in pollers:
+        poller.join()
 
 
 def _get(url: str) -> bytes:
@@ -138,7 +180,16 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--scrape-tasks", type=int, default=10_000)
     parser.add_argument("--modes", default=",".join(MODES), help="comma-separated, plain first")
+    parser.add_argument("--one", choices=MODES, help=argparse.SUPPRESS)  # a measuring process
+    parser.add_argument("--watch", choices=tuple(WATCHERS), help=argparse.SUPPRESS)  # its watchers
+    parser.add_argument("--url", help=argparse.SUPPRESS)
     options = parser.parse_args()
+    if options.one:
+        print(json.dumps(measure_here(options.tasks, options.one)))
+        return
+    if options.watch:
+        watch(options.watch, options.url)
+        return
     modes = options.modes.split(",")
     rates: dict[str, list[float]] = {mode: [] for mode in modes}
     cpus: dict[str, list[float]] = {mode: [] for mode in modes}
@@ -150,7 +201,6 @@ def main() -> None:
         turn = repeat % len(modes)
         measured: dict[str, tuple[float, float]] = {}
         for mode in modes[turn:] + modes[:turn]:
-            gc.collect()  # each run starts without the garbage of the one before
             measured[mode] = throughput(options.tasks, mode)
         base_rate, base_cpu = measured[modes[0]]
         for mode, (rate, cpu) in measured.items():

@@ -128,8 +128,7 @@ def app(
         refused = _refused(request, token)
         if refused is not None:
             return refused
-        task_id, action = request.path_params["task_id"], request.path_params["action"]
-        action = ACTION_ALIASES.get(action, action)
+        task_id, action = request.path_params["task_id"], _action(request.path_params["action"])
         if action not in CONTROL_ACTIONS:
             return _error(404, f"no action {action!r}: one of {', '.join(CONTROL_ACTIONS)}")
         scheduler.info(task_id)  # 404 for an id it does not know
@@ -228,3 +227,8 @@ async def _stopped(request: Request, error: Exception) -> Response:
 async def _crashed(request: Request, error: Exception) -> Response:
     logger.error("web: %s %s failed", request.method, request.url.path, exc_info=error)
     return _error(500, f"internal error: {type(error).__name__}")
+
+
+def _action(given: str) -> str:
+    """The action ``given`` names in the URL, an alias (``ACTION_ALIASES``) read as its action."""
+    return ACTION_ALIASES.get(given, given)

@@ -34,9 +34,10 @@ __all__ = ["CONTROL_ACTIONS", "MAX_HISTORY", "app"]
 logger = logging.getLogger(__name__)
 
 CONTROL_ACTIONS: Final = ("pause", "resume", "run-now", "cancel")
+"""The actions of ``POST /api/tasks/{id}/<action>``."""
+
 ACTION_ALIASES: Final = {"run_now": "run-now"}
 """Other spellings of an action taken as it (``run_now``, as the method is named)."""
-"""The actions of ``POST /api/tasks/{id}/<action>``."""
 
 MAX_HISTORY: Final = 1000
 """The largest ``limit`` a history request may ask for."""

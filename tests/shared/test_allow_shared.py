@@ -165,6 +165,22 @@ def test_a_node_whose_lease_was_taken_saves_no_run_and_starts_no_more(
 
 
 @pytest.mark.timeout(120)
+def add_allow_task(reader: PostgresStore, fn_ref: str, args: list[Any]) -> None:
+    """Put task ``op`` in the store: every 0.5 s from now, ``overlap="allow"``, two runs at most."""
+    now = reader.db_now()
+    reader.add(
+        TaskDefinition(
+            task_id="op",
+            fn_ref=fn_ref,
+            args_json=json.dumps(args),
+            kwargs_json="{}",
+            trigger_json=json.dumps({"rate": 0.5, "anchor": now}),
+            options_json=json.dumps({"overlap": "allow", "max_instances": 2}),
+            next_due=now,
+        )
+    )
+
+
 def test_a_killed_holder_loses_every_run_going_once_and_another_node_takes_the_task_over(
     schema: str, tmp_path: Path, reader: PostgresStore
 ) -> None:
@@ -172,18 +188,7 @@ def test_a_killed_holder_loses_every_run_going_once_and_another_node_takes_the_t
     fleet = Fleet(DSN, schema, lease=1.0, poll=0.2, workers=2)
     try:
         (first,) = fleet.start(1)
-        now = reader.db_now()
-        reader.add(
-            TaskDefinition(
-                task_id="op",
-                fn_ref=EFFECT,
-                args_json=json.dumps([str(log), 600.0]),  # runs until its node is killed
-                kwargs_json="{}",
-                trigger_json=json.dumps({"rate": 0.5, "anchor": now}),
-                options_json=json.dumps({"overlap": "allow", "max_instances": 2}),
-                next_due=now,
-            )
-        )
+        add_allow_task(reader, EFFECT, [str(log), 600.0])  # runs until its node is killed
 
         def lines() -> list[list[str]]:
             return [line.split() for line in log.read_text().splitlines()] if log.exists() else []
@@ -215,18 +220,7 @@ def test_runs_ended_out_of_order_before_a_kill_leave_no_run_number_to_give_twice
     fleet = Fleet(DSN, schema, lease=1.0, poll=0.2, workers=2)
     try:
         (first,) = fleet.start(1)
-        now = reader.db_now()
-        reader.add(
-            TaskDefinition(
-                task_id="op",
-                fn_ref="tests.shared.fleet_tasks:effect_first_long",
-                args_json=json.dumps([str(log), 600.0, 0.05]),
-                kwargs_json="{}",
-                trigger_json=json.dumps({"rate": 0.5, "anchor": now}),
-                options_json=json.dumps({"overlap": "allow", "max_instances": 2}),
-                next_due=now,
-            )
-        )
+        add_allow_task(reader, "tests.shared.fleet_tasks:effect_first_long", [str(log), 600.0, 0.05])
 
         def pids() -> list[int]:
             return [int(line.split()[1]) for line in log.read_text().splitlines()] if log.exists() else []
